@@ -1,0 +1,14 @@
+"""The JSON API: one NinjaAPI that mounts each app's router. OpenAPI docs at /api/docs."""
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+from leaderboard.api import router as leaderboard_router
+
+api = NinjaAPI(
+    title="PostTrainBench Explorer API",
+    version="1",
+    description="Leaderboard, runs, traces and verdicts of post-training benchmark suites. "
+    "Every HTML page of the site has a JSON twin here with the same query behind it.",
+)
+api.add_router("/", leaderboard_router)
