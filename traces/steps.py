@@ -1,0 +1,83 @@
+"""The typed records of a trace, shared by the parsers, the ingest, the API schemas and the templates.
+
+A *step* is one event of an agent's (or a judge's) trace after grouping: one assistant message block, one
+tool call, one tool result, one plain-text line, ... Every scaffold parser (``traces/parsers/``) yields these.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+StepKind = Literal["system", "assistant", "thinking", "tool_call", "tool_result", "result", "text"]
+STEP_KINDS: tuple[StepKind, ...] = ("system", "assistant", "thinking", "tool_call", "tool_result", "result", "text")
+
+
+@dataclass(slots=True)
+class Step:
+    """One step of a trace.
+
+    Fields:
+        index: 0-based position in the trace, consecutive, after grouping (deltas merged, split messages joined).
+        kind: one of STEP_KINDS.
+        time: wall-clock time (UTC, timezone-aware) from the line's ``[YYYY-MM-DDTHH:MM:SSZ] `` prefix, else from
+            the event itself (ISO timestamp, epoch ms), else None.
+        tool: tool name for tool_call / tool_result steps (``Bash``, ``shell``, ``bash``, ``run_shell_command``...).
+        input: what went in: a tool call's command (shell) or its arguments as compact JSON; a system step's
+            configuration summary. None for other kinds.
+        output: what came out: assistant text, thinking text, tool output, the final result text, a plain-text
+            line. May be "".
+        is_error: the tool result or event reports an error (non-zero exit code, ``is_error``, status error).
+        call_id: pairs a tool_call with its tool_result (``toolu_...``, codex ``call_id``/``item.id``, ...).
+        tokens_in / tokens_out: usage attributed to this step (counted once per API message), else None.
+        cost_usd: cost in US dollars attributed to this step (OpenCode step_finish, Claude result), else None.
+        line: 1-based line number in the source file of the event that started the step.
+    """
+
+    index: int
+    kind: StepKind
+    time: datetime | None = None
+    tool: str | None = None
+    input: str | None = None
+    output: str = ""
+    is_error: bool = False
+    call_id: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    line: int | None = None
+
+
+@dataclass(slots=True)
+class ParseProblem:
+    """A line that could not be understood: where, and why. Reported, never fatal for the run."""
+
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+@dataclass(slots=True)
+class ParsedTrace:
+    """A whole parsed trace.
+
+    Fields:
+        format: detected format id (``claude_code``, ``codex_exec``, ``codex_protocol``, ``codex_text``,
+            ``gemini``, ``opencode``, ``text``).
+        steps: the steps in order, ``steps[i].index == i``.
+        tokens_in / tokens_out: run totals (tokens) when the trace carries usage, else None.
+        cost_usd: run total in US dollars when the trace carries it, else None.
+        model: the model id the trace names (init event, banner), else None.
+        problems: broken lines (file, line number, message); the rest of the trace still parsed.
+    """
+
+    format: str
+    steps: list[Step] = field(default_factory=list)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    problems: list[ParseProblem] = field(default_factory=list)
