@@ -42,11 +42,11 @@ def warehouse_spec() -> str:
     return str(settings.PTB_WAREHOUSE)
 
 
-def _open(spec: str, read_only: bool) -> duckdb.DuckDBPyConnection:
-    path = Path(spec)
+def _open(spec: str) -> duckdb.DuckDBPyConnection:
+    # Always read-write: DuckDB refuses a read-only and a read-write connection to one file in one process.
     if spec != ":memory:":
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return duckdb.connect(spec, read_only=read_only and path.exists())
+        Path(spec).parent.mkdir(parents=True, exist_ok=True)
+    return duckdb.connect(spec)
 
 
 def _is_retryable(exc: Exception) -> bool:
@@ -54,7 +54,7 @@ def _is_retryable(exc: Exception) -> bool:
 
 
 @contextmanager
-def connect(*, read_only: bool = False, attempts: int = 12) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(*, attempts: int = 12) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the warehouse for one unit of work and close it afterwards.
 
     Yields a ``duckdb.DuckDBPyConnection`` with the schema migrated. A lock held by another process is
@@ -67,7 +67,7 @@ def connect(*, read_only: bool = False, attempts: int = 12) -> Iterator[duckdb.D
     delay = 0.02
     for attempt in range(attempts):
         try:
-            con = _open(spec, read_only)
+            con = _open(spec)
             break
         except (duckdb.IOException, duckdb.TransactionException) as exc:
             if not _is_retryable(exc) or attempt == attempts - 1:
@@ -75,7 +75,7 @@ def connect(*, read_only: bool = False, attempts: int = 12) -> Iterator[duckdb.D
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 1.0)
     try:
-        if spec not in _migrated and not read_only:
+        if spec not in _migrated:
             migrate(con)
         yield con
     finally:

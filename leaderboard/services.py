@@ -1,0 +1,221 @@
+"""Writes of the leaderboard app: loading a suite and its published results into the warehouse."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+from ptbsite import warehouse
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+DEFAULT_PUBLISHED_DIR = Path(settings.BASE_DIR) / "data" / "published"
+
+# Raw aggregate cell labels (spec section 4.2 step 1) -> why the final cell holds the base model's score.
+FALLBACK_LABELS = {"not stored": "not_stored", "ERR": "error", "not avl.": "not_available", "": "missing"}
+
+
+class PublishedDataError(ValueError):
+    """A published file is missing or malformed; the message names the file and the line."""
+
+
+@dataclass
+class ImportReport:
+    """What ``import_published`` stored: row counts per table."""
+
+    suite: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{n} {table}" for table, n in self.counts.items())
+        return f"suite {self.suite}: {parts}"
+
+
+def load_suite_file(suite_id: str = "posttrainbench") -> dict:
+    """The suite definition ``leaderboard/suites/<suite_id>.json`` as a dict (benchmarks, base models, ...)."""
+    path = SUITES_DIR / f"{suite_id}.json"
+    if not path.exists():
+        raise PublishedDataError(f"{path}: no such suite file")
+    return json.loads(path.read_text())
+
+
+def _fraction(text: str, path: Path, line: int, column: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise PublishedDataError(f"{path}:{line}: column {column!r}: {text!r} is not a number") from None
+    if not math.isfinite(value) or not -1e-9 <= value <= 1 + 1e-9:
+        raise PublishedDataError(f"{path}:{line}: column {column!r}: {value} is not a fraction in [0, 1]")
+    return value
+
+
+def _read_csv(path: Path, required: list[str]) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a CSV as (line number, row); the header must hold every required column."""
+    if not path.exists():
+        raise PublishedDataError(f"{path}: file not found")
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise PublishedDataError(f"{path}:1: header lacks column(s) {', '.join(missing)}")
+        rows = []
+        for row in reader:
+            if None in row or any(v is None for v in row.values()):
+                raise PublishedDataError(f"{path}:{reader.line_num}: wrong number of fields")
+            rows.append((reader.line_num, row))
+        return rows
+
+
+def _hours(text: str, path: Path, line: int) -> float:
+    """``H:MM:SS`` -> hours."""
+    try:
+        h, m, s = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise PublishedDataError(f"{path}:{line}: {text!r} is not a H:MM:SS duration") from None
+    return h + m / 60 + s / 3600
+
+
+def _score_grid(path: Path, benchmarks: list[str], models: set[str], *, raw: bool = False):
+    """Yield (line, model, benchmark, cell text) for a model x benchmark CSV, checking models and columns."""
+    for line, row in _read_csv(path, ["model", *benchmarks]):
+        if row["model"] not in models:
+            raise PublishedDataError(f"{path}:{line}: unknown model {row['model']!r}")
+        for benchmark in benchmarks:
+            text = row[benchmark].strip()
+            if not raw:
+                _fraction(text, path, line, benchmark)
+            yield line, row["model"], benchmark, text
+
+
+def import_published(*, directory: Path | None = None, suite_id: str = "posttrainbench") -> ImportReport:
+    """Load a suite and the published website data into the warehouse, replacing that suite's rows.
+
+    Args:
+        directory: the published data folder (layout of aisa-group/posttrainbench-website: ``data/*.csv``,
+            ``data/factors.json``); default: the copy shipped in ``data/published``.
+        suite_id: the suite file under ``leaderboard/suites/`` that maps the files to agents.
+
+    Every file is read and validated before anything is written, then all rows go in one transaction, so a
+    malformed file leaves the stored data as it was; running it twice stores the same rows.
+
+    Raises:
+        PublishedDataError: a missing file, a bad header, a value that is not a fraction, an unknown model;
+            the message names the file and the line.
+    """
+    root = Path(directory or DEFAULT_PUBLISHED_DIR)
+    suite = load_suite_file(suite_id)
+    published = suite["published"]
+    bench_ids = [b["id"] for b in suite["benchmarks"]]
+    base_ids = [m["id"] for m in suite["base_models"]]
+    instruct_to_base = {m["instruct_id"]: m["id"] for m in suite["base_models"]}
+
+    weights_path = root / suite["weights"]["file"]
+    try:
+        weights = json.loads(weights_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PublishedDataError(f"{weights_path}: cannot read weights: {exc}") from None
+    if sorted(weights) != sorted(bench_ids):
+        raise PublishedDataError(f"{weights_path}:1: weights for {sorted(weights)}, suite has {sorted(bench_ids)}")
+
+    agents, cells, scores, times = [], [], [], []
+    position = 0
+
+    def rel(path: Path) -> str:
+        return str(path.relative_to(root))
+
+    for baseline in published["baselines"]:
+        path = root / baseline["file"]
+        allowed = set(base_ids) if baseline["rows"] == "base" else set(instruct_to_base)
+        all_models = set(base_ids) | set(instruct_to_base)
+        for line, model, benchmark, text in _score_grid(path, bench_ids, all_models):
+            if model not in allowed:
+                continue
+            base = model if baseline["rows"] == "base" else instruct_to_base[model]
+            cells.append((baseline["key"], base, benchmark, float(text), None, None, rel(path)))
+        agents.append((baseline["key"], baseline["name"], "baseline", None, None, None, position))
+        position += 1
+
+    for agent in published["agents"]:
+        key = agent["key"]
+        if "avg_file" in agent:
+            avg_path, std_path = root / agent["avg_file"], root / agent["std_file"]
+            stds = {(m, b): float(t) for _, m, b, t in _score_grid(std_path, bench_ids, set(base_ids))}
+            for line, model, benchmark, text in _score_grid(avg_path, bench_ids, set(base_ids)):
+                std = max(stds[(model, benchmark)], 0.0)
+                cells.append((key, model, benchmark, float(text), std, None, rel(avg_path)))
+        else:
+            final_path = root / agent["final_file"]
+            reasons = {}
+            if agent.get("raw_file"):
+                raw_path = root / agent["raw_file"]
+                for line, model, benchmark, text in _score_grid(raw_path, bench_ids, set(base_ids), raw=True):
+                    if text in FALLBACK_LABELS:
+                        reasons[(model, benchmark)] = FALLBACK_LABELS[text]
+                    else:
+                        _fraction(text, raw_path, line, benchmark)
+            for line, model, benchmark, text in _score_grid(final_path, bench_ids, set(base_ids)):
+                cells.append((key, model, benchmark, float(text), None, reasons.get((model, benchmark)), rel(final_path)))
+        agents.append(
+            (key, agent["name"], "agent", agent["scaffold"], agent.get("reasoning_effort"), agent["model_family"], position)
+        )
+        position += 1
+
+    groups = {a["group"]: a["key"] for a in published["agents"] if "group" in a}
+    scores_path = root / published["scores_file"]
+    for line, row in _read_csv(scores_path, ["agent", "avg", "std", "n"]):
+        if row["agent"] in groups:
+            std = _fraction(row["std"], scores_path, line, "std") if row["std"] else None
+            scores.append((groups[row["agent"]], _fraction(row["avg"], scores_path, line, "avg"), std, int(row["n"]), rel(scores_path)))
+
+    times_path = root / published["times_file"]
+    for line, row in _read_csv(times_path, ["agent", "avg_time", "std_time", "n"]):
+        if row["agent"] in groups:
+            times.append((groups[row["agent"]], _hours(row["avg_time"], times_path, line),
+                          _hours(row["std_time"], times_path, line), int(row["n"]), rel(times_path)))
+    by_method = {a["methods"][0]: a["key"] for a in published["agents"] if "final_file" in a}
+    method_times_path = root / published["method_times_file"]
+    for line, row in _read_csv(method_times_path, ["method", "average_time"]):
+        if row["method"] in by_method:
+            times.append((by_method[row["method"]], _hours(row["average_time"], method_times_path, line), None, 1, rel(method_times_path)))
+
+    _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, root)
+
+    with warehouse.transaction() as con:
+        for table in ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores", "reported_times"):
+            column = "id" if table == "suites" else "suite"
+            con.execute(f"DELETE FROM {table} WHERE {column} = ?", [suite_id])
+        con.execute(
+            "INSERT INTO suites VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [suite_id, suite["name"], suite["metric"], suite["budget_hours"], suite["hardware"],
+             suite["scoring_rule"], suite["description"], suite["weights"]["note"]],
+        )
+        con.executemany(
+            "INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?)",
+            [(suite_id, b["id"], b["name"], b["metric"], float(weights[b["id"]]), i) for i, b in enumerate(suite["benchmarks"])],
+        )
+        con.executemany(
+            "INSERT INTO base_models VALUES (?, ?, ?, ?, ?, ?)",
+            [(suite_id, m["id"], m["hf_id"], m["name"], m["instruct_id"], i) for i, m in enumerate(suite["base_models"])],
+        )
+        con.executemany("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, ?, 'published', ?)", [(suite_id, *a) for a in agents])
+        con.executemany("INSERT INTO reported_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *c) for c in cells])
+        con.executemany("INSERT INTO reported_scores VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *s) for s in scores])
+        con.executemany("INSERT INTO reported_times VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *t) for t in times])
+    return ImportReport(
+        suite=suite_id,
+        counts={"benchmarks": len(bench_ids), "base models": len(base_ids), "agents": len(agents),
+                "cells": len(cells), "headline scores": len(scores), "times": len(times)},
+    )
+
+
+def _check_complete(cells, agent_keys, base_ids, bench_ids, root: Path) -> None:
+    """Every agent needs a cell for every (base model, benchmark): the published method has no partial sums."""
+    have = {(c[0], c[1], c[2]) for c in cells}
+    for key in agent_keys:
+        for model in base_ids:
+            for benchmark in bench_ids:
+                if (key, model, benchmark) not in have:
+                    raise PublishedDataError(f"{root}: agent {key} has no score for {model} on {benchmark}")
