@@ -10,8 +10,8 @@ from pathlib import Path
 from django.conf import settings
 
 from ptbsite import warehouse
+from ptbsite.suites import SuiteError, load_suite
 
-SUITES_DIR = Path(__file__).resolve().parent / "suites"
 DEFAULT_PUBLISHED_DIR = Path(settings.BASE_DIR) / "data" / "published"
 
 # Raw aggregate cell labels (spec section 4.2 step 1) -> why the final cell holds the base model's score.
@@ -32,14 +32,6 @@ class ImportReport:
     def __str__(self) -> str:
         parts = ", ".join(f"{n} {table}" for table, n in self.counts.items())
         return f"suite {self.suite}: {parts}"
-
-
-def load_suite_file(suite_id: str = "posttrainbench") -> dict:
-    """The suite definition ``leaderboard/suites/<suite_id>.json`` as a dict (benchmarks, base models, ...)."""
-    path = SUITES_DIR / f"{suite_id}.json"
-    if not path.exists():
-        raise PublishedDataError(f"{path}: no such suite file")
-    return json.loads(path.read_text())
 
 
 def _fraction(text: str, path: Path, line: int, column: str) -> float:
@@ -96,7 +88,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
     Args:
         directory: the published data folder (layout of aisa-group/posttrainbench-website: ``data/*.csv``,
             ``data/factors.json``); default: the copy shipped in ``data/published``.
-        suite_id: the suite file under ``leaderboard/suites/`` that maps the files to agents.
+        suite_id: the suite file under ``suites/`` that maps the files to agents.
 
     Every file is read and validated before anything is written, then all rows go in one transaction, so a
     malformed file leaves the stored data as it was; running it twice stores the same rows.
@@ -106,7 +98,10 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
             the message names the file and the line.
     """
     root = Path(directory or DEFAULT_PUBLISHED_DIR)
-    suite = load_suite_file(suite_id)
+    try:
+        suite = load_suite(suite_id)
+    except SuiteError as exc:
+        raise PublishedDataError(str(exc)) from None
     published = suite["published"]
     bench_ids = [b["id"] for b in suite["benchmarks"]]
     base_ids = [m["id"] for m in suite["base_models"]]

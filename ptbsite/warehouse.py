@@ -136,8 +136,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _statements(sql: str) -> list[str]:
-    # Migrations hold plain DDL without semicolons inside strings, so a split on ';' is exact.
-    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    # Migrations hold plain DDL without semicolons inside strings or comments, so a split on ';' is exact.
+    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 

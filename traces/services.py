@@ -1,0 +1,338 @@
+"""Writes of the traces app: ingesting results trees into the warehouse.
+
+``ingest_tree`` walks a PostTrainBench results tree (spec section 1) and stores each run (method, names,
+state, time, prompt, metrics, verdicts of every era, the judge's trace and the agent's trace as typed steps),
+each run in its own transaction: a run is stored with all its steps or not at all. Every text is redacted
+(``traces.redaction``) before it is parsed or stored.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from ptbsite import warehouse
+from ptbsite.suites import load_suite
+
+from . import evidence, layout
+from .parsers import parse_trace
+from .redaction import Redactor
+from .steps import ParsedTrace
+from .verdicts import read_verdicts
+
+log = logging.getLogger(__name__)
+
+# Strings in solve_out.txt that mean the agent's API account ran dry (spec 1.3).
+API_LIMIT_MARKERS = ("You've hit your limit", "spending_limit", "billing_hard_limit", "insufficient_quota",
+                     "budget_exceeded", "plan does not yet include", "token_expired", "Failed to refresh token")
+STATES = ("scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure", "api_limit")
+_FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
+_JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
+_HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
+SYNTHETIC_MARKER = "SYNTHETIC"  # a file at the results root that marks a generated (demo) tree
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest_tree`` call did. ``problems`` are "path: message" strings; nothing in them is fatal."""
+
+    root: str
+    stored: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    steps: int = 0
+    bytes_read: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return (f"{self.root}: {self.stored} runs stored, {self.unchanged} unchanged, {self.failed} failed, "
+                f"{self.steps} steps, {self.bytes_read / 1e6:.1f} MB of traces, {len(self.problems)} problems")
+
+
+class RunIngestError(RuntimeError):
+    """One run could not be stored; the message names its directory."""
+
+
+def _hours_minutes_seconds(text: str) -> int | None:
+    match = _HMS.match(text.strip())
+    return int(match[1]) * 3600 + int(match[2]) * 60 + int(match[3]) if match else None
+
+
+def _read(path: Path, redactor: Redactor) -> str | None:
+    return redactor.redact(path.read_text(errors="replace")) if path.is_file() else None
+
+
+def _content_hash(run_dir: Path) -> str:
+    """sha256 over the run's top-level files (names and bytes) and the names under task/ and final_model/."""
+    digest = hashlib.sha256()
+    for path in sorted(run_dir.iterdir()):
+        digest.update(path.name.encode() + b"\0")
+        if path.is_file():
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        elif path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                digest.update(str(sub.relative_to(run_dir)).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def derive_state(run_dir: Path, trace_text: str, metrics: dict | None) -> tuple[str, str]:
+    """(state, human-readable detail) of a run from its files (spec section 1.3, "Run-level states").
+
+    Precedence: CUDA failure, timed out (``error.log`` starts with ``Terminated`` or the diagnostics say so),
+    never finished (no ``time_taken.txt``), scored (numeric ``accuracy``), API limit (marker strings in the
+    trace), evaluation failed (``final_model/`` present), no final model.
+    """
+    error_log = (run_dir / "error.log").read_text(errors="replace") if (run_dir / "error.log").is_file() else ""
+    output_log = (run_dir / "output.log").read_text(errors="replace") if (run_dir / "output.log").is_file() else ""
+    if (run_dir / "task" / "cuda_not_available").exists():
+        return "cuda_failure", "the CUDA check failed; the agent never started"
+    if error_log.lstrip().startswith("Terminated") or "killed by timeout" in output_log:
+        return "timed_out", "the job was killed at its time limit"
+    if not (run_dir / "time_taken.txt").is_file():
+        detail = "killed (out of memory)" if "Killed" in error_log else "no time_taken.txt"
+        return "never_finished", f"the agent never finished: {detail}"
+    if metrics is not None and isinstance(metrics.get("accuracy"), (int, float)):
+        return "scored", "metrics.json holds the score"
+    marker = next((m for m in API_LIMIT_MARKERS if m in trace_text), None)
+    if marker:
+        return "api_limit", f"the agent hit its API limit ({marker!r} in the trace)"
+    if (run_dir / "final_model").is_dir():
+        return "eval_failed", "final_model/ exists but every evaluation attempt failed"
+    return "no_final_model", "the agent left no final_model/"
+
+
+class Ingester:
+    """Ingest state for one tree: the suite's models and agents, the redactor, the evidence contexts."""
+
+    def __init__(self, *, suite_id: str, redactor: Redactor, synthetic: bool):
+        self.suite = load_suite(suite_id)
+        self.suite_id = suite_id
+        self.redactor = redactor
+        self.synthetic = synthetic
+        self.base_by_safe = {layout.model_safe(m["hf_id"]): m for m in self.suite["base_models"]}
+        self.instruct_by_safe = {layout.model_safe(m["instruct_hf_id"]): m for m in self.suite["base_models"]}
+        self.datasets = {b["id"]: tuple(b.get("datasets", [])) for b in self.suite["benchmarks"]}
+        instruct = tuple(m["instruct_hf_id"] for m in self.suite["base_models"])
+        self.contexts = {bid: evidence.EvidenceContext(names, instruct) for bid, names in self.datasets.items()}
+
+    def method_row(self, name: layout.MethodName, root: Path) -> tuple:
+        known = layout.match_known_agent(name.raw, self.suite["published"]["agents"])
+        key = known["key"] if known else name.group
+        display = known["name"] if known else name.group
+        effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
+        return (name.raw, self.suite_id, name.harness_agent, name.config, name.budget_hours, name.gpus,
+                name.experiment, name.scaffold, key, display, effort, self.synthetic, str(root),
+                datetime.now(timezone.utc).replace(tzinfo=None))
+
+    def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False) -> dict:
+        """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written)."""
+        run_name = layout.parse_run_name(run_dir.name)
+        models = self.instruct_by_safe | self.base_by_safe if baseline else self.base_by_safe
+        model = models.get(run_name.model_safe)
+        if model is None:
+            raise RunIngestError(f"{run_dir}: unknown base model {run_name.model_safe!r}")
+        if run_name.benchmark not in self.datasets:
+            raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
+        is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
+        rid = layout.run_id(method.raw, run_dir.name)
+        problems: list[str] = []
+
+        metrics_text = _read(run_dir / "metrics.json", self.redactor)
+        metrics = None
+        if metrics_text is not None:
+            try:
+                metrics = json.loads(metrics_text)
+                if not isinstance(metrics, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:
+                problems.append(f"{run_dir / 'metrics.json'}: unreadable ({exc}); counted as no score")
+                metrics = None
+
+        trace_path = next((run_dir / n for n in ("solve_out.txt", "trace.txt", "solve_parsed.txt")
+                           if (run_dir / n).is_file()), None)
+        raw_size = trace_path.stat().st_size if trace_path else 0
+        trace_text = _read(trace_path, self.redactor) if trace_path else ""
+        parsed = parse_trace(trace_text, source=trace_path.name if trace_path else "", scaffold=method.harness_agent) \
+            if trace_path else ParsedTrace(format="none")
+        problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
+        warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
+
+        state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, trace_text, metrics)
+        accuracy = metrics.get("accuracy") if metrics and isinstance(metrics.get("accuracy"), (int, float)) else None
+        context = self.contexts[run_name.benchmark]
+        steps = list(self._step_rows(rid, "agent", parsed, context))
+        for path in sorted(run_dir.iterdir()):
+            m = _JUDGE_TRACE.match(path.name)
+            if m or path.name == "judgement.log":
+                judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
+                judge_parsed = parse_trace(_read(path, self.redactor) or "", source=path.name)
+                problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
+                steps += list(self._step_rows(rid, judge, judge_parsed, None))
+        verdicts = [] if baseline else read_verdicts(run_dir, self.redactor.redact)
+        time_taken = _read(run_dir / "time_taken.txt", self.redactor)
+        times = [s.time for s in parsed.steps if s.time is not None]
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
+        run = {
+            "id": rid, "method": method.raw, "run_dir": run_dir.name, "suite": self.suite_id,
+            "benchmark": run_name.benchmark, "base_model": (model["instruct_id"] if is_instruct else model["id"]),
+            "base_model_hf": (model["instruct_hf_id"] if is_instruct else model["hf_id"]),
+            "cluster_id": run_name.cluster_id, "is_latest": True, "state": state, "state_detail": detail,
+            "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
+            "budget_hours": method.budget_hours, "accuracy": accuracy,
+            "metrics_json": json.dumps(metrics) if metrics is not None else None,
+            "prompt": _read(run_dir / "prompt.txt", self.redactor),
+            "has_final_model": (run_dir / "final_model").is_dir(), "eval_attempts": eval_attempts,
+            "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
+            "trace_bytes": raw_size, "step_count": len(parsed.steps),
+            "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
+            "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
+            "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
+            "synthetic": self.synthetic, "content_hash": _content_hash(run_dir), "ingested_at": now,
+        }
+        evaluations = []
+        if accuracy is not None:
+            evaluations.append((f"{rid}-original", rid, "original", float(accuracy), run["metrics_json"],
+                                json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}), now))
+        verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
+                        for v in verdicts]
+        return {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems}
+
+    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, context) -> Iterator[tuple]:
+        start = next((s.time for s in parsed.steps if s.time is not None), None)
+        for s in parsed.steps:
+            marks = evidence.mark(s.kind, s.tool, s.input, context) if context else []
+            elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
+            yield (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, s.input, s.output, s.is_error,
+                   s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marks) or None)
+
+
+def _naive(moment: datetime | None) -> datetime | None:
+    """UTC-aware -> naive UTC (the warehouse's TIMESTAMP columns hold UTC)."""
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+STEP_COLUMNS = ["run_id", "trace", "idx", "time", "elapsed_s", "kind", "tool", "input", "output", "is_error",
+                "call_id", "tokens_in", "tokens_out", "cost_usd", "line", "suspicious"]
+STEP_TYPES = [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float64(), pa.string(), pa.string(),
+              pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
+              pa.string()]
+
+
+def store_run(rows: dict, *, method_row: tuple) -> None:
+    """Replace one run (and upsert its method) in one transaction; recompute the latest-run flags of its cell.
+
+    Raises:
+        warehouse.WarehouseUnavailable, duckdb.Error: nothing of the run is stored then.
+    """
+    run = rows["run"]
+    columns = list(run)
+    steps = pa.table(
+        {name: pa.array([r[i] for r in rows["steps"]], type=typ) for i, (name, typ) in enumerate(zip(STEP_COLUMNS, STEP_TYPES))}
+    )
+    with warehouse.transaction() as con:
+        con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
+        con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
+        for table in ("runs", "steps", "verdicts"):
+            con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run["id"]])
+        con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run["id"]])
+        con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    [run[c] for c in columns])
+        con.register("new_steps", steps)
+        con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
+        con.unregister("new_steps")
+        if rows["verdicts"]:
+            con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows["verdicts"])
+        if rows["evaluations"]:
+            con.executemany("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)", rows["evaluations"])
+        con.execute(
+            "UPDATE runs SET is_latest = (cluster_id = (SELECT max(r.cluster_id) FROM runs r WHERE r.method = runs.method "
+            "AND r.benchmark = runs.benchmark AND r.base_model = runs.base_model)) "
+            "WHERE method = ? AND benchmark = ? AND base_model = ?",
+            [run["method"], run["benchmark"], run["base_model"]],
+        )
+
+
+def _stored_hashes(method: str) -> dict[str, str]:
+    with warehouse.connect() as con:
+        return dict(con.execute("SELECT run_dir, content_hash FROM runs WHERE method = ?", [method]).fetchall())
+
+
+def ingest_tree(
+    *,
+    root: Path,
+    suite_id: str = "posttrainbench",
+    synthetic: bool | None = None,
+    redactor: Redactor | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Ingest every method and run under ``root`` (spec section 1); return what happened.
+
+    Method dirs are ``<agent>_<config>_<hours>h...`` (directories starting with ``_`` are skipped);
+    ``baseline*/`` dirs hold baseline evaluations. A run whose files did not change since the last ingest
+    (same content hash) is skipped, so re-ingesting a tree adds nothing. A run that fails to parse or store is
+    reported with its directory and the ingest goes on with the next one.
+
+    Args:
+        synthetic: label the runs as synthetic (generated demo data); default: whether ``root/SYNTHETIC`` exists.
+        redactor: secret redaction; default: ``Redactor.from_environ(os.environ)`` (the usual key variables).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: not a directory")
+    report = IngestReport(root=str(root))
+    ingester = Ingester(
+        suite_id=suite_id,
+        redactor=redactor or Redactor.from_environ(os.environ),
+        synthetic=(root / SYNTHETIC_MARKER).exists() if synthetic is None else synthetic,
+    )
+    for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        baseline = method_dir.name.startswith("baseline")
+        if baseline:
+            method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
+            method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
+                          "Baseline evaluations", None, ingester.synthetic, str(root),
+                          datetime.now(timezone.utc).replace(tzinfo=None))
+        else:
+            try:
+                method = layout.parse_method_name(method_dir.name)
+            except layout.LayoutError as exc:
+                report.problems.append(f"{method_dir}: {exc}")
+                continue
+            method_row = ingester.method_row(method, root)
+        known = _stored_hashes(method.raw)
+        for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
+            try:
+                if known.get(run_dir.name) == _content_hash(run_dir):
+                    report.unchanged += 1
+                    continue
+                rows = ingester.parse_run(method, run_dir, baseline=baseline)
+                store_run(rows, method_row=method_row)
+            except (layout.LayoutError, RunIngestError) as exc:
+                report.failed += 1
+                report.problems.append(str(exc) if str(run_dir) in str(exc) else f"{run_dir}: {exc}")
+                continue
+            except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+                report.failed += 1
+                report.problems.append(f"{run_dir}: not stored: {type(exc).__name__}: {exc}")
+                log.exception("ingest of %s failed", run_dir)
+                continue
+            report.stored += 1
+            report.steps += len(rows["steps"])
+            report.bytes_read += rows["run"]["trace_bytes"]
+            report.problems += rows["problems"]
+            if progress:
+                progress(f"{method_dir.name}/{run_dir.name}: {rows['run']['state']}, {rows['run']['step_count']} steps")
+    return report

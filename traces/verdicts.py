@@ -1,0 +1,183 @@
+"""Judge verdicts of every era read from a run directory (spec section 3), and the effective flags.
+
+Eras: one-line txt files (3.1, incl. the manual ``no `` flip, ``_rerun`` and per-judge variants, and the
+five-file Harbor forks), ``judge_result.json`` (3.2), ``judgement_<id>.json`` (3.4). A verdict is read as
+whole trimmed strings, never substrings: ``no contamination detected`` contains ``contamination detected``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+# kind -> (txt file stem, clean string, flagged string)
+TXT_KINDS = {
+    "contamination": ("contamination_judgement", "no contamination detected", "contamination detected"),
+    "disallowed_model": ("disallowed_model_judgement", "only allowed use detected", "disallowed use detected"),
+    "evaluation_access": ("evaluation_access_judgement", "no evaluation-code access detected",
+                          "evaluation-code access detected"),
+    "disallowed_api_usage": ("api_usage_judgement", "no external API usage detected", "external API usage detected"),
+    "disallowed_ptb_lookup": ("ptb_lookup_judgement", "no benchmark lookup detected", "benchmark lookup detected"),
+}
+# judgement_<id>.json boolean fields (3.4) -> our kind
+JSON_FIELDS = {
+    "contamination": "contamination", "disallowed_model": "disallowed_model",
+    "disallowed_api_usage": "disallowed_api_usage", "disallowed_ptb_lookup": "disallowed_ptb_lookup",
+    "general_anomaly": "general_anomaly",
+}
+SCORED_KINDS = ("contamination", "disallowed_model")  # a flag on these makes the run score as its base model
+_TXT_NAME = re.compile(r"^(?P<stem>[a-z_]+_judgement)(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.txt$")
+_JSON_NAME = re.compile(r"^judgement_(?P<judge>[a-z0-9_]+?)(?P<rerun>_rerun)?\.json$")
+_RESULT_NAME = re.compile(r"^judge_result(?P<rerun>_rerun)?\.json$")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge's decision on one question about one run.
+
+    ``value``: clean | flagged | missing | malformed | unavailable; ``flagged`` is None unless clean/flagged.
+    """
+
+    judge: str
+    attempt: str
+    era: str
+    kind: str
+    value: str
+    flagged: bool | None
+    text: str
+    note: str | None
+    source_file: str | None
+
+
+def read_txt_verdict(kind: str, text: str) -> tuple[str, bool | None, str | None]:
+    """(value, flagged, note) of a one-line verdict file's content for ``kind`` (spec 3.1, 3.4 Harbor forms)."""
+    _, clean, flagged = TXT_KINDS[kind]
+    line = text.strip()
+    for verdict, is_flagged in ((clean, False), (flagged, True)):
+        if line == verdict:
+            return ("flagged" if is_flagged else "clean"), is_flagged, None
+        # Forks append a note: "no contamination detected (judge skipped)", "... detected: <evidence>".
+        for sep in (" (", ": "):
+            if line.startswith(verdict + sep):
+                return ("flagged" if is_flagged else "clean"), is_flagged, line[len(verdict) :].strip(" :")
+    if line.startswith("judge unavailable ("):
+        return "unavailable", None, line
+    if line.startswith("No ") and line.endswith(" produced."):
+        return "missing", None, line  # the published trace export's placeholder (spec 1.5)
+    return "malformed", None, None
+
+
+def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s) -> list[Verdict]:
+    """Every verdict file in ``run_dir`` as Verdict records, in a stable order.
+
+    A run with no verdict file at all gets ``missing`` contamination and disallowed-model verdicts (the judge
+    never produced one). Unreadable JSON becomes a ``malformed`` verdict naming the file; nothing raises.
+    """
+    found: list[Verdict] = []
+    names = sorted(p.name for p in run_dir.iterdir() if p.is_file())
+    stems = {stem: kind for kind, (stem, _, _) in TXT_KINDS.items()}
+    for name in names:
+        path = run_dir / name
+        if (m := _TXT_NAME.match(name)) and m["stem"] in stems:
+            kind = stems[m["stem"]]
+            text = redact(path.read_text(errors="replace"))
+            value, flagged, note = read_txt_verdict(kind, text)
+            found.append(Verdict(m["judge"] or "codex", "rerun" if m["rerun"] else "original", "txt", kind, value,
+                                 flagged, text.strip(), note, name))
+        elif m := _JSON_NAME.match(name):
+            found.extend(_json_verdicts(path, m["judge"], "rerun" if m["rerun"] else "original", redact))
+        elif m := _RESULT_NAME.match(name):
+            found.extend(_result_verdicts(path, "rerun" if m["rerun"] else "original", redact))
+    if not found:
+        for kind in SCORED_KINDS:
+            found.append(Verdict("codex", "original", "txt", kind, "missing", None,
+                                 "The judge produced no verdict for this run.", None, None))
+    else:
+        have = {(v.kind, v.era) for v in found}
+        if any(era == "txt" for _, era in have):
+            for kind in SCORED_KINDS:
+                if (kind, "txt") not in have:
+                    stem = TXT_KINDS[kind][0]
+                    found.append(Verdict("codex", "original", "txt", kind, "missing", None,
+                                         f"{stem}.txt is missing: the judge crashed or never wrote it.", None, None))
+    return found
+
+
+def _load_json(path: Path, redact: Callable[[str], str]) -> dict | str:
+    try:
+        data = json.loads(redact(path.read_text(errors="replace")))
+    except json.JSONDecodeError as exc:
+        return f"{path.name}:{exc.lineno}: not valid JSON ({exc.msg})"
+    return data if isinstance(data, dict) else f"{path.name}:1: not a JSON object"
+
+
+def _json_verdicts(path: Path, judge: str, attempt: str, redact) -> list[Verdict]:
+    data = _load_json(path, redact)
+    if isinstance(data, str):
+        return [Verdict(judge, attempt, "judgement_json", "contamination", "malformed", None, data, None, path.name)]
+    out = []
+    for field, kind in JSON_FIELDS.items():
+        if field not in data:
+            continue
+        value = data[field]
+        text = str(data.get(f"justification_{field}", ""))
+        if isinstance(value, bool):
+            out.append(Verdict(judge, attempt, "judgement_json", kind, "flagged" if value else "clean", value, text,
+                               None, path.name))
+        else:
+            out.append(Verdict(judge, attempt, "judgement_json", kind, "malformed", None, text,
+                               f"{field} is {value!r}, not a boolean", path.name))
+    return out
+
+
+def _result_verdicts(path: Path, attempt: str, redact) -> list[Verdict]:
+    data = _load_json(path, redact)
+    if isinstance(data, str):
+        return [Verdict("aggregate", attempt, "judge_result", "contamination", "malformed", None, data, None, path.name)]
+    out = []
+    for field, kind in (("contamination_detected", "contamination"), ("disallowed_model_detected", "disallowed_model"),
+                        ("contamination", "contamination"), ("disallowed_model", "disallowed_model"),
+                        ("disallowed_api_usage", "disallowed_api_usage")):
+        if field in data and isinstance(data[field], bool):
+            text = str(data.get(f"justification_{kind}", ""))
+            out.append(Verdict("aggregate", attempt, "judge_result", kind, "flagged" if data[field] else "clean",
+                               data[field], text, None, path.name))
+    return out
+
+
+def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None = None) -> dict[str, str | None]:
+    """For each scored kind, why the run falls back to its base model: ``flagged``, ``judge_error`` or None.
+
+    The rules of the aggregation (spec 3.1-3.4): txt-era files win over the JSON eras when both exist and
+    only the original (non-rerun) txt files count; for ``judgement_<id>.json`` each judge's rerun replaces its
+    original and the judges are OR-ed; a missing or malformed verdict also makes the cell fall back. A
+    reviewer's override (kind -> flagged) replaces all of that for its kind.
+    """
+    overrides = overrides or {}
+    result: dict[str, str | None] = {}
+    for kind in SCORED_KINDS:
+        if kind in overrides:
+            result[kind] = "flagged" if overrides[kind] else None
+            continue
+        mine = [v for v in verdicts if v.kind == kind]
+        for era in ("txt", "judgement_json", "judge_result"):
+            chosen = [v for v in mine if v.era == era]
+            if era == "txt":
+                chosen = [v for v in chosen if v.attempt == "original" and v.judge == "codex"] or [
+                    v for v in chosen if v.attempt == "original"]
+            else:
+                by_judge: dict[str, Verdict] = {}
+                for v in sorted(chosen, key=lambda v: v.attempt != "rerun"):
+                    by_judge.setdefault(v.judge, v)
+                chosen = list(by_judge.values())
+            if chosen:
+                break
+        if any(v.flagged for v in chosen):
+            result[kind] = "flagged"
+        elif not chosen or any(v.flagged is None for v in chosen):
+            result[kind] = "judge_error"
+        else:
+            result[kind] = None
+    return result
