@@ -10,7 +10,8 @@ UTC = timezone.utc
 T0 = datetime(2026, 4, 5, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2026, 4, 5, 10, 0, 1, tzinfo=UTC)
 
-USAGE = '"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":20}'
+USAGE = ('"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,'
+         '"output_tokens":20}')
 TRACE = "\n".join([
     "✓ CUDA available with 1 device(s) (expected 1)",
     "  GPU 0: NVIDIA H100 80GB HBM3 (85.0 GB)",
@@ -43,8 +44,8 @@ def test_it_parses_a_whole_session():
     assert trace.model == "claude-opus-4-6"
     assert trace.problems == []
     assert trace.steps == [
-        Step(0, "text", output="✓ CUDA available with 1 device(s) (expected 1)\n  GPU 0: NVIDIA H100 80GB HBM3 (85.0 GB)",
-             line=1),
+        Step(0, "text", output="✓ CUDA available with 1 device(s) (expected 1)\n"
+                                "  GPU 0: NVIDIA H100 80GB HBM3 (85.0 GB)", line=1),
         Step(1, "system", input='{"model":"claude-opus-4-6","cwd":"/home/ben/task","permissionMode":'
              '"bypassPermissions","session_id":"s1"}', output="init", line=3),
         Step(2, "thinking", output="", tokens_in=1110, tokens_out=20, line=4),

@@ -95,3 +95,8 @@ def test_the_hint_breaks_a_tie():
     both = INIT + '\n{"type":"init","session_id":"s"}\n'
     assert detect_format(both) == "claude_code"
     assert detect_format(both, scaffold="gemini") == "gemini"
+
+
+def test_detection_accepts_bytes_and_file_lines():
+    raw = f"[2026-04-05T10:00:00Z] {INIT}\n"
+    assert detect_format(raw.encode()) == detect_format(io.StringIO(raw)) == "claude_code"

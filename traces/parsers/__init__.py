@@ -7,6 +7,7 @@ Formats (module: id): ``claude_code``, ``codex_exec``, ``codex_protocol``, ``cod
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import islice
 
 from traces.steps import ParsedTrace
 
@@ -49,8 +50,10 @@ def detect_format(text_or_lines: str | bytes | Iterable[str], *, scaffold: str |
 
     Accepts what :func:`parse_trace` accepts; only the first ``FAR_WINDOW`` lines are read. Raises nothing.
     """
-    if isinstance(text_or_lines, (str, bytes)):
-        sep = b"\n" if isinstance(text_or_lines, bytes) else "\n"
-        head = text_or_lines.split(sep, FAR_WINDOW)[:FAR_WINDOW]  # type: ignore[arg-type]
-        text_or_lines = sep.join(head) + sep  # type: ignore[operator]
-    return detect_lines(frame_lines(text_or_lines), scaffold)
+    if isinstance(text_or_lines, bytes):
+        head = text_or_lines.split(b"\n", FAR_WINDOW)[:FAR_WINDOW]
+        return detect_lines(frame_lines(b"\n".join(head) + b"\n"), scaffold)
+    if isinstance(text_or_lines, str):
+        head_text = text_or_lines.split("\n", FAR_WINDOW)[:FAR_WINDOW]
+        return detect_lines(frame_lines("\n".join(head_text) + "\n"), scaffold)
+    return detect_lines(frame_lines(islice(text_or_lines, FAR_WINDOW)), scaffold)

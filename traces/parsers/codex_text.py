@@ -79,9 +79,10 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         if header is None and old and stripped.startswith("exec "):
             header = _HEADERS["exec"]
         tokens = _TOKENS_INLINE.match(stripped)
-        result = _EXEC_RESULT.search(stripped) if block and block.tool == "shell" and block.kind == "tool_call" else None
+        in_exec = block is not None and block.kind == "tool_call" and block.tool == "shell"
+        result = _EXEC_RESULT.search(stripped) if in_exec else None
         if stripped.startswith("OpenAI Codex v") or header or tokens or result:
-            if result and not block.lines:  # old one-line form: "<command> succeeded in 5ms:"
+            if result and block is not None and not block.lines:  # old one-line form: "<command> succeeded in 5ms:"
                 block.lines.append(stripped[:result.start()].strip())
             _flush(b, block)
             block = None
