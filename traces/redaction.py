@@ -66,16 +66,17 @@ class Redactor:
     def from_environ(cls, environ: Mapping[str, str]) -> Redactor:
         """A redactor for the secrets of an environment (``os.environ`` or a parsed ``.env``).
 
-        Reads :data:`SECRET_NAMES` plus every other ``*_API_KEY`` entry; missing names are fine (shape rules
-        still apply).
+        Reads :data:`SECRET_NAMES` (spec 6 rule 1, plus ``CODEX_API_KEY``, ``HF_TOKEN``,
+        ``CLAUDE_CODE_OAUTH_TOKEN``) and every other ``*_API_KEY`` entry, as upstream's ``sanitize_trace.py`` does.
+        Unlike the harness, missing names are not an error: the shape rules still apply. Raises nothing.
         """
         names = set(SECRET_NAMES) | {name for name in environ if name.endswith("_API_KEY")}
         return cls({name: environ[name] for name in sorted(names) if environ.get(name)})
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret (known value, partial value, key shape) replaced by ``<omitted-api-key>``.
-
-        One pass of one compiled pattern; linear in ``len(text)``. Raises nothing.
+        """``text`` with every secret (known value, partial value, key shape) replaced by ``<omitted-api-key>``
+        (spec 6, rules 2-3 and the shape rules). One pass of one compiled pattern, linear in ``len(text)``.
+        Raises nothing.
         """
         return self.pattern.sub(PLACEHOLDER, text)
 

@@ -43,7 +43,8 @@ class TraceBuilder:
 
     def extend(self, key: Hashable, kind: StepKind, line: int | None, time: datetime | None, chunk: str,
                sep: str = "", **fields: Any) -> Step:
-        """Append ``chunk`` to the open run with the same ``key``, else start a new run step (deltas, text)."""
+        """Append ``chunk`` to the open run with the same ``key``, else start a new run step of ``kind`` with
+        ``fields`` (later chunks only add text). Used for deltas (``sep=""``) and plain-text lines (``"\n"``)."""
         if self._run_key != key or self._run_step is None:
             step = self.add(kind, line, time, **fields)
             self._run_key, self._run_step, self._run_parts, self._run_sep = key, step, [chunk], sep

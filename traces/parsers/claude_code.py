@@ -33,7 +33,9 @@ _INIT_KEYS = ("model", "cwd", "permissionMode", "apiKeySource", "claude_code_ver
 
 
 def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
-    """``(tokens_in, tokens_out)`` of an Anthropic ``usage`` object (cache reads/writes counted as input)."""
+    """``(tokens_in, tokens_out)`` in tokens of an Anthropic ``usage`` object (spec 2.2): input counts
+    ``input_tokens`` + cache writes + cache reads; a missing field is skipped, all missing gives None. Raises
+    nothing."""
     if not isinstance(usage, dict):
         return None, None
     parts = [int_or_none(usage.get(k)) for k in

@@ -32,13 +32,14 @@ _HINTS = (("claude", "claude_code"), ("glm", "claude_code"), ("qwen", "claude_co
 
 def scaffold_format(scaffold: str | None) -> str | None:
     """The format a scaffold (agent folder name such as ``claude_non_api``, ``codexhigh``, ``glm5``) usually
-    writes, else None."""
+    writes (spec 2.2-2.5), else None. Case-insensitive prefix match; raises nothing."""
     name = (scaffold or "").lower()
     return next((fmt for prefix, fmt in _HINTS if name.startswith(prefix)), None)
 
 
 def classify_line(text: str) -> str | None:
-    """The format one prefix-stripped line belongs to, else None (plain text or unrecognised JSON)."""
+    """The format id one prefix-stripped line votes for (rules in the module docstring, spec 2.2-2.5), else None
+    (plain text, broken or unrecognised JSON). Raises nothing."""
     if text.startswith("OpenAI Codex v"):
         return "codex_text"
     if not text.startswith("{"):
@@ -68,7 +69,8 @@ def classify_line(text: str) -> str | None:
 
 
 def detect_lines(lines: Sequence[Line], scaffold: str | None = None) -> str:
-    """Format id of a framed trace (see the module docstring for the rules). Raises nothing."""
+    """Format id of framed lines ``[(line_no, time, text), ...]`` (rules in the module docstring, spec 2.1-2.5).
+    Reads at most ``FAR_WINDOW`` lines; raises nothing."""
     hint = scaffold_format(scaffold)
     votes: Counter[str] = Counter()
     for i, (_, _, text) in enumerate(lines):

@@ -7,7 +7,7 @@ Stream-json events to steps:
   the same role form one step.
 * ``tool_use`` -> ``tool_call`` (tool_name, input = ``parameters.command`` or parameters as compact JSON,
   call_id = tool_id); ``tool_result`` -> ``tool_result`` paired by tool_id (output, else the error message;
-  is_error when status is not ``success``).
+  is_error when status is not ``success``, or without status when an error is given).
 * ``error`` -> ``text`` with is_error; ``result`` -> ``result`` (output: status; tokens of ``stats``); run
   totals from the last ``result``. Unknown events -> ``system`` with compact JSON.
 
@@ -56,13 +56,14 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             call_id, error = event.get("tool_id"), event.get("error")
             output = as_text(event.get("output")) or as_text(error.get("message") if isinstance(error, dict) else error)
             b.add("tool_result", no, time, tool=tools.get(call_id) if isinstance(call_id, str) else None,
-                  output=output, is_error=event.get("status") != "success", call_id=call_id)
+                  output=output, is_error=_failed(event.get("status"), error), call_id=call_id)
         elif etype == "error":
             b.add("text", no, time, output=as_text(event.get("message")) or compact(event), is_error=True)
         elif etype == "result":
             stats = event.get("stats") if isinstance(event.get("stats"), dict) else {}
             last_stats = stats
-            b.add("result", no, time, output=as_text(event.get("status")), is_error=event.get("status") != "success",
+            b.add("result", no, time, output=as_text(event.get("status")),
+                  is_error=_failed(event.get("status"), event.get("error")),
                   tokens_in=int_or_none(stats.get("input_tokens")), tokens_out=int_or_none(stats.get("output_tokens")))
         elif etype == "init":
             if isinstance(event.get("model"), str):
@@ -121,3 +122,8 @@ def _api_part(b: TraceBuilder, no: int, time: datetime | None, part: dict[str, A
         output = body.get("output", body) if isinstance(body, dict) else body
         return b.add("tool_result", no, time, tool=reply.get("name"), output=as_text(output), call_id=reply.get("id"))
     return None  # inlineData, thoughtSignature: nothing to show
+
+
+def _failed(status: Any, error: Any) -> bool:
+    """A tool result or run failed: a status other than ``success``, or no status but an error."""
+    return status != "success" if status is not None else bool(error)
