@@ -69,6 +69,9 @@ class ParsedTrace:
             ``gemini``, ``opencode``, ``text``).
         steps: the steps in order, ``steps[i].index == i``.
         tokens_in / tokens_out: run totals (tokens) when the trace carries usage, else None.
+        tokens_total: the run's total token count as the trace itself reports it (codex plain text
+            ``tokens used``, Gemini ``stats.total_tokens``), else None. Added because plain-text codex reports
+            only this total, which cannot be split into in / out.
         cost_usd: run total in US dollars when the trace carries it, else None.
         model: the model id the trace names (init event, banner), else None.
         problems: broken lines (file, line number, message); the rest of the trace still parsed.
@@ -78,6 +81,7 @@ class ParsedTrace:
     steps: list[Step] = field(default_factory=list)
     tokens_in: int | None = None
     tokens_out: int | None = None
+    tokens_total: int | None = None
     cost_usd: float | None = None
     model: str | None = None
     problems: list[ParseProblem] = field(default_factory=list)

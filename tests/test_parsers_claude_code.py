@@ -1,0 +1,91 @@
+"""Claude Code stream-json traces (spec 2.2): split messages, tool pairing, results, unknown events."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from traces.parsers import parse_trace
+from traces.steps import ParseProblem, Step
+
+UTC = timezone.utc
+T0 = datetime(2026, 4, 5, 10, 0, 0, tzinfo=UTC)
+T1 = datetime(2026, 4, 5, 10, 0, 1, tzinfo=UTC)
+
+USAGE = ('"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,'
+         '"output_tokens":20}')
+TRACE = "\n".join([
+    "✓ CUDA available with 1 device(s) (expected 1)",
+    "  GPU 0: NVIDIA H100 80GB HBM3 (85.0 GB)",
+    '{"type":"system","subtype":"init","session_id":"s1","cwd":"/home/ben/task","model":"claude-opus-4-6",'
+    '"tools":["Bash"],"permissionMode":"bypassPermissions"}',
+    # one API message (id m1) split over three lines, each repeating the usage
+    '{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"thinking","thinking":"",'
+    '"signature":"sig"}],' + USAGE + '}}',
+    '{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Let me look."}],'
+    + USAGE + '}}',
+    '{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1",'
+    '"name":"Bash","input":{"command":"ls -la","description":"list"}}],' + USAGE + '}}',
+    '{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1",'
+    '"content":"total 0","is_error":false}]},"timestamp":"2026-04-05T10:00:02.500Z"}',
+    '{"type":"assistant","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"toolu_2",'
+    '"name":"Read","input":{"file_path":"/x"}}],"usage":{"input_tokens":5,"output_tokens":7}}}',
+    '[2026-04-05T10:00:01Z] {"type":"user","message":{"role":"user","content":[{"type":"tool_result",'
+    '"tool_use_id":"toolu_2","content":[{"type":"text","text":"no such file"}],"is_error":true}]}}',
+    '{"type":"result","subtype":"success","is_error":false,"result":"Done.","total_cost_usd":1.5,'
+    '"usage":{"input_tokens":1,"cache_read_input_tokens":2,"output_tokens":3}}',
+    '{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}',
+    '{"type":"result","subtype":"success","is_error":false,"result":"Late.","total_cost_usd":2.25,'
+    '"usage":{"input_tokens":40,"output_tokens":50},"origin":{"kind":"task-notification"}}',
+]) + "\n"
+
+
+def test_it_parses_a_whole_session():
+    trace = parse_trace(TRACE, scaffold="claude")
+    assert trace.format == "claude_code"
+    assert trace.model == "claude-opus-4-6"
+    assert trace.problems == []
+    assert trace.steps == [
+        Step(0, "text", output="✓ CUDA available with 1 device(s) (expected 1)\n"
+                                "  GPU 0: NVIDIA H100 80GB HBM3 (85.0 GB)", line=1),
+        Step(1, "system", input='{"model":"claude-opus-4-6","cwd":"/home/ben/task","permissionMode":'
+             '"bypassPermissions","session_id":"s1"}', output="init", line=3),
+        Step(2, "thinking", output="", tokens_in=1110, tokens_out=20, line=4),
+        Step(3, "assistant", output="Let me look.", line=5),
+        Step(4, "tool_call", tool="Bash", input="ls -la", call_id="toolu_1", line=6),
+        Step(5, "tool_result", time=datetime(2026, 4, 5, 10, 0, 2, 500000, tzinfo=UTC), tool="Bash",
+             output="total 0", call_id="toolu_1", line=7),
+        Step(6, "tool_call", tool="Read", input='{"file_path":"/x"}', call_id="toolu_2", tokens_in=5, tokens_out=7,
+             line=8),
+        Step(7, "tool_result", time=T1, tool="Read", output="no such file", is_error=True, call_id="toolu_2", line=9),
+        Step(8, "result", output="Done.", tokens_in=3, tokens_out=3, cost_usd=1.5, line=10),
+        Step(9, "system", output='{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}', line=11),
+        Step(10, "result", output="Late.", tokens_in=40, tokens_out=50, cost_usd=2.25, line=12),
+    ]
+
+
+def test_the_last_result_gives_the_totals():
+    trace = parse_trace(TRACE)
+    assert (trace.tokens_in, trace.tokens_out, trace.cost_usd) == (40, 50, 2.25)
+
+
+def test_a_split_message_counts_its_usage_once():
+    trace = parse_trace("\n".join(TRACE.splitlines()[:8]) + "\n")  # no result event: totals from messages
+    assert (trace.tokens_in, trace.tokens_out, trace.cost_usd) == (1110 + 5, 20 + 7, None)
+    assert sum(s.tokens_out or 0 for s in trace.steps) == 27
+
+
+def test_a_broken_line_is_reported_and_the_rest_still_parses():
+    lines = TRACE.splitlines()
+    lines[4] = '{"type":"assistant","message":{"id":"m1"'
+    trace = parse_trace("\n".join(lines) + "\n", source="runs/x/solve_out.txt")
+    assert trace.problems == [ParseProblem("runs/x/solve_out.txt", 5, trace.problems[0].message)]
+    assert str(trace.problems[0]).startswith("runs/x/solve_out.txt:5: broken JSON line")
+    assert trace.steps[3] == Step(3, "text", output='{"type":"assistant","message":{"id":"m1"', line=5)
+    assert [s.kind for s in trace.steps[4:]] == ["tool_call", "tool_result", "tool_call", "tool_result", "result",
+                                                 "system", "result"]
+    assert trace.cost_usd == 2.25
+
+
+def test_prefixed_lines_take_the_prefix_time():
+    trace = parse_trace('[2026-04-05T10:00:00Z] {"type":"user","message":{"role":"user","content":"go on"},'
+                        '"timestamp":"2026-04-05T11:00:00.000Z"}\n')
+    assert trace.steps == [Step(0, "text", time=T0, output="go on", line=1)]

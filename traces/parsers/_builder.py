@@ -1,0 +1,183 @@
+"""Shared machinery of the format modules: building numbered steps, JSON lines, rendering helpers.
+
+Conventions every format module follows (spec section 2):
+
+* A line that does not start with ``{`` is plain text (CUDA checks, CLI stderr, wrapper echoes): consecutive such
+  lines become ONE ``text`` step (joined with ``"\\n"``; ``line``/``time`` of the first); a blank line ends the
+  run and is not a step.
+* A line that starts with ``{`` but is not valid JSON is a :class:`ParseProblem` and its own ``text`` step; the
+  rest of the trace still parses. Valid JSON that is not an object is plain text.
+* ``tokens_in`` counts every prompt token the model read, cached or not; ``tokens_out`` every generated token,
+  reasoning included.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Hashable, Iterable, Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+from traces.steps import ParsedTrace, ParseProblem, Step, StepKind
+
+from .framing import Line
+
+
+class TraceBuilder:
+    """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas)."""
+
+    def __init__(self, fmt: str, source: str) -> None:
+        self.trace = ParsedTrace(format=fmt)
+        self.source = source
+        self._run_key: Hashable | None = None
+        self._run_step: Step | None = None
+        self._run_parts: list[str] = []
+        self._run_sep = ""
+
+    def add(self, kind: StepKind, line: int | None, time: datetime | None, **fields: Any) -> Step:
+        """Close any open run and append one step; ``fields`` are :class:`Step` fields."""
+        self.close_run()
+        step = Step(index=len(self.trace.steps), kind=kind, time=time, line=line, **fields)
+        self.trace.steps.append(step)
+        return step
+
+    def extend(self, key: Hashable, kind: StepKind, line: int | None, time: datetime | None, chunk: str,
+               sep: str = "", **fields: Any) -> Step:
+        """Append ``chunk`` to the open run with the same ``key``, else start a new run step of ``kind`` with
+        ``fields`` (later chunks only add text). Used for deltas (``sep=""``) and plain-text lines (``"\n"``)."""
+        if self._run_key != key or self._run_step is None:
+            step = self.add(kind, line, time, **fields)
+            self._run_key, self._run_step, self._run_parts, self._run_sep = key, step, [chunk], sep
+        else:
+            self._run_parts.append(chunk)
+        return self._run_step
+
+    @property
+    def run_key(self) -> Hashable | None:
+        """Key of the run still open (the last step is that run), else None."""
+        return self._run_key
+
+    def close_run(self) -> None:
+        """Write the open run's joined text into its step's ``output``."""
+        if self._run_step is not None:
+            self._run_step.output = self._run_sep.join(self._run_parts)
+        self._run_key, self._run_step, self._run_parts = None, None, []
+
+    def replace_run(self, text: str) -> None:
+        """Close the open run with ``text`` as its whole output (a full message after its own deltas)."""
+        self._run_parts, self._run_sep = [text], ""
+        self.close_run()
+
+    def text_line(self, line: int, time: datetime | None, text: str) -> None:
+        """A plain-text line: extends the open text run; a blank line closes it."""
+        if text.strip():
+            self.extend("text", "text", line, time, text, sep="\n")
+        elif self._run_key == "text":
+            self.close_run()
+
+    def problem(self, line: int, message: str) -> None:
+        """Record a :class:`ParseProblem` at ``line`` of this source."""
+        self.trace.problems.append(ParseProblem(self.source, line, message))
+
+    def finish(self) -> ParsedTrace:
+        """Close the open run and return the trace."""
+        self.close_run()
+        return self.trace
+
+
+def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, datetime | None, dict[str, Any]]]:
+    """Yield ``(line_no, time, event)`` for each JSON-object line; other lines go to ``b`` as text or problems."""
+    loads = json.loads
+    for no, time, text in lines:
+        if text[:1] != "{":
+            stripped = text.lstrip()
+            if stripped[:1] != "{":
+                b.text_line(no, time, text)
+                continue
+            text = stripped
+        try:
+            event = loads(text)
+        except ValueError as exc:
+            b.problem(no, f"broken JSON line: {exc}")
+            b.add("text", no, time, output=text)
+            continue
+        if isinstance(event, dict):
+            yield no, time, event
+        else:
+            b.text_line(no, time, text)
+
+
+def compact(value: Any) -> str:
+    """Compact JSON of ``value`` (no spaces, non-ASCII kept) for generic renderings."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def tool_input(args: Any) -> str | None:
+    """A tool call's input: the shell command when ``args`` carries one, else ``args`` as compact JSON.
+
+    ``args`` is a dict (``{"command": "ls"}``), an argv list (quoted with ``shlex.join``, never run), a string,
+    or None.
+    """
+    if args is None:
+        return None
+    if isinstance(args, str):
+        return args
+    if isinstance(args, dict) and isinstance(args.get("command"), (str, list)):
+        args = args["command"]
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        return shlex.join(args)
+    if isinstance(args, str):
+        return args
+    return compact(args)
+
+
+def as_text(value: Any) -> str:
+    """Tool output as text: strings as is, ``[{type: text, text}]`` blocks joined, images as ``[image]``."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for block in value:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict) and block.get("type") == "image":
+                parts.append("[image]")
+            else:
+                parts.append(block if isinstance(block, str) else compact(block))
+        return "\n".join(parts)
+    return compact(value)
+
+
+def iso_time(value: Any) -> datetime | None:
+    """An ISO-8601 timestamp (``2026-04-05T10:00:00.123Z``) as an aware UTC datetime, else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        time = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    return time.replace(tzinfo=timezone.utc) if time.tzinfo is None else time.astimezone(timezone.utc)
+
+
+def epoch_ms_time(value: Any) -> datetime | None:
+    """Epoch milliseconds (int or float) as an aware UTC datetime, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def int_or_none(value: Any) -> int | None:
+    """``value`` when it is an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def add_tokens(total: int | None, value: int | None) -> int | None:
+    """Sum where either side may be unknown (None + None = None)."""
+    if value is None:
+        return total
+    return value if total is None else total + value

@@ -1,0 +1,134 @@
+"""Claude Code ``--output-format stream-json`` traces (spec section 2.2).
+
+Agents ``claude``, ``claude_non_api*``, ``glm5``, ``qwen3max``. Mapping of events to steps:
+
+* ``system`` ``init`` -> ``system`` (input: compact JSON of model, cwd, permissionMode, apiKeySource,
+  claude_code_version, session_id; output ``"init"``); sets the trace's ``model``.
+* ``assistant`` content blocks -> ``assistant`` (text), ``thinking`` (thinking text, often ""), ``tool_call``
+  (tool name, input = Bash command or arguments as compact JSON, call_id = ``toolu_...``). One API message is
+  split over several lines repeating ``message.id`` and ``usage``: usage is attributed once, to the first step
+  of that message (the latest line's usage wins).
+* ``user`` content -> ``tool_result`` (paired to its tool_call by ``tool_use_id``; tool name from the call) or
+  ``text`` (injected user text). Time from ``timestamp`` when the line has no prefix.
+* ``result`` -> ``result`` (output: final text, else subtype; is_error; cost and usage). Run totals come from
+  the LAST result event; without any, tokens are summed over messages and cost is unknown.
+* Anything else (``rate_limit_event``, other ``system`` subtypes, unknown blocks) -> ``system`` with the event
+  as compact JSON.
+
+Usage: ``tokens_in = input_tokens + cache_creation_input_tokens + cache_read_input_tokens``,
+``tokens_out = output_tokens``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from traces.steps import ParsedTrace, Step
+
+from ._builder import TraceBuilder, as_text, compact, int_or_none, iso_time, json_events, tool_input
+from .framing import Line
+
+_INIT_KEYS = ("model", "cwd", "permissionMode", "apiKeySource", "claude_code_version", "session_id")
+
+
+def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
+    """``(tokens_in, tokens_out)`` in tokens of an Anthropic ``usage`` object (spec 2.2): input counts
+    ``input_tokens`` + cache writes + cache reads; a missing field is skipped, all missing gives None. Raises
+    nothing."""
+    if not isinstance(usage, dict):
+        return None, None
+    parts = [int_or_none(usage.get(k)) for k in
+             ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    known = [p for p in parts if p is not None]
+    return (sum(known) if known else None), int_or_none(usage.get("output_tokens"))
+
+
+def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
+    """Parse framed lines of a Claude Code stream-json trace into a :class:`ParsedTrace` (spec 2.2).
+
+    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`; ``source`` names the file in
+    problems. Raises nothing: broken lines become problems plus text steps.
+    """
+    b = TraceBuilder("claude_code", source)
+    first_step_of: dict[str, Step] = {}  # message.id -> step carrying that message's usage
+    tool_names: dict[str, str] = {}
+    last_result: dict[str, Any] | None = None
+    for no, time, event in json_events(lines, b):
+        kind = event.get("type")
+        message = event.get("message")
+        if kind == "assistant" and isinstance(message, dict):
+            _assistant(b, no, time, message, first_step_of, tool_names)
+        elif kind == "user" and isinstance(message, dict):
+            _user(b, no, time or iso_time(event.get("timestamp")), message, tool_names)
+        elif kind == "result":
+            last_result = event
+            tokens_in, tokens_out = usage_tokens(event.get("usage"))
+            cost = event.get("total_cost_usd")
+            b.add("result", no, time, output=as_text(event.get("result")) or str(event.get("subtype", "")),
+                  is_error=bool(event.get("is_error")), tokens_in=tokens_in, tokens_out=tokens_out,
+                  cost_usd=float(cost) if isinstance(cost, (int, float)) else None)
+        elif kind == "system" and event.get("subtype") == "init":
+            b.trace.model = event.get("model") if isinstance(event.get("model"), str) else None
+            b.add("system", no, time, output="init",
+                  input=compact({k: event[k] for k in _INIT_KEYS if k in event}))
+        else:
+            b.add("system", no, time, output=compact(event))
+    trace = b.finish()
+    if last_result is not None:
+        trace.tokens_in, trace.tokens_out = usage_tokens(last_result.get("usage"))
+        cost = last_result.get("total_cost_usd")
+        trace.cost_usd = float(cost) if isinstance(cost, (int, float)) else None
+    else:
+        counted = list(first_step_of.values())
+        trace.tokens_in = _sum(s.tokens_in for s in counted)
+        trace.tokens_out = _sum(s.tokens_out for s in counted)
+    return trace
+
+
+def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],
+               first_step_of: dict[str, Step], tool_names: dict[str, str]) -> None:
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    steps: list[Step] = []
+    for block in blocks:
+        btype = block.get("type") if isinstance(block, dict) else None
+        if btype == "text":
+            steps.append(b.add("assistant", no, time, output=as_text(block.get("text"))))
+        elif btype == "thinking":
+            steps.append(b.add("thinking", no, time, output=as_text(block.get("thinking"))))
+        elif btype == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if isinstance(call_id, str) and isinstance(name, str):
+                tool_names[call_id] = name
+            steps.append(b.add("tool_call", no, time, tool=name, input=tool_input(block.get("input")),
+                               call_id=call_id))
+        else:
+            steps.append(b.add("system", no, time, output=compact(block)))
+    msg_id = message.get("id")
+    if "usage" not in message or not steps:
+        return
+    target = first_step_of.setdefault(msg_id, steps[0]) if isinstance(msg_id, str) else steps[0]
+    target.tokens_in, target.tokens_out = usage_tokens(message["usage"])
+
+
+def _user(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],
+          tool_names: dict[str, str]) -> None:
+    content = message.get("content")
+    if isinstance(content, str):
+        b.add("text", no, time, output=content)
+        return
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = block.get("tool_use_id")
+            b.add("tool_result", no, time, tool=tool_names.get(call_id) if isinstance(call_id, str) else None,
+                  output=as_text(block.get("content")), is_error=bool(block.get("is_error")), call_id=call_id)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            b.add("text", no, time, output=as_text(block.get("text")))
+        else:
+            b.add("system", no, time, output=compact(block))
+
+
+def _sum(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None

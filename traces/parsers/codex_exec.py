@@ -1,0 +1,136 @@
+"""Codex CLI ``exec --json`` traces: thread / turn / item events (spec section 2.3, format 3; judges 2.6).
+
+Mapping of events to steps:
+
+* ``item.*`` events are keyed by ``item.id``: the steps of an item are created where it first appears and
+  updated in place by later ``item.updated`` / ``item.completed`` events (the completed version wins). Ids
+  restart at ``item_0`` in every ``codex exec`` process, so the key map is reset on ``thread.started``.
+  - ``command_execution`` -> ``tool_call`` (tool ``shell``, input = command), then, once finished,
+    ``tool_result`` (output = ``aggregated_output``; is_error on non-zero exit code or status failed/declined);
+  - ``mcp_tool_call`` -> ``tool_call`` (tool ``server.tool``, input = arguments) + ``tool_result``;
+  - ``file_change`` -> ``tool_call`` (tool ``file_change``, input = ``kind path`` lines) + ``tool_result``
+    (output = status);
+  - ``web_search`` -> ``tool_call`` (tool ``web_search``, input = query); ``todo_list`` -> ``tool_call``
+    (tool ``todo_list``, input = ``[x] text`` lines);
+  - ``reasoning`` -> ``thinking``; ``agent_message`` -> ``assistant``; ``error`` -> ``text`` with is_error;
+  - other item types -> ``system`` with the item as compact JSON.
+* ``turn.completed`` -> ``system`` step carrying that turn's usage; run totals = sum over turns
+  (``tokens_in = input_tokens``, which already includes ``cached_input_tokens``).
+* ``turn.failed`` / ``error`` -> ``text`` with is_error (output: the error message).
+* ``turn.started`` is a marker without content: no step. ``thread.started`` and unknown events -> ``system``
+  with the event as compact JSON.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from traces.steps import ParsedTrace, Step, StepKind
+
+from ._builder import TraceBuilder, add_tokens, as_text, compact, int_or_none, json_events, tool_input
+from .framing import Line
+
+_FINISHED = ("completed", "failed", "declined")
+
+
+@dataclass(slots=True)
+class _Item:
+    main: Step | None = None
+    result: Step | None = None
+    done: bool = False
+
+
+def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
+    """Parse framed lines of a ``codex exec --json`` trace into a :class:`ParsedTrace` (spec 2.3 format 3).
+
+    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    """
+    b = TraceBuilder("codex_exec", source)
+    items: dict[Any, _Item] = {}
+    for no, time, event in json_events(lines, b):
+        etype = event.get("type")
+        item = event.get("item")
+        if etype in ("item.started", "item.updated", "item.completed") and isinstance(item, dict):
+            state = items.get(item.get("id"))
+            if state is None or (state.done and etype == "item.started"):
+                state = items[item.get("id")] = _Item()
+            _apply(b, no, time, item, state)
+            state.done = state.done or etype == "item.completed"
+        elif etype == "turn.completed":
+            usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            tokens_in, tokens_out = int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens"))
+            b.trace.tokens_in = add_tokens(b.trace.tokens_in, tokens_in)
+            b.trace.tokens_out = add_tokens(b.trace.tokens_out, tokens_out)
+            b.add("system", no, time, output=compact(event), tokens_in=tokens_in, tokens_out=tokens_out)
+        elif etype in ("turn.failed", "error"):
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else event.get("message")
+            b.add("text", no, time, output=as_text(message) or compact(event), is_error=True)
+        elif etype != "turn.started":
+            if etype == "thread.started":
+                items.clear()
+            b.add("system", no, time, output=compact(event))
+    return b.finish()
+
+
+def _apply(b: TraceBuilder, no: int, time: datetime | None, item: dict[str, Any], state: _Item) -> None:
+    """Create the item's steps on first sight, else update them in place with the newer version."""
+    kind, fields, result = _render(item)
+    if state.main is None:
+        state.main = b.add(kind, no, time, **fields)
+    else:
+        for name, value in fields.items():
+            setattr(state.main, name, value)
+    if result is None:
+        return
+    if state.result is None:
+        state.result = b.add("tool_result", no, time, **result)
+    else:
+        for name, value in result.items():
+            setattr(state.result, name, value)
+
+
+def _render(item: dict[str, Any]) -> tuple[StepKind, dict[str, Any], dict[str, Any] | None]:
+    """``(kind, fields of the first step, fields of its tool_result step or None)`` for one item version."""
+    itype, call_id, status = item.get("type"), item.get("id"), item.get("status")
+    if itype == "command_execution":
+        exit_code = int_or_none(item.get("exit_code"))
+        call = {"tool": "shell", "input": tool_input(item.get("command")), "call_id": call_id}
+        if status not in _FINISHED and exit_code is None:
+            return "tool_call", call, None
+        failed = status in ("failed", "declined") or (exit_code is not None and exit_code != 0)
+        return "tool_call", call, {"tool": "shell", "output": as_text(item.get("aggregated_output")),
+                                   "is_error": failed, "call_id": call_id}
+    if itype == "mcp_tool_call":
+        tool = f"{item.get('server')}.{item.get('tool')}"
+        call = {"tool": tool, "input": tool_input(item.get("arguments")), "call_id": call_id}
+        if status not in _FINISHED:
+            return "tool_call", call, None
+        error = item.get("error")
+        output = as_text(error.get("message") if isinstance(error, dict) else error) or as_text(item.get("result"))
+        return "tool_call", call, {"tool": tool, "output": output, "is_error": status != "completed",
+                                   "call_id": call_id}
+    if itype == "file_change":
+        changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+        listing = "\n".join(f"{c.get('kind')} {c.get('path')}" for c in changes if isinstance(c, dict))
+        call = {"tool": "file_change", "input": listing, "call_id": call_id}
+        if status not in _FINISHED:
+            return "tool_call", call, None
+        return "tool_call", call, {"tool": "file_change", "output": str(status), "is_error": status != "completed",
+                                   "call_id": call_id}
+    if itype == "web_search":
+        return "tool_call", {"tool": "web_search", "input": as_text(item.get("query")), "call_id": call_id}, None
+    if itype == "todo_list":
+        todos = item.get("items") if isinstance(item.get("items"), list) else []
+        listing = "\n".join(f"[{'x' if t.get('completed') else ' '}] {t.get('text')}"
+                            for t in todos if isinstance(t, dict))
+        return "tool_call", {"tool": "todo_list", "input": listing, "call_id": call_id}, None
+    if itype == "reasoning":
+        return "thinking", {"output": as_text(item.get("text"))}, None
+    if itype == "agent_message":
+        return "assistant", {"output": as_text(item.get("text"))}, None
+    if itype == "error":
+        return "text", {"output": as_text(item.get("message")), "is_error": True}, None
+    return "system", {"output": compact(item)}, None
