@@ -67,8 +67,8 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         ),
         BenchmarkSpec(
             task_id="arenahardwriting", inspect_task=None, inspect_module=None,
-            dataset="arena-hard-v2.0 question.jsonl (harness evaluation_code/data)", dataset_name=None,
-            dataset_split="writing",
+            dataset="arena-hard-v2.0 (harness evaluation_code/data)", dataset_name=None,
+            dataset_split="question.jsonl",
             max_tokens=_JUDGED, max_connections=1, gpu_memory_utilization=0.8, local_scorer="includes",
             judge="gpt-5-mini",
         ),
@@ -89,7 +89,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         ),
         BenchmarkSpec(
             task_id="healthbench", inspect_task=None, inspect_module=None,
-            dataset="healthbench easy subset (harness evaluation_code data_loader)", dataset_name=None,
+            dataset="healthbench (harness evaluation_code/data_loader.py)", dataset_name=None,
             dataset_split="easy",
             max_tokens=_JUDGED, max_connections=1, gpu_memory_utilization=0.8, local_scorer="includes",
             judge="gpt-5-mini",

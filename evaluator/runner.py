@@ -134,8 +134,8 @@ def evaluate_checkpoint(
     families whose evaluate.py passes a template file (gemma, llama, smollm). The `.eval` log of each
     attempt is written into `log_dir`.
 
-    `on_progress(done, total)` is called after each finished sample (inspect's on_sample_end hook), `done`
-    counting from 1 within the current attempt. `should_cancel()` is checked before every sample starts and
+    `on_progress(done, total)` is called after each successfully finished sample (inspect's on_sample_end
+    hook), `done` counting from 1 within the current attempt. `should_cancel()` is checked before every sample starts and
     between attempts; samples already running finish first.
 
     Raises CheckpointMissing (no directory or no config.json), CheckpointLoadError (config, tokenizer or
@@ -398,7 +398,8 @@ _progress: ContextVar[_Progress | None] = ContextVar("ptb_evaluator_progress", d
 class _ProgressHook(Hooks):
     async def on_sample_end(self, data: SampleEnd) -> None:
         progress = _progress.get()
-        if progress is None or progress.callback is None:
+        # Errored samples end here too; they end the run (fail_on_error), so they are not progress.
+        if progress is None or progress.callback is None or data.sample.error is not None:
             return
         progress.done += 1
         progress.callback(progress.done, progress.total)

@@ -27,14 +27,18 @@ _TRAINING_LINES = [
 _SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def build_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
+def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, num_layers: int = 2) -> Path:
     """Write a randomly initialised tiny Qwen2 checkpoint with its tokenizer into `path` and return `path`.
 
-    Shape: hidden size 32, 2 layers, 4 attention heads (2 key/value heads), intermediate size 64, a
+    Default shape: hidden size 32, 2 layers, 4 attention heads (2 key/value heads), intermediate size 64, a
     byte-level BPE vocabulary of at most 512 tokens trained with `tokenizers` on a few lines; about 30k
     parameters, saved as `model.safetensors` with `config.json`, `generation_config.json` and the tokenizer
     files, including a ChatML chat template (`architectures == ["Qwen2ForCausalLM"]`, so the benchmark's
     evaluate.py would treat it as the qwen family). `seed` fixes the weights. Takes about 3 s on a CPU.
+    `hidden_size` and `num_layers` scale it up, e.g. 896 and 24 for a random model of Qwen2-0.5B's attention
+    shape (14 heads of 64) to time vLLM with (bench/gpu_rerun.sh). Below 256 the hidden size is split into 4
+    heads (so it must be a multiple of 4), from 256 into heads of 64 (a multiple of 64); 2 key/value heads;
+    the intermediate size is twice the hidden size.
     The directory is created if needed; existing files in it are overwritten.
     """
     import torch
@@ -65,10 +69,10 @@ def build_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
 
     config = Qwen2Config(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4 if hidden_size < 256 else hidden_size // 64,
         num_key_value_heads=2,
         max_position_embeddings=2048,
         tie_word_embeddings=True,
