@@ -11,7 +11,7 @@ import hashlib
 import re
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -83,10 +83,10 @@ class EvalOutcome:
     inspect_version: str
     chat_template_sha256: str | None
     settings: dict[str, Any]
-    attempts: list[Attempt] = field(default_factory=list)
-    started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
-    finished: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
-    seconds: float = 0.0
+    attempts: list[Attempt]
+    started: datetime
+    finished: datetime
+    seconds: float
 
 
 def select_provider(provider: str = "auto") -> Provider:
@@ -135,8 +135,8 @@ def evaluate_checkpoint(
     attempt is written into `log_dir`.
 
     `on_progress(done, total)` is called after each successfully finished sample (inspect's on_sample_end
-    hook), `done` counting from 1 within the current attempt. `should_cancel()` is checked before every sample starts and
-    between attempts; samples already running finish first.
+    hook), `done` counting from 1 within the current attempt. `should_cancel()` is checked before every
+    sample starts and between attempts; samples already running finish first.
 
     Raises CheckpointMissing (no directory or no config.json), CheckpointLoadError (config, tokenizer or
     weights cannot be loaded), DatasetUnavailable (names the dataset), EvaluationCancelled, and
