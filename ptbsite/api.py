@@ -4,6 +4,7 @@ from __future__ import annotations
 from ninja import NinjaAPI
 
 from leaderboard.api import router as leaderboard_router
+from traces.api import router as traces_router
 
 api = NinjaAPI(
     title="PostTrainBench Explorer API",
@@ -12,3 +13,4 @@ api = NinjaAPI(
     "Every HTML page of the site has a JSON twin here with the same query behind it.",
 )
 api.add_router("/", leaderboard_router)
+api.add_router("/", traces_router)

@@ -7,5 +7,6 @@ from .api import api
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("", include("traces.urls")),
     path("", include("leaderboard.urls")),
 ]

@@ -296,12 +296,14 @@ def evaluations(run_id: str) -> list[dict]:
 
 
 def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
-    """Percent scores of the base model (zero-shot) and its official instruct model on one benchmark."""
+    """Percent scores {"base", "instruct"} of the base model (zero-shot) and its official instruct model on one
+    benchmark, from the suite's published baselines (the leaderboard's ``reported_cells``), None where absent."""
     with warehouse.connect() as con:
         rows = dict(con.execute(
             "SELECT agent, value FROM reported_cells WHERE suite = ? AND base_model = ? AND benchmark = ? "
             "AND agent IN ('base-zeroshot', 'instruct')", [suite, base_model, benchmark]).fetchall())
-    return {k: (100 * rows[k] if k in rows else None) for k in ("base-zeroshot", "instruct")}
+    return {"base": 100 * rows["base-zeroshot"] if "base-zeroshot" in rows else None,
+            "instruct": 100 * rows["instruct"] if "instruct" in rows else None}
 
 
 __all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "step_at_time", "evidence_steps", "evaluations",

@@ -1,0 +1,39 @@
+// Keyboard moves through a trace: j / ArrowDown next step, k / ArrowUp previous step; the URL follows (?step=N).
+(function () {
+  function steps() { return Array.from(document.querySelectorAll("#steps li.step")); }
+  function current(list) {
+    const focused = document.querySelector("#steps li.step.focus");
+    return focused ? list.indexOf(focused) : -1;
+  }
+  function go(delta) {
+    const list = steps();
+    if (!list.length) return;
+    let i = current(list) + delta;
+    if (i < 0) i = 0;
+    if (i >= list.length) {
+      const more = document.querySelector("#steps li.load-more button");
+      if (more) more.click();
+      i = list.length - 1;
+    }
+    list.forEach(function (el) { el.classList.remove("focus"); });
+    const el = list[i];
+    el.classList.add("focus");
+    el.focus({ preventScroll: true });
+    el.scrollIntoView({ block: "center" });
+    const url = new URL(window.location.href);
+    url.searchParams.set("step", el.dataset.index);
+    url.searchParams.delete("at");
+    url.hash = "step-" + el.dataset.index;
+    history.replaceState(null, "", url);
+  }
+  document.addEventListener("keydown", function (event) {
+    const tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "select" || tag === "textarea" || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "j" || event.key === "ArrowDown") { event.preventDefault(); go(1); }
+    if (event.key === "k" || event.key === "ArrowUp") { event.preventDefault(); go(-1); }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    const focused = document.querySelector("#steps li.step.focus");
+    if (focused) focused.scrollIntoView({ block: "center" });
+  });
+})();

@@ -1,0 +1,47 @@
+"""Template filters for runs and steps. They return plain strings: Django's autoescaping still applies."""
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+PREVIEW_LINES = 6
+FULL_LIMIT = 100_000  # characters of one output rendered in the page; the API has the whole text
+
+
+@register.filter
+def hms(seconds: float | None) -> str:
+    """Seconds -> ``H:MM:SS`` (negative values get a leading minus); "" for None."""
+    if seconds is None:
+        return ""
+    sign = "-" if seconds < 0 else ""
+    total = int(abs(seconds))
+    return f"{sign}{total // 3600}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+@register.filter
+def preview(text: str | None) -> str:
+    """The first PREVIEW_LINES lines of a text."""
+    return "\n".join((text or "").splitlines()[:PREVIEW_LINES])
+
+
+@register.filter
+def line_count(text: str | None) -> int:
+    return len((text or "").splitlines())
+
+
+@register.filter
+def is_long(text: str | None) -> bool:
+    """Whether the text is collapsed (more than PREVIEW_LINES lines or very long lines)."""
+    return bool(text) and (text.count("\n") >= PREVIEW_LINES or len(text) > 1200)
+
+
+@register.filter
+def clipped(text: str | None) -> str:
+    """At most FULL_LIMIT characters of the text."""
+    return (text or "")[:FULL_LIMIT]
+
+
+@register.filter
+def percent(fraction: float | None) -> str:
+    """A fraction 0..1 as percent with one decimal; "" for None."""
+    return "" if fraction is None else f"{100 * fraction:.1f}"

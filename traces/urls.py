@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+app_name = "traces"
+urlpatterns = [
+    path("runs/", views.runs_list, name="runs"),
+    path("runs/<str:run_id>/", views.run_detail, name="run"),
+    path("runs/<str:run_id>/steps", views.run_steps, name="steps"),
+]

@@ -1,0 +1,107 @@
+"""Run pages: the runs list, one run with its trace viewer and judge panel. Thin views over traces.selectors."""
+from __future__ import annotations
+
+import re
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.http import urlencode
+
+from . import selectors
+from .evidence import RULE_TEXT
+from .steps import STEP_KINDS
+
+PAGE_SIZE = 50
+_TIME = re.compile(r"^\s*(?:hour\s*)?(\d+(?:\.\d+)?)\s*h?\s*$|^\s*(\d+):([0-5]\d)\s*$", re.I)
+
+
+def parse_time_jump(text: str) -> float | None:
+    """Seconds for "hour 7", "7h", "7.5", "7:30" (hours[:minutes]); None if it is none of these."""
+    match = _TIME.match(text or "")
+    if not match:
+        return None
+    if match[1] is not None:
+        return float(match[1]) * 3600
+    return int(match[2]) * 3600 + int(match[3]) * 60
+
+
+def _flag(value: str | None) -> bool | None:
+    return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get((value or "").lower())
+
+
+def runs_list(request: HttpRequest) -> HttpResponse:
+    """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&after=``: runs as a table, page by page."""
+    filters = {k: request.GET.get(k) or None for k in ("agent", "benchmark", "base_model", "state")}
+    flagged = _flag(request.GET.get("flagged"))
+    runs, next_after = selectors.list_runs(**filters, flagged=flagged, after=request.GET.get("after"), limit=PAGE_SIZE)
+    query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged")}.items() if v}
+    return render(request, "traces/runs.html", {
+        "runs": runs, "filters": filters, "flagged": request.GET.get("flagged") or "",
+        "next_query": urlencode({**query, "after": next_after}) if next_after else None,
+        "states": selectors.STATE_TEXT,
+    })
+
+
+def _viewer_params(request: HttpRequest) -> dict:
+    kind = request.GET.get("kind") or ""
+    return {
+        "trace": request.GET.get("trace") or "agent",
+        "kind": kind if kind in STEP_KINDS else "",
+        "tool": request.GET.get("tool") or "",
+        "q": (request.GET.get("q") or "").strip()[:200],
+    }
+
+
+def _page(run: selectors.RunSummary, params: dict, after: int) -> selectors.StepPage:
+    return selectors.steps_page(
+        run.id, trace=params["trace"], after=after, limit=PAGE_SIZE, kind=params["kind"] or None,
+        tool=params["tool"] or None, q=params["q"] or None, budget_hours=run.budget_hours,
+    )
+
+
+def _get_run(run_id: str) -> selectors.RunSummary:
+    run = selectors.get_run(run_id)
+    if run is None:
+        raise Http404(f"no run {run_id}")
+    return run
+
+
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=``: the run's header, judge panel and trace viewer.
+
+    ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
+    that elapsed time.
+    """
+    run = _get_run(run_id)
+    params = _viewer_params(request)
+    focus = None
+    if request.GET.get("step", "").isdigit():
+        focus = int(request.GET["step"])
+    elif request.GET.get("at"):
+        seconds = parse_time_jump(request.GET["at"])
+        if seconds is not None:
+            focus = selectors.step_at_time(run.id, seconds, trace=params["trace"])
+    page = _page(run, params, (focus - 1) if focus is not None else -1)
+    base_query = {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
+    return render(request, "traces/run_detail.html", {
+        "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
+        "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
+        "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
+        "rule_text": RULE_TEXT, "evaluations": selectors.evaluations(run.id),
+        "references": selectors.reference_scores(run.suite, run.base_model, run.benchmark),
+        "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
+        "earlier_query": urlencode({**base_query}) if focus else None,
+    })
+
+
+def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
+    """``/runs/<id>/steps?after=&trace=&kind=&tool=&q=``: one page of steps (the htmx "load more" partial)."""
+    run = _get_run(run_id)
+    params = _viewer_params(request)
+    after = int(request.GET["after"]) if request.GET.get("after", "").lstrip("-").isdigit() else -1
+    page = _page(run, params, after)
+    base_query = {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
+    return render(request, "traces/_steps.html", {
+        "run": run, "page": page, "params": params, "rule_text": RULE_TEXT, "focus": None,
+        "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
+    })
