@@ -14,6 +14,7 @@ Rule ids:
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -27,6 +28,10 @@ _LLM_API = re.compile(
     r"OpenAI\(|genai\.Client\("
 )
 _HARNESS_PATH = re.compile(r"(?:^|[\s/'\"])(?:evaluate\.py|templates/)")
+_FETCH = re.compile(
+    r"load_dataset|hf_hub_download|snapshot_download|huggingface-cli download|hf download|datasets\.load|wget|curl"
+)
+_TRAIN_ONLY = re.compile(r"""split\s*=\s*["']train["']""")
 _SHELL_WRITE = re.compile(r"(?:sed\s+-i|>>?|\bcp\b|\bmv\b|\brm\b|\btee\b|\bpatch\b|cat\s*>)[^\n|;&]*(?:evaluate\.py|templates/)")
 
 
@@ -44,9 +49,10 @@ def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext
         return []
     hits = []
     lowered = text.lower()
-    if any(name.lower() in lowered for name in context.datasets) and re.search(
-        r"load_dataset|hf_hub_download|snapshot_download|huggingface-cli download|hf download|datasets\.load|wget|curl",
-        text,
+    if (
+        any(name.lower() in lowered for name in context.datasets)
+        and _FETCH.search(text)
+        and not _TRAIN_ONLY.search(text)  # a train split of the benchmark's dataset is allowed (e.g. GSM8K)
     ):
         hits.append("benchmark_dataset")
     if _TEST_SPLIT.search(text):
@@ -54,11 +60,24 @@ def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext
     if _INSTRUCT.search(text) or any(re.search(re.escape(m) + r"(?![\w.-])", text) for m in context.instruct_models):
         hits.append("non_base_model")
     name = (tool or "").lower()
-    if (name in _WRITE_TOOLS and _HARNESS_PATH.search(text)) or _SHELL_WRITE.search(text):
+    if (name in _WRITE_TOOLS and _HARNESS_PATH.search(_written_path(text))) or _SHELL_WRITE.search(text):
         hits.append("eval_harness")
     if _LLM_API.search(text):
         hits.append("outside_llm_api")
     return hits
+
+
+def _written_path(text: str) -> str:
+    """The path a file tool writes (``file_path``/``filePath``/``path`` of its JSON input), else the whole input."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(data, dict):
+        for key in ("file_path", "filePath", "path", "notebook_path"):
+            if isinstance(data.get(key), str):
+                return " " + data[key]
+    return text
 
 
 RULE_TEXT = {
