@@ -65,3 +65,39 @@ def combined_std(cell_std: Mapping[str, float], weights: Mapping[str, float]) ->
     with no published headline std, here applied to one base model's row. Fractions in, fraction out.
     """
     return math.sqrt(sum((weights[t] ** 2) * (cell_std.get(t) or 0.0) ** 2 for t in weights))
+
+
+# Why a run's cell holds the base model's score instead of its own (aggregate_final.py, spec 4.2 step 4).
+STATE_FALLBACK = {
+    "no_final_model": "not_stored", "eval_failed": "error", "never_finished": "not_available",
+    "timed_out": "timed_out", "cuda_failure": "cuda_failure", "api_limit": "api_limit",
+}
+
+
+def final_cell(
+    *, accuracy: float | None, state: str | None, flags: dict[str, str | None] | None, base: float,
+    apply_flags: bool = True,
+) -> tuple[float, str | None]:
+    """The final (post-fallback) value of one cell and the reason it fell back, if it did.
+
+    Args:
+        accuracy: the run's score (fraction) or None; ``state``: the run's state, None when there is no run.
+        flags: verdict kind -> ``flagged``/``judge_error``/None (after overrides); ``base``: the base model's
+            zero-shot score for the cell (fraction).
+        apply_flags: False for the flag-blind view (a flagged run counts with its raw score).
+
+    Returns:
+        (value, reason): reason None for a scored clean run, else ``missing``, ``flagged``, ``judge_error`` or
+        one of STATE_FALLBACK's values. Rule of ``aggregate_final.py``: any non-numeric cell, and any cell whose
+        contamination/model verdict is non-empty (flag or judge error), takes the base model's score.
+    """
+    if state is None:
+        return base, "missing"
+    if apply_flags and flags:
+        if "flagged" in flags.values():
+            return base, "flagged"
+        if "judge_error" in flags.values():
+            return base, "judge_error"
+    if accuracy is None:
+        return base, STATE_FALLBACK.get(state, "error")
+    return accuracy, None

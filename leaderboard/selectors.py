@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
+from traces import selectors as traces_selectors
 
 from . import aggregation
 
@@ -18,6 +19,10 @@ FALLBACK_TEXT = {
     "not_available": "the agent never finished",
     "missing": "no run",
     "flagged": "a judge flagged the run",
+    "judge_error": "the judge's verdict is missing or malformed",
+    "timed_out": "the job was killed at its time limit",
+    "cuda_failure": "the CUDA check failed",
+    "api_limit": "the agent hit its API limit",
 }
 
 
@@ -67,6 +72,12 @@ class Row:
     runs: int
     cells: dict[str, Cell]
     rank: int | None = None
+    source: str = "published"       # published | runs
+    n_runs: int = 0                 # ingested runs behind a runs row
+    synthetic: bool = False         # every run behind the row is generated demo data
+    overridden: bool = False        # a reviewer overrode a verdict of a run behind the row
+    delta: float | None = None      # runs row minus the published row of the same agent, percent points
+    rank_change: int | None = None  # flag-blind view: rank with flags applied minus rank without
 
 
 @dataclass
@@ -81,6 +92,8 @@ class Leaderboard:
     rows: list[Row]
     weights_note: str
     derived_weights: dict[str, float]
+    source: str = "published"
+    apply_flags: bool = True
 
 
 class UnknownBaseModel(ValueError):
@@ -103,25 +116,37 @@ def suite_models(con, suite: str) -> tuple[list[Benchmark], list[BaseModel]]:
     return benchmarks, models
 
 
+SOURCES = ("published", "runs", "all")
+
+
 def leaderboard(
-    *, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank", direction: str = "asc"
+    *, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank", direction: str = "asc",
+    source: str = "published", apply_flags: bool = True,
 ) -> Leaderboard:
-    """The leaderboard of a suite, as published (spec section 4.4 and the website's data.js, section 5).
+    """The leaderboard of a suite (spec section 4.4 and the website's data.js, section 5).
 
     Args:
         base_model: None for the average over the suite's base models, else one base model id
             (e.g. ``Qwen3-4B-Base``).
         sort: ``rank``, ``agent``, ``average``, ``runs`` or a benchmark id; ``direction`` ``asc``/``desc``.
+        source: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs by the
+            benchmark's rules, ``rows_from_runs``) or ``all`` (both, side by side).
+        apply_flags: False for the flag-blind view: flagged runs count with their raw score; each runs row then
+            carries ``rank_change`` (its rank with flags applied minus its rank without).
 
     Returns:
-        A Leaderboard whose rows hold percent scores. Average view: per-benchmark cell = mean over base models;
-        headline = weighted sum of the cells; std = the published sample std over runs of the per-run metric.
-        One-model view: headline = weighted sum of that model's cells; std = ``aggregation.combined_std`` of
-        the per-cell stds. Agents are ranked by headline, descending; baselines are unranked reference rows.
+        A Leaderboard whose rows hold percent scores. Published average view: per-benchmark cell = mean over
+        base models; headline = weighted sum of the cells; std = the published sample std over runs of the
+        per-run metric. Published one-model view: headline = weighted sum of that model's cells; std =
+        ``aggregation.combined_std`` of the per-cell stds. Agents are ranked by headline, descending;
+        baselines are unranked reference rows.
 
     Raises:
         UnknownBaseModel: ``base_model`` is not a base model of the suite.
+        ValueError: ``source`` is not one of SOURCES.
     """
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}")
     with warehouse.connect() as con:
         suite_row = con.execute("SELECT name, weights_note FROM suites WHERE id = ?", [suite]).fetchone()
         benchmarks, models = suite_models(con, suite)
@@ -140,7 +165,7 @@ def leaderboard(
             ).fetchall()
         }
     if suite_row is None:
-        return Leaderboard(suite, suite, [], [], base_model, sort, direction, [], "", {})
+        return Leaderboard(suite, suite, [], [], base_model, sort, direction, [], "", {}, source, apply_flags)
     model_ids = [m.id for m in models]
     if base_model is not None and base_model not in model_ids:
         raise UnknownBaseModel(f"unknown base model {base_model!r}; one of {', '.join(model_ids)}")
@@ -149,20 +174,21 @@ def leaderboard(
     grid: dict[str, dict[tuple[str, str], tuple[float, float | None, str | None]]] = defaultdict(dict)
     for agent, model, benchmark, value, std, fallback in cells:
         grid[agent][(model, benchmark)] = (value, std, fallback)
-
     view_models = [base_model] if base_model else model_ids
+
     rows = []
     for key, name, kind, scaffold, effort, family in agents:
+        if source == "runs" and kind == "agent":
+            continue
         agent_cells = grid[key]
-        per_bench, per_bench_std, row_cells = {}, {}, {}
+        per_bench, row_cells = {}, {}
         for b in benchmarks:
             entries = [agent_cells[(m, b.id)] for m in view_models]
             per_bench[b.id] = aggregation.mean(e[0] for e in entries)
             stds = [e[1] for e in entries if e[1] is not None]
-            per_bench_std[b.id] = aggregation.mean(stds) if stds else None
             row_cells[b.id] = Cell(
                 score=100 * per_bench[b.id],
-                std=None if per_bench_std[b.id] is None else 100 * per_bench_std[b.id],
+                std=100 * aggregation.mean(stds) if stds else None,
                 fallbacks=[(names[m], e[2]) for m, e in zip(view_models, entries) if e[2]],
             )
         average = aggregation.weighted_score(per_bench, weights)
@@ -175,8 +201,29 @@ def leaderboard(
         else:
             std, runs = None, (0 if kind == "baseline" else 1)
         rows.append(
-            Row(key, name, kind, scaffold, effort, family, 100 * average, None if std is None else 100 * std, runs, row_cells)
+            Row(key, name, kind, scaffold, effort, family, 100 * average, None if std is None else 100 * std, runs,
+                row_cells, source="published")
         )
+
+    if source in ("runs", "all"):
+        base_scores = {(m, t): v[0] for (m, t), v in grid["base-zeroshot"].items()}
+        families = {a[0]: a[5] for a in agents}
+        run_rows = rows_from_runs(suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores,
+                                  base_model=base_model, apply_flags=apply_flags)
+        published_avg = _published_averages(grid, agents, view_models, weights)
+        for row in run_rows:
+            row.model_family = families.get(row.key)
+            if row.key in published_avg:
+                row.delta = row.average - published_avg[row.key]
+        if not apply_flags:
+            flagged_rows = {r.key: r for r in rows_from_runs(
+                suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores, base_model=base_model,
+                apply_flags=True)}
+            ranks_with = _ranks(list(flagged_rows.values()))
+            ranks_without = _ranks(run_rows)
+            for row in run_rows:
+                row.rank_change = ranks_with.get(row.key, 0) - ranks_without.get(row.key, 0)
+        rows += run_rows
 
     ranked = sorted((r for r in rows if r.kind == "agent"), key=lambda r: -r.average)
     for position, row in enumerate(ranked, start=1):
@@ -188,7 +235,87 @@ def leaderboard(
     instruct = {t: aggregation.mean(grid["instruct"][(m, t)][0] for m in model_ids) for t in weights} if "instruct" in grid else {}
     base = {t: aggregation.mean(by_model[m][t] for m in model_ids) for t in weights}
     derived = aggregation.derive_weights(instruct, base) if instruct else {}
-    return Leaderboard(suite, suite_row[0], benchmarks, models, base_model, sort, direction, rows, suite_row[1], derived)
+    return Leaderboard(suite, suite_row[0], benchmarks, models, base_model, sort, direction, rows, suite_row[1],
+                       derived, source, apply_flags)
+
+
+def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:
+    """Percent headline of each published agent in this view (for the runs-vs-published difference)."""
+    out = {}
+    for key, _, kind, *_ in agents:
+        if kind != "agent":
+            continue
+        per_bench = {t: aggregation.mean(grid[key][(m, t)][0] for m in view_models) for t in weights}
+        out[key] = 100 * aggregation.weighted_score(per_bench, weights)
+    return out
+
+
+def _ranks(rows: list[Row]) -> dict[str, int]:
+    ordered = sorted((r for r in rows if r.kind == "agent"), key=lambda r: -r.average)
+    return {r.key: i for i, r in enumerate(ordered, start=1)}
+
+
+def rows_from_runs(
+    *, suite: str, benchmarks: list[Benchmark], models: list[BaseModel], base_scores: dict[tuple[str, str], float],
+    base_model: str | None = None, apply_flags: bool = True,
+) -> list[Row]:
+    """Leaderboard rows computed from ingested runs by the benchmark's own rules (spec section 4.2-4.4).
+
+    Per method (one sweep), the latest run of each (benchmark, base model) counts; a missing, unfinished,
+    model-less, failed or flagged cell takes the base model's zero-shot score (``aggregation.final_cell``) and
+    is marked with the reason. Methods of one agent (repeated seeds, grouped by agent key) are averaged: each
+    method's metric = mean over the view's base models of the weighted sum over benchmarks; the row's average =
+    mean of the metrics, std = their sample std (n-1, None for one method), ``runs`` = number of methods.
+    Percent out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
+    """
+    weights = {b.id: b.weight for b in benchmarks}
+    view_models = [base_model] if base_model else [m.id for m in models]
+    names = {m.id: m.name for m in models}
+    by_method: dict[str, dict[tuple[str, str], object]] = defaultdict(dict)
+    agents: dict[str, dict[str, object]] = {}
+    for cell in traces_selectors.latest_cells(suite):
+        by_method[cell.method][(cell.base_model, cell.benchmark)] = cell
+        info = agents.setdefault(cell.agent_key, {"name": cell.agent_name, "scaffold": cell.scaffold,
+                                                  "effort": cell.reasoning_effort, "methods": set(),
+                                                  "synthetic": cell.synthetic, "overridden": False})
+        info["methods"].add(cell.method)
+        info["overridden"] = info["overridden"] or cell.overridden
+        info["synthetic"] = info["synthetic"] and cell.synthetic
+    rows = []
+    for key, info in agents.items():
+        methods = sorted(info["methods"])
+        finals: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {}
+        n_runs = 0
+        for method in methods:
+            finals[method] = {}
+            for m in view_models:
+                for t in weights:
+                    run = by_method[method].get((m, t))
+                    n_runs += run is not None
+                    finals[method][(m, t)] = aggregation.final_cell(
+                        accuracy=getattr(run, "accuracy", None), state=getattr(run, "state", None),
+                        flags=getattr(run, "flags", None), base=base_scores[(m, t)], apply_flags=apply_flags)
+        metrics = [
+            aggregation.mean(aggregation.weighted_score({t: finals[me][(m, t)][0] for t in weights}, weights)
+                             for m in view_models)
+            for me in methods
+        ]
+        row_cells = {}
+        for t in weights:
+            values = [aggregation.mean(finals[me][(m, t)][0] for m in view_models) for me in methods]
+            std = aggregation.sample_std(values)
+            row_cells[t] = Cell(
+                score=100 * aggregation.mean(values), std=None if std is None else 100 * std,
+                fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), finals[me][(m, t)][1])
+                           for me in methods for m in view_models if finals[me][(m, t)][1]],
+            )
+        std = aggregation.sample_std(metrics)
+        rows.append(Row(
+            key, str(info["name"]), "agent", str(info["scaffold"]), info["effort"], None,
+            100 * aggregation.mean(metrics), None if std is None else 100 * std, len(methods), row_cells,
+            source="runs", n_runs=n_runs, synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
+        ))
+    return rows
 
 
 def _shade(rows: list[Row], benchmarks: list[Benchmark]) -> None:

@@ -50,9 +50,13 @@ CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Debian Chromium driven by Playwright (its own browser download does not work here)."""
+    """Headless Debian Chromium driven by Playwright (its own browser download does not work here).
+
+    Module-scoped: Playwright's sync API keeps an asyncio loop running in this thread while it is open, and
+    inspect-ai's evaluations (other test modules) need to start their own loop.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -308,3 +308,50 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
 
 __all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "step_at_time", "evidence_steps", "evaluations",
            "reference_scores", "trace_names", "tools_used", "run_texts"]
+
+
+@dataclass
+class CellRun:
+    """The latest run of one (method, benchmark, base model) cell, as the leaderboard needs it.
+
+    ``accuracy``: the newest evaluation's score (fraction), None when not scored. ``raw_accuracy`` is the same
+    score even when flagged; ``flags`` maps scored verdict kinds to ``flagged``/``judge_error``/None after
+    overrides; ``overridden`` says a reviewer changed a verdict.
+    """
+
+    run_id: str
+    method: str
+    agent_key: str
+    agent_name: str
+    scaffold: str
+    reasoning_effort: str | None
+    benchmark: str
+    base_model: str
+    state: str
+    accuracy: float | None
+    time_taken_s: int | None
+    synthetic: bool
+    flags: dict[str, str | None]
+    overridden: bool
+
+
+def latest_cells(suite: str) -> list[CellRun]:
+    """Every method's latest run per (benchmark, base model) in a suite, with score and effective flags.
+
+    Baseline evaluations are excluded. Ordered by method, benchmark, base model.
+    """
+    with warehouse.connect() as con:
+        runs = _summaries(con, "r.suite = ? AND r.is_latest AND r.method <> 'baseline'", [suite])
+        methods = {row[0]: row[1:] for row in con.execute(
+            "SELECT id, reasoning_effort FROM methods WHERE suite = ?", [suite]).fetchall()}
+    cells = []
+    for run in sorted(runs, key=lambda r: (r.method, r.benchmark, r.base_model)):
+        (effort,) = methods.get(run.method, (None,))
+        cells.append(CellRun(
+            run_id=run.id, method=run.method, agent_key=run.agent_key,
+            agent_name=run.agent, scaffold=run.scaffold, reasoning_effort=effort,
+            benchmark=run.benchmark, base_model=run.base_model, state=run.state,
+            accuracy=None if run.score is None else run.score / 100, time_taken_s=run.time_taken_s,
+            synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides),
+        ))
+    return cells
