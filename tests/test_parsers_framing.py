@@ -100,3 +100,22 @@ def test_the_hint_breaks_a_tie():
 def test_detection_accepts_bytes_and_file_lines():
     raw = f"[2026-04-05T10:00:00Z] {INIT}\n"
     assert detect_format(raw.encode()) == detect_format(io.StringIO(raw)) == "claude_code"
+
+
+@pytest.mark.parametrize("fmt", ["claude_code", "codex_exec", "codex_protocol", "gemini", "opencode"])
+def test_events_of_unexpected_shape_never_raise(fmt):
+    from traces.parsers import PARSERS
+
+    odd = [
+        '{"type":"assistant","message":{"id":[1],"content":7,"usage":"x"}}',
+        '{"type":"user","message":{"content":{"type":"tool_result","tool_use_id":{"a":1}}}}',
+        '{"type":"item.completed","item":{"id":{"x":1},"type":"command_execution","exit_code":"1"}}',
+        '{"id":"1","msg":{"type":{"t":1},"call_id":[]}}',
+        '{"type":"tool_use","tool_name":[],"tool_id":3,"parameters":5}',
+        '{"type":"step_finish","sessionID":"s","part":{"cost":true,"tokens":[1]}}',
+        '{"method":"m","response":{"candidates":4}}',
+    ]
+    trace = PARSERS[fmt](frame_lines("\n".join(odd) + "\n"), "f")
+    assert [s.index for s in trace.steps] == list(range(len(trace.steps)))
+    assert all(s.tool is None or isinstance(s.tool, str) for s in trace.steps)
+    assert all(s.call_id is None or isinstance(s.call_id, str) for s in trace.steps)

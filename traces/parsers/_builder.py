@@ -35,9 +35,10 @@ class TraceBuilder:
         self._run_sep = ""
 
     def add(self, kind: StepKind, line: int | None, time: datetime | None, **fields: Any) -> Step:
-        """Close any open run and append one step; ``fields`` are :class:`Step` fields."""
+        """Close any open run and append one step; ``fields`` are :class:`Step` fields (``tool`` and ``call_id``
+        taken from the event as they are: anything but a string or a number becomes None)."""
         self.close_run()
-        step = Step(index=len(self.trace.steps), kind=kind, time=time, line=line, **fields)
+        step = Step(index=len(self.trace.steps), kind=kind, time=time, line=line, **_labels(fields))
         self.trace.steps.append(step)
         return step
 
@@ -51,6 +52,11 @@ class TraceBuilder:
         else:
             self._run_parts.append(chunk)
         return self._run_step
+
+    def update(self, step: Step, **fields: Any) -> None:
+        """Overwrite fields of an earlier step with a newer version of its event (same rules as :meth:`add`)."""
+        for name, value in _labels(fields).items():
+            setattr(step, name, value)
 
     @property
     def run_key(self) -> Hashable | None:
@@ -85,6 +91,16 @@ class TraceBuilder:
         return self.trace
 
 
+def _labels(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with ``tool``/``call_id`` made ``str | None`` (event content is untrusted in shape too)."""
+    for name in ("tool", "call_id"):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            fields[name] = str(value) if is_number else None
+    return fields
+
+
 def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, datetime | None, dict[str, Any]]]:
     """Yield ``(line_no, time, event)`` for each JSON-object line; other lines go to ``b`` as text or problems."""
     loads = json.loads
@@ -105,6 +121,13 @@ def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, d
             yield no, time, event
         else:
             b.text_line(no, time, text)
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a list, ``[]`` for None, else ``[value]`` (a single block where a list was expected)."""
+    if isinstance(value, list):
+        return value
+    return [] if value is None else [value]
 
 
 def compact(value: Any) -> str:
@@ -174,6 +197,11 @@ def epoch_ms_time(value: Any) -> datetime | None:
 def int_or_none(value: Any) -> int | None:
     """``value`` when it is an int (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usd(value: Any) -> float | None:
+    """A cost in US dollars as float when ``value`` is a number (not a bool), else None."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def add_tokens(total: int | None, value: int | None) -> int | None:

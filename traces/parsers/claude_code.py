@@ -26,7 +26,7 @@ from typing import Any
 
 from traces.steps import ParsedTrace, Step
 
-from ._builder import TraceBuilder, as_text, compact, int_or_none, iso_time, json_events, tool_input
+from ._builder import TraceBuilder, as_list, as_text, compact, int_or_none, iso_time, json_events, tool_input, usd
 from .framing import Line
 
 _INIT_KEYS = ("model", "cwd", "permissionMode", "apiKeySource", "claude_code_version", "session_id")
@@ -64,10 +64,9 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         elif kind == "result":
             last_result = event
             tokens_in, tokens_out = usage_tokens(event.get("usage"))
-            cost = event.get("total_cost_usd")
             b.add("result", no, time, output=as_text(event.get("result")) or str(event.get("subtype", "")),
                   is_error=bool(event.get("is_error")), tokens_in=tokens_in, tokens_out=tokens_out,
-                  cost_usd=float(cost) if isinstance(cost, (int, float)) else None)
+                  cost_usd=usd(event.get("total_cost_usd")))
         elif kind == "system" and event.get("subtype") == "init":
             b.trace.model = event.get("model") if isinstance(event.get("model"), str) else None
             b.add("system", no, time, output="init",
@@ -77,8 +76,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     trace = b.finish()
     if last_result is not None:
         trace.tokens_in, trace.tokens_out = usage_tokens(last_result.get("usage"))
-        cost = last_result.get("total_cost_usd")
-        trace.cost_usd = float(cost) if isinstance(cost, (int, float)) else None
+        trace.cost_usd = usd(last_result.get("total_cost_usd"))
     else:
         counted = list(first_step_of.values())
         trace.tokens_in = _sum(s.tokens_in for s in counted)
@@ -89,7 +87,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
 def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],
                first_step_of: dict[str, Step], tool_names: dict[str, str]) -> None:
     content = message.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else as_list(content)
     steps: list[Step] = []
     for block in blocks:
         btype = block.get("type") if isinstance(block, dict) else None
@@ -118,7 +116,7 @@ def _user(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, An
     if isinstance(content, str):
         b.add("text", no, time, output=content)
         return
-    for block in content or []:
+    for block in as_list(content):
         if isinstance(block, dict) and block.get("type") == "tool_result":
             call_id = block.get("tool_use_id")
             b.add("tool_result", no, time, tool=tool_names.get(call_id) if isinstance(call_id, str) else None,

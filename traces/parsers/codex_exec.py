@@ -48,14 +48,17 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_exec", source)
-    items: dict[Any, _Item] = {}
+    items: dict[str | int, _Item] = {}
     for no, time, event in json_events(lines, b):
         etype = event.get("type")
         item = event.get("item")
         if etype in ("item.started", "item.updated", "item.completed") and isinstance(item, dict):
-            state = items.get(item.get("id"))
+            key = item.get("id") if isinstance(item.get("id"), (str, int)) else None  # id-less: never merged
+            state = items.get(key) if key is not None else None
             if state is None or (state.done and etype == "item.started"):
-                state = items[item.get("id")] = _Item()
+                state = _Item()
+                if key is not None:
+                    items[key] = state
             _apply(b, no, time, item, state)
             state.done = state.done or etype == "item.completed"
         elif etype == "turn.completed":
@@ -81,15 +84,13 @@ def _apply(b: TraceBuilder, no: int, time: datetime | None, item: dict[str, Any]
     if state.main is None:
         state.main = b.add(kind, no, time, **fields)
     else:
-        for name, value in fields.items():
-            setattr(state.main, name, value)
+        b.update(state.main, **fields)
     if result is None:
         return
     if state.result is None:
         state.result = b.add("tool_result", no, time, **result)
     else:
-        for name, value in result.items():
-            setattr(state.result, name, value)
+        b.update(state.result, **result)
 
 
 def _render(item: dict[str, Any]) -> tuple[StepKind, dict[str, Any], dict[str, Any] | None]:

@@ -55,7 +55,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
                 b.trace.model = event["model"]
             b.add("system", no, time, output=compact(event))
             continue
-        mtype = msg.get("type")
+        mtype = msg.get("type") if isinstance(msg.get("type"), str) else None
         if mtype == "token_count":
             totals = _token_totals(msg)
             if totals[0] == "cumulative":

@@ -26,7 +26,8 @@ from typing import Any
 
 from traces.steps import ParsedTrace, Step
 
-from ._builder import TraceBuilder, add_tokens, as_text, compact, int_or_none, iso_time, json_events, tool_input
+from ._builder import (TraceBuilder, add_tokens, as_list, as_text, compact, int_or_none, iso_time, json_events,
+                       tool_input)
 from .framing import Line
 
 
@@ -91,9 +92,9 @@ def _api_response(b: TraceBuilder, no: int, time: datetime | None, response: Any
         if not isinstance(chunk, dict):
             continue
         usage = chunk.get("usageMetadata") if isinstance(chunk.get("usageMetadata"), dict) else usage
-        for candidate in chunk.get("candidates") or []:
+        for candidate in as_list(chunk.get("candidates")):
             content = candidate.get("content") if isinstance(candidate, dict) else None
-            for part in (content.get("parts") or []) if isinstance(content, dict) else []:
+            for part in as_list(content.get("parts")) if isinstance(content, dict) else []:
                 step = _api_part(b, no, time, part) if isinstance(part, dict) else None
                 if step is not None:
                     steps.append(step)

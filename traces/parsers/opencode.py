@@ -22,7 +22,8 @@ from typing import Any
 
 from traces.steps import ParsedTrace
 
-from ._builder import TraceBuilder, add_tokens, as_text, compact, epoch_ms_time, int_or_none, json_events, tool_input
+from ._builder import (TraceBuilder, add_tokens, as_text, compact, epoch_ms_time, int_or_none, json_events, tool_input,
+                       usd)
 from .framing import Line
 
 
@@ -66,8 +67,7 @@ def _step_finish(b: TraceBuilder, no: int, time: datetime | None, part: dict[str
     for value in (tokens.get("input"), cache.get("read"), cache.get("write")):
         tokens_in = add_tokens(tokens_in, int_or_none(value))
     tokens_out = add_tokens(int_or_none(tokens.get("output")), int_or_none(tokens.get("reasoning")))
-    cost = part.get("cost")
-    cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    cost_usd = usd(part.get("cost"))
     b.add("system", no, time, output=as_text(part.get("reason")), tokens_in=tokens_in, tokens_out=tokens_out,
           cost_usd=cost_usd)
     trace = b.trace
