@@ -9,17 +9,26 @@ from django.utils.http import urlencode
 from . import selectors
 
 
+DEFAULTS = {"base_model": "", "sort": "rank", "dir": "asc", "source": "published", "flags": "apply"}
+
+
 def _params(request: HttpRequest) -> dict[str, str]:
-    base_model = request.GET.get("base_model") or ""
-    sort = request.GET.get("sort") or "rank"
-    direction = request.GET.get("dir") if request.GET.get("dir") in ("asc", "desc") else "asc"
-    return {"base_model": base_model, "sort": sort, "dir": direction}
+    """The view's state from the URL (every view is a shareable link)."""
+    params = {key: request.GET.get(key) or default for key, default in DEFAULTS.items()}
+    if params["dir"] not in ("asc", "desc"):
+        params["dir"] = "asc"
+    if params["source"] not in selectors.SOURCES:
+        params["source"] = "published"
+    if params["flags"] not in ("apply", "ignore"):
+        params["flags"] = "apply"
+    return params
 
 
 def _board(params: dict[str, str]) -> selectors.Leaderboard:
     try:
         return selectors.leaderboard(
-            base_model=params["base_model"] or None, sort=params["sort"], direction=params["dir"]
+            base_model=params["base_model"] or None, sort=params["sort"], direction=params["dir"],
+            source=params["source"], apply_flags=params["flags"] == "apply",
         )
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
@@ -27,8 +36,7 @@ def _board(params: dict[str, str]) -> selectors.Leaderboard:
 
 def _query(params: dict[str, str], **changes: str) -> str:
     merged = {**params, **changes}
-    defaults = {"base_model": "", "sort": "rank", "dir": "asc"}
-    return urlencode({k: v for k, v in merged.items() if v != defaults[k]})
+    return urlencode({k: v for k, v in merged.items() if v != DEFAULTS[k]})
 
 
 def _context(request: HttpRequest) -> dict:
@@ -43,11 +51,18 @@ def _context(request: HttpRequest) -> dict:
     filter_links = [("", "Average of 4", _query(params, base_model=""))] + [
         (m.id, m.name, _query(params, base_model=m.id)) for m in board.base_models
     ]
+    source_links = [(key, label, _query(params, source=key)) for key, label in
+                    (("published", "Published"), ("runs", "From ingested runs"), ("all", "Both"))]
+    flag_link = _query(params, flags="ignore" if params["flags"] == "apply" else "apply",
+                       source=params["source"] if params["source"] != "published" else "runs")
     return {
         "board": board,
         "params": params,
         "sort_links": sort_links,
         "filter_links": filter_links,
+        "source_links": source_links,
+        "flag_link": flag_link,
+        "runs_url": reverse("traces:runs"),
         "table_url": reverse("leaderboard:table"),
         "page_url": reverse("leaderboard:index"),
     }
