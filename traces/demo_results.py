@@ -270,6 +270,7 @@ class _Slot:
     echo_key: bool = False
     hostile: bool = False
     long: bool = False
+    broken_line: bool = False         # force one truncated JSON line mid-trace (else 35 % chance)
     retry_of: _Slot | None = None     # the older run dir of the same cell
     superseded: bool = False
     start: datetime | None = None     # set when written
@@ -291,7 +292,7 @@ def _mandatory(slots: dict[int, list[_Slot]], long_run: bool) -> None:
 
     setup(slot(0, 0), long=long_run, state="scored")
     setup(slot(0, 1), task="gsm8k", contamination=True, env_secrets=True)
-    setup(slot(1, 0), state="eval_failed", rerun_files=True)
+    setup(slot(1, 0), state="eval_failed", rerun_files=True, broken_line=True)
     setup(slot(1, 1), base_model="Qwen/Qwen3-4B-Base", disallowed_model=True, hostile=True)
     if slot(2, 1) is not None:
         setup(slot(2, 0), state="cuda_failure", superseded=True)
@@ -644,7 +645,8 @@ def _write_run(rng: random.Random, tree: _Tree, s: _Slot, start: datetime, clust
     info = render_trace(trace_format=m.trace_format, rng=rng, start=start, seconds=seconds,
                         timestamped=m.timestamped, model=m.config, prompt=prompt, actions=actions,
                         ending=ending, cuda_ok=agent_started, echo_key=secrets.openai if s.echo_key else None,
-                        break_at=rng.randint(3, 12) if agent_started and rng.random() < 0.35 else None)
+                        break_at=rng.randint(3, 12) if agent_started and (s.broken_line or rng.random() < 0.35)
+                        else None)
     solve_bytes = tree.write(f"{rel}/solve_out.txt", info.text)
     if s.echo_key:
         secrets.planted.append(PlantedSecret("OPENAI_API_KEY", secrets.openai, rel, "solve_out.txt"))

@@ -115,6 +115,17 @@ _TEST_DATA = {
     "humaneval": 'load_dataset("openai/openai_humaneval", split="test")',
 }
 
+# Regexes that find the contaminating call in a raw trace of any format (quotes may be escaped 0-2 times).
+TEST_SET_MARKERS = {
+    "aime2025": r"math-ai/aime25\\*\", split=\\*\"test",
+    "arenahardwriting": r"evaluation_code/data/arena-hard-v2\.0/question\.jsonl",
+    "bfcl": r"gorilla-llm/Berkeley-Function-Calling-Leaderboard",
+    "gpqamain": r"Idavidrein/gpqa",
+    "gsm8k": r"openai/gsm8k\\*\", \\*\"main\\*\", split=\\*\"test",
+    "healthbench": r"evaluation_code/data/healthbench_easy\.jsonl",
+    "humaneval": r"openai/openai_humaneval\\*\", split=\\*\"test",
+}
+
 
 def _loss_lines(rng: random.Random, n: int, *, start_step: int, loss: float, epoch_per_step: float) -> list[str]:
     """HF Trainer log lines (``{'loss': ..}`` dicts as the Trainer prints them) and tqdm bars."""
@@ -741,7 +752,7 @@ class _CodexProtocolWriter(_TraceWriter):
             self._msg({"type": "exec_command_end", "call_id": call, "command": argv, "exit_code": a.exit_code,
                        "stdout": a.output, "stderr": "", "duration": {"secs": int(a.seconds * 0.6),
                                                                       "nanos": 0}})
-            self.total += self.rng.randint(3000, 9000)
+        self.total += self.rng.randint(3000, 9000)
         if self.rng.random() < 0.3:
             self._msg({"type": "token_count", "session": {"total_tokens": self.total},
                        "turn": {"input_tokens": self.total - 500, "output_tokens": 500, "total_tokens": self.total,
@@ -885,7 +896,7 @@ class _OpenCodeWriter(_TraceWriter):
             self._event("tool_use", {"id": "prt_" + _rand(self.rng, 26), "sessionID": self.session,
                                      "messageID": message, "type": "tool", "callID": "call_" + _rand(self.rng, 24),
                                      "tool": tool, "state": state}, breakable=True)
-            tokens_in = self.rng.randint(2000, 30000)
+        tokens_in = self.rng.randint(2000, 30000)
         self._event("step_finish", {"id": "prt_" + _rand(self.rng, 26), "sessionID": self.session,
                                     "messageID": message, "type": "step-finish", "reason": reason,
                                     "snapshot": snapshot, "cost": round(tokens_in * 6e-7, 6), "tokens": {
