@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from traces.demo_traces import (
-    HOSTILE_IMG, HOSTILE_SCRIPT, Action, EpisodeFlavour, _rand, _uuid, evaluate_py, plan_episode,
+    HOSTILE_IMG, HOSTILE_SCRIPT, Action, EpisodeFlavour, TraceInfo, _rand, _uuid, evaluate_py, plan_episode,
     render_trace,
 )
 
@@ -618,13 +618,38 @@ def _agent_seconds(rng: random.Random, s: _Slot) -> float:
     return rng.uniform(3, 9.8) * 3600
 
 
-def _write_run(rng: random.Random, tree: _Tree, s: _Slot, start: datetime, cluster: int, secrets: _Secrets,
-               hostile_runs: list[str]) -> DemoRun:
+def _evaluation(rng: random.Random, tree: _Tree, rel: str, s: _Slot, has_model: bool
+                ) -> tuple[float | None, float | None, list[str], list[str], str]:
+    """final_model/config.json, the final_eval ladder and metrics.json of one run.
+
+    Returns (accuracy, stderr, final_eval file names, ``Evaluation attempt`` lines, text of the last attempt).
+    """
+    accuracy: float | None = None
+    stderr: float | None = None
+    eval_names: list[str] = []
+    eval_lines: list[str] = []
+    last_eval = ""
+    if has_model:
+        tree.write(f"{rel}/final_model/config.json", _final_model_config(s.base_model, s.disallowed_model))
+        if s.state != "eval_failed":
+            base = _BASELINE["Qwen/Qwen3-4B" if s.disallowed_model else s.base_model][TASKS.index(s.task)]
+            accuracy = round(min(0.98, base + rng.uniform(0.0, 0.35)), 4)
+        evals, eval_lines = _eval_attempts(rng, s, s.method, accuracy)
+        for name, text in evals:
+            tree.write(f"{rel}/{name}", text)
+            eval_names.append(name)
+        last_eval = evals[-1][1]
+        if accuracy is not None:
+            text, stderr = _metrics(rng, s.task, accuracy)
+            tree.write(f"{rel}/metrics.json", text)
+    return accuracy, stderr, eval_names, eval_lines, last_eval
+
+
+def _solve_out(rng: random.Random, s: _Slot, start: datetime, prompt: str, secrets: _Secrets
+               ) -> tuple[TraceInfo, float]:
+    """Plan the episode, cut it to the run's state and render solve_out.txt; returns (trace, agent seconds)."""
     m = s.method
-    rel = f"{m.name}/{s.task}_{_model_safe(s.base_model)}_{cluster}"
     seconds = _agent_seconds(rng, s)
-    prompt = _prompt(m, s.task, s.base_model, start)
-    finished = s.state != "never_finished"
     agent_started = s.state != "cuda_failure"
     has_model = s.state in ("scored", "eval_failed", "timed_out")
     flavour = EpisodeFlavour(contamination=s.contamination, disallowed_model=s.disallowed_model,
@@ -644,9 +669,23 @@ def _write_run(rng: random.Random, tree: _Tree, s: _Slot, start: datetime, clust
         actions, ending = actions[: len(actions) // 2], "api_limit"
     info = render_trace(trace_format=m.trace_format, rng=rng, start=start, seconds=seconds,
                         timestamped=m.timestamped, model=m.config, prompt=prompt, actions=actions,
-                        ending=ending, cuda_ok=agent_started, echo_key=secrets.openai if s.echo_key else None,
+                        ending=ending, cuda_ok=agent_started, agent=m.agent,
+                        echo_key=secrets.openai if s.echo_key else None,
                         break_at=rng.randint(3, 12) if agent_started and (s.broken_line or rng.random() < 0.35)
                         else None)
+    return info, seconds
+
+
+def _write_run(rng: random.Random, tree: _Tree, s: _Slot, start: datetime, cluster: int, secrets: _Secrets,
+               hostile_runs: list[str]) -> DemoRun:
+    """Write every file of one agent run dir for its state and era (spec 1.3) and return its ground truth."""
+    m = s.method
+    rel = f"{m.name}/{s.task}_{_model_safe(s.base_model)}_{cluster}"
+    prompt = _prompt(m, s.task, s.base_model, start)
+    finished = s.state != "never_finished"
+    agent_started = s.state != "cuda_failure"
+    has_model = s.state in ("scored", "eval_failed", "timed_out")
+    info, seconds = _solve_out(rng, s, start, prompt, secrets)
     solve_bytes = tree.write(f"{rel}/solve_out.txt", info.text)
     if s.echo_key:
         secrets.planted.append(PlantedSecret("OPENAI_API_KEY", secrets.openai, rel, "solve_out.txt"))
@@ -673,23 +712,7 @@ def _write_run(rng: random.Random, tree: _Tree, s: _Slot, start: datetime, clust
         name = "judge_output_gpt5_4.json" if m.verdicts == "judgement_json" else "judge_output.json"
         tree.write(f"{rel}/{name}", judge_lines)
 
-    accuracy = stderr = None
-    eval_names: list[str] = []
-    eval_lines: list[str] = []
-    last_eval = ""
-    if has_model:
-        tree.write(f"{rel}/final_model/config.json", _final_model_config(s.base_model, s.disallowed_model))
-        if s.state != "eval_failed":
-            base = _BASELINE["Qwen/Qwen3-4B" if s.disallowed_model else s.base_model][TASKS.index(s.task)]
-            accuracy = round(min(0.98, base + rng.uniform(0.0, 0.35)), 4)
-        evals, eval_lines = _eval_attempts(rng, s, m, accuracy)
-        for name, text in evals:
-            tree.write(f"{rel}/{name}", text)
-            eval_names.append(name)
-        last_eval = evals[-1][1]
-        if accuracy is not None:
-            text, stderr = _metrics(rng, s.task, accuracy)
-            tree.write(f"{rel}/metrics.json", text)
+    accuracy, stderr, eval_names, eval_lines, last_eval = _evaluation(rng, tree, rel, s, has_model)
 
     tree.write(f"{rel}/output.log", _output_log(m, s, cluster, judge_lines=judge_lines, evals=eval_lines,
                                                 last_eval=last_eval, finished=finished))

@@ -499,6 +499,9 @@ class _TraceWriter:
         last = self.parts.pop()
         self.parts.append(last[: max(len(self._prefix()) + 5, len(last) // 2)])
 
+    # Hooks each scaffold implements. begin: start-up lines and session events. action: one tool-calling turn
+    # (reasoning, text, the call and its result). final: the closing assistant message. end: closing events
+    # (result / turn.completed / task_complete). api_limit: what the CLI prints when the usage limit hits.
     def begin(self) -> None: ...
     def action(self, a: Action) -> None: ...
     def final(self, a: Action) -> None: ...
@@ -529,6 +532,7 @@ class _ClaudeWriter(_TraceWriter):
     lines sharing ``message.id`` and ``usage``; ``user`` tool_result events; final ``result`` event(s)."""
 
     format = "claude_code"
+    subscription = False  # claude_non_api*: logged in with a subscription, not an API key
 
     def begin(self) -> None:
         self.session = _uuid(self.rng)
@@ -542,10 +546,15 @@ class _ClaudeWriter(_TraceWriter):
                              "WebSearch", "TaskOutput", "TaskStop"],
                    "mcp_servers": [], "model": self.model, "permissionMode": "bypassPermissions",
                    "slash_commands": ["compact", "context", "cost", "init", "review"],
-                   "apiKeySource": "ANTHROPIC_API_KEY" if "non_api" not in self.model else "none",
+                   "apiKeySource": "none" if self.subscription else "ANTHROPIC_API_KEY",
                    "claude_code_version": "2.1.31", "output_style": "default",
                    "agents": ["general-purpose", "Explore", "Plan"], "skills": [], "plugins": [],
                    "uuid": _uuid(self.rng), "fast_mode_state": "off"})
+        if self.subscription:  # subscription auth reports its rate-limit window (spec 2.2)
+            self.emit({"type": "rate_limit_event", "rate_limit_info": {
+                "status": "allowed", "resetsAt": int(self.t) + 4 * 3600, "rateLimitType": "five_hour",
+                "overageStatus": "rejected", "isUsingOverage": False}, "uuid": _uuid(self.rng),
+                "session_id": self.session})
 
     def _usage(self, out_tokens: int) -> dict:
         self.context += self.rng.randint(200, 2500)
@@ -924,7 +933,7 @@ CUDA_FAIL = ("❌ CUDA not available: torch.cuda.is_available() returned False\n
 
 def render_trace(*, trace_format: str, rng: random.Random, start: datetime, seconds: float, timestamped: bool,
                  model: str, prompt: str, actions: list[Action], ending: TraceEnding, cuda_ok: bool = True,
-                 echo_key: str | None = None, break_at: int | None = None) -> TraceInfo:
+                 agent: str = "", echo_key: str | None = None, break_at: int | None = None) -> TraceInfo:
     """Render ``solve_out.txt`` for one run in the scaffold's raw format (spec 2.2-2.5, framing 2.1).
 
     Args:
@@ -935,6 +944,7 @@ def render_trace(*, trace_format: str, rng: random.Random, start: datetime, seco
         ending: ``normal`` (final message, result/turn-completed events), ``api_limit`` (usage-limit message
             then stop), ``killed`` (no closing events, last line cut without newline).
         cuda_ok: False writes only the failing CUDA check lines (the agent never starts).
+        agent: agent folder name; ``claude_non_api*`` renders subscription auth (no API key, rate-limit events).
         echo_key: codex wrapper echoes ``openai <key>`` / ``codex <key>`` (codex_exec only).
         break_at: truncate the N-th "breakable" event (tool results, reasoning) to make one broken JSON line.
     """
@@ -942,6 +952,8 @@ def render_trace(*, trace_format: str, rng: random.Random, start: datetime, seco
                                     timestamped=timestamped, model=model, prompt=prompt, break_at=break_at)
     if isinstance(writer, _CodexExecWriter):
         writer.echo_key = echo_key
+    if isinstance(writer, _ClaudeWriter):
+        writer.subscription = "non_api" in agent
     if not cuda_ok:
         writer.text(CUDA_FAIL)
         return writer.info()
