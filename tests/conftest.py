@@ -81,3 +81,40 @@ def page(browser):
     page.js_errors = errors
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def demo_tree(tmp_path_factory: pytest.TempPathFactory):
+    """A generated results tree (12 runs, every scaffold format and state; no long run) and its DemoReport."""
+    from traces.demo_results import make_demo_results
+
+    return make_demo_results(root=tmp_path_factory.mktemp("demo") / "results", runs=12, seed=12, long_run=False)
+
+
+@pytest.fixture(scope="session")
+def demo_warehouse_state(published_warehouse: Path, demo_tree, tmp_path_factory: pytest.TempPathFactory):
+    """A warehouse with the published data and the demo tree ingested (built once per session)."""
+    import shutil
+
+    from django.conf import settings
+
+    from traces.services import ingest_tree
+
+    path = tmp_path_factory.mktemp("warehouse") / "demo.duckdb"
+    shutil.copy(published_warehouse, path)
+    previous = settings.PTB_WAREHOUSE
+    settings.PTB_WAREHOUSE = str(path)
+    warehouse.reset_migration_cache()
+    try:
+        report = ingest_tree(root=demo_tree.root)
+    finally:
+        settings.PTB_WAREHOUSE = previous
+    return report, path
+
+
+@pytest.fixture
+def demo_ingested(demo_warehouse_state, demo_tree, settings):
+    """(DemoReport, IngestReport, warehouse path) with the warehouse setting pointing at the demo warehouse."""
+    report, path = demo_warehouse_state
+    settings.PTB_WAREHOUSE = str(path)
+    return demo_tree, report, path
