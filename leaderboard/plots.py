@@ -201,7 +201,8 @@ def time_spent(*, suite: str = "posttrainbench") -> TimeSpent:
 
 
 def per_benchmark(*, suite: str = "posttrainbench", base_model: str | None = None) -> PerBenchmark:
-    """Each agent's percent score per benchmark (agents in rank order) and the baselines' as references.
+    """Each agent's percent score per benchmark and the baselines' as references; agents in the order of the
+    overall leaderboard (average over base models) in every view.
 
     Args:
         base_model: a base model id (e.g. ``Qwen3-4B-Base``), or None for the mean over the suite's base models;
@@ -218,7 +219,10 @@ def per_benchmark(*, suite: str = "posttrainbench", base_model: str | None = Non
         return BenchmarkScores(row.key, row.agent, label[row.key], row.scaffold,
                                {b: c.score for b, c in row.cells.items()}, {b: c.std for b, c in row.cells.items()})
 
-    ranked = sorted((r for r in board.rows if r.kind == "agent"), key=lambda r: r.rank or 0)
+    # The overall leaderboard's order in every view, so that an agent keeps its place and colour.
+    overall = board if base_model is None else selectors.leaderboard(suite=suite)
+    position = {r.key: r.rank or 0 for r in overall.rows}
+    ranked = sorted((r for r in board.rows if r.kind == "agent"), key=lambda r: position[r.key])
     references = [scores(r) for r in board.rows if r.kind == "baseline"]
     return PerBenchmark(base_model, board.base_models, board.benchmarks, [scores(r) for r in ranked], references)
 

@@ -112,6 +112,8 @@ def test_per_benchmark_numbers_and_base_model(client, use_published):
     assert references["base-zeroshot"]["scores"]["gsm8k"] == pytest.approx(41.85, abs=0.005)
     assert agents["glm-4.7"]["scores"]["gsm8k"] == pytest.approx(45.72, abs=0.005)
     assert agents["glm-4.7"]["stds"]["gsm8k"] is None
+    # Same agent order in every view (the overall leaderboard's), so colours and legend stay put.
+    assert [a["key"] for a in one["agents"]] == [a["key"] for a in body["agents"]]
     assert client.get("/api/plots/per-benchmark", {"base_model": "Llama-3-8B"}).status_code == 404
 
 
