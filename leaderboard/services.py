@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 
 from ptbsite import warehouse
-from ptbsite.suites import SuiteError, load_suite
+from ptbsite.suites import SUITES_DIR, SuiteError, load_suite
 
 DEFAULT_PUBLISHED_DIR = Path(settings.BASE_DIR) / "data" / "published"
 
@@ -61,6 +61,29 @@ def _read_csv(path: Path, required: list[str]) -> list[tuple[int, dict[str, str]
         return rows
 
 
+def _number(text: str, path: Path, line: int, column: str, *, low: float = 0.0, high: float = math.inf) -> float:
+    """A finite number in [low, high] from one CSV cell."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise PublishedDataError(f"{path}:{line}: column {column!r}: {text!r} is not a number") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise PublishedDataError(f"{path}:{line}: column {column!r}: {value} is not in [{low}, {high}]")
+    return value
+
+
+def _percent(text: str, path: Path, line: int, column: str) -> float:
+    """A percent cell (0..100) -> fraction."""
+    return _number(text, path, line, column, high=100.0) / 100
+
+
+def _paper_agent(name: str, paper_names: dict[str, str | None], path: Path, line: int) -> str | None:
+    """A paper figure's display name -> the suite's agent key, or None for an agent the suite does not have."""
+    if name not in paper_names:
+        raise PublishedDataError(f"{path}:{line}: unknown agent {name!r} (map it in the suite's paper_names)")
+    return paper_names[name]
+
+
 def _hours(text: str, path: Path, line: int) -> float:
     """``H:MM:SS`` -> hours."""
     try:
@@ -87,15 +110,20 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
 
     Args:
         directory: the published data folder (layout of aisa-group/posttrainbench-website: ``data/*.csv``,
-            ``data/factors.json``); default: the copy shipped in ``data/published``.
-        suite_id: the suite file under ``suites/`` that maps the files to agents.
+            ``data/factors.json``, ``paper-plots/data/*.csv``); default: the copy shipped in ``data/published``.
+        suite_id: the suite file under ``suites/`` that maps the files to agents (and the paper
+            figures' display names to agent keys, ``published.paper_names``).
+
+    Times (hours) come from ``time_aggregated.csv`` and ``aggregated_time_overview.csv``; an agent missing from
+    both takes its time from the paper's figure 2 (``fig2_time_vs_performance.csv``), recorded as the row's
+    ``source_file``. The paper's ablations (figures 3, 4, 5) go to ``reported_series``.
 
     Every file is read and validated before anything is written, then all rows go in one transaction, so a
     malformed file leaves the stored data as it was; running it twice stores the same rows.
 
     Raises:
-        PublishedDataError: a missing file, a bad header, a value that is not a fraction, an unknown model;
-            the message names the file and the line.
+        PublishedDataError: a missing file, a bad header, a value that is not a fraction (or percent, or
+            hours), an unknown model or figure agent; the message names the file and the line.
     """
     root = Path(directory or DEFAULT_PUBLISHED_DIR)
     try:
@@ -176,10 +204,28 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
         if row["method"] in by_method:
             times.append((by_method[row["method"]], _hours(row["average_time"], method_times_path, line), None, 1, rel(method_times_path)))
 
+    paper_names = published["paper_names"]
+    unknown = sorted({k for k in paper_names.values() if k is not None} - {a[0] for a in agents})
+    if unknown:
+        raise PublishedDataError(f"{SUITES_DIR / suite_id}.json: paper_names maps to unknown agents {unknown}")
+    # Sonnet 4.5 has no time in the website's data; the paper's figure 2 has it. Only such gaps are filled.
+    timed = {t[0] for t in times}
+    runs = {s[0]: s[3] for s in scores}
+    paper_times_path = root / published["paper_times_file"]
+    for line, row in _read_csv(paper_times_path, ["Agent", "AvgTime", "StdTime"]):
+        key = _paper_agent(row["Agent"], paper_names, paper_times_path, line)
+        hours = _hours(row["AvgTime"], paper_times_path, line)
+        std = _hours(row["StdTime"], paper_times_path, line) if row["StdTime"] else None
+        if key is not None and key not in timed:
+            times.append((key, hours, std, runs.get(key, 1), rel(paper_times_path)))
+
+    series = _series_rows(root, published["series"], paper_names, rel)
+
     _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, root)
 
     with warehouse.transaction() as con:
-        for table in ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores", "reported_times"):
+        for table in ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores",
+                      "reported_times", "reported_series"):
             column = "id" if table == "suites" else "suite"
             con.execute(f"DELETE FROM {table} WHERE {column} = ?", [suite_id])
         con.execute(
@@ -199,11 +245,48 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
         con.executemany("INSERT INTO reported_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *c) for c in cells])
         con.executemany("INSERT INTO reported_scores VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *s) for s in scores])
         con.executemany("INSERT INTO reported_times VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *t) for t in times])
+        con.executemany(
+            "INSERT INTO reported_series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *r) for r in series]
+        )
     return ImportReport(
         suite=suite_id,
         counts={"benchmarks": len(bench_ids), "base models": len(base_ids), "agents": len(agents),
-                "cells": len(cells), "headline scores": len(scores), "times": len(times)},
+                "cells": len(cells), "headline scores": len(scores), "times": len(times),
+                "series points": len(series)},
     )
+
+
+def _series_rows(root: Path, files: dict, paper_names: dict[str, str | None], rel) -> list[tuple]:
+    """The paper's ablation figures as ``reported_series`` rows (without the suite column).
+
+    ``files`` is the suite's ``published.series``: ``time_budget`` (fig3: Model, TimeBudget in hours, Score as a
+    FRACTION), ``reasoning_effort`` (fig5: effort, score and score_std in percent, time_hours, time_std_hours,
+    tokens; one agent, named by ``label``, with ``agents`` mapping each effort to an agent key or null) and
+    ``model_size`` (fig4: agent, score in percent). Scores are stored as fractions.
+    """
+    rows = []
+    path = root / files["time_budget"]["file"]
+    for position, (line, row) in enumerate(_read_csv(path, ["Model", "TimeBudget", "Score"])):
+        rows.append(("time_budget", row["Model"], _paper_agent(row["Model"], paper_names, path, line),
+                     _number(row["TimeBudget"], path, line, "TimeBudget"), None,
+                     _fraction(row["Score"], path, line, "Score"), None, None, None, None, position, rel(path)))
+    effort = files["reasoning_effort"]
+    path = root / effort["file"]
+    columns = ["effort", "score", "score_std", "time_hours", "time_std_hours", "tokens"]
+    for position, (line, row) in enumerate(_read_csv(path, columns)):
+        level = row["effort"].strip().lower()
+        if level not in effort["agents"]:
+            raise PublishedDataError(f"{path}:{line}: unknown reasoning effort {row['effort']!r}")
+        rows.append(("reasoning_effort", effort["label"], effort["agents"][level], None, level,
+                     _percent(row["score"], path, line, "score"), _percent(row["score_std"], path, line, "score_std"),
+                     _number(row["time_hours"], path, line, "time_hours"),
+                     _number(row["time_std_hours"], path, line, "time_std_hours"),
+                     _number(row["tokens"], path, line, "tokens"), position, rel(path)))
+    path = root / files["model_size"]["file"]
+    for position, (line, row) in enumerate(_read_csv(path, ["agent", "score"])):
+        rows.append(("model_size", row["agent"], _paper_agent(row["agent"], paper_names, path, line), None, None,
+                     _percent(row["score"], path, line, "score"), None, None, None, None, position, rel(path)))
+    return rows
 
 
 def _check_complete(cells, agent_keys, base_ids, bench_ids, root: Path) -> None:

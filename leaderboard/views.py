@@ -1,4 +1,4 @@
-"""Leaderboard pages: thin views over leaderboard.selectors."""
+"""Leaderboard and plot pages: thin views over leaderboard.selectors, leaderboard.plots and leaderboard.figures."""
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from . import selectors
+from . import figures, plots, selectors
 
 
 DEFAULTS = {"base_model": "", "sort": "rank", "dir": "asc", "source": "published", "flags": "apply"}
@@ -76,3 +76,47 @@ def index(request: HttpRequest) -> HttpResponse:
 def table(request: HttpRequest) -> HttpResponse:
     """The leaderboard block alone, swapped in place by htmx when the filter or the sort changes."""
     return render(request, "leaderboard/_board.html", _context(request))
+
+
+# The runs list of the traces app; a click on an agent's point opens ``RUNS_URL?agent=<key>``.
+RUNS_URL = "/runs/"
+
+
+def plots_index(request: HttpRequest) -> HttpResponse:
+    """``/plots/``: links to every chart page, and the place of the charts still waiting for data."""
+    return render(request, "leaderboard/plots/index.html")
+
+
+def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
+    """``/plots/time-vs-score/``: score against hours used, with the Pareto frontier."""
+    data = plots.time_vs_score()
+    return render(request, "leaderboard/plots/time_vs_score.html",
+                  {"data": data, "figure": figures.time_vs_score(data), "runs_url": RUNS_URL})
+
+
+def plot_time_spent(request: HttpRequest) -> HttpResponse:
+    """``/plots/time-spent/``: hours used per agent out of the budget."""
+    data = plots.time_spent()
+    return render(request, "leaderboard/plots/time_spent.html",
+                  {"data": data, "figure": figures.time_spent(data), "runs_url": RUNS_URL})
+
+
+def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
+    """``/plots/per-benchmark/?base_model=``: each agent's score per benchmark, with the references."""
+    try:
+        data = plots.per_benchmark(base_model=request.GET.get("base_model") or None)
+    except selectors.UnknownBaseModel as exc:
+        raise Http404(str(exc)) from None
+    return render(request, "leaderboard/plots/per_benchmark.html",
+                  {"data": data, "figure": figures.per_benchmark(data), "runs_url": RUNS_URL})
+
+
+def plot_budget_and_effort(request: HttpRequest) -> HttpResponse:
+    """``/plots/budget-and-effort/``: the paper's ablations (time budget, reasoning effort, model size)."""
+    data = plots.budget_and_effort()
+    return render(request, "leaderboard/plots/budget_and_effort.html", {
+        "data": data,
+        "budget_figure": figures.time_budget(data),
+        "effort_figure": figures.reasoning_effort(data),
+        "size_figure": figures.model_size(data),
+    })

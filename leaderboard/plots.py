@@ -1,0 +1,248 @@
+"""Reads behind the plot pages: each chart's published numbers as plain dataclasses.
+
+Units: hours for time, percent (fraction x 100) for scores. All SQL of the plots lives here; headline scores
+come from ``selectors.leaderboard`` so that a plot and the leaderboard never disagree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptbsite import warehouse
+
+from . import selectors
+from .frontier import pareto_frontier
+
+
+@dataclass(frozen=True)
+class AgentTime:
+    """One agent's mean wall time used and headline score.
+
+    ``hours``/``hours_std``: mean and sample std over runs of the agent phase's wall time (hours; std None for a
+    single run or where not published). ``score``/``score_std``: weighted average over benchmarks and base
+    models and its sample std over runs (percent). ``runs``: runs behind the time. ``source_file``: where the
+    time comes from, relative to the published data folder.
+    """
+
+    key: str
+    agent: str
+    label: str  # the display name, plus the scaffold where two agents share that name
+    scaffold: str | None
+    model_family: str | None
+    hours: float
+    hours_std: float | None
+    score: float
+    score_std: float | None
+    runs: int
+    source_file: str
+
+    @property
+    def clock(self) -> str:
+        """``hours`` as H:MM."""
+        return clock(self.hours)
+
+    @property
+    def clock_std(self) -> str:
+        """``hours_std`` as H:MM, empty where there is none."""
+        return "" if self.hours_std is None else clock(self.hours_std)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A baseline drawn as a reference line: its key, name and score (percent)."""
+
+    key: str
+    name: str
+    score: float
+
+
+@dataclass(frozen=True)
+class TimeVsScore:
+    """Score against time: ``points`` in leaderboard rank order, ``frontier`` (the non-dominated points: less
+    time, higher score) in order of hours, ``baselines`` as reference scores, ``budget_hours`` the time limit."""
+
+    budget_hours: float
+    points: list[AgentTime]
+    frontier: list[AgentTime]
+    baselines: list[Reference]
+
+
+@dataclass(frozen=True)
+class TimeSpent:
+    """Hours used per agent, most first, against the suite's ``budget_hours``."""
+
+    budget_hours: float
+    agents: list[AgentTime]
+
+
+@dataclass(frozen=True)
+class BenchmarkScores:
+    """One agent's (or baseline's) percent score per benchmark id, and its std over runs where published."""
+
+    key: str
+    agent: str
+    label: str  # the display name, plus the scaffold where two agents share that name
+    scaffold: str | None
+    scores: dict[str, float]
+    stds: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class PerBenchmark:
+    """Per-benchmark scores for one base model id (None: the mean over the suite's base models)."""
+
+    base_model: str | None
+    base_models: list[selectors.BaseModel]
+    benchmarks: list[selectors.Benchmark]
+    agents: list[BenchmarkScores]
+    references: list[BenchmarkScores]
+
+
+@dataclass(frozen=True)
+class BudgetPoint:
+    """Score (percent) of an agent given ``budget_hours`` hours."""
+
+    budget_hours: float
+    score: float
+
+
+@dataclass(frozen=True)
+class BudgetSeries:
+    """One agent's scores under the time budgets of the paper's ablation (figure 3)."""
+
+    label: str
+    agent: str | None
+    points: list[BudgetPoint]
+
+
+@dataclass(frozen=True)
+class EffortPoint:
+    """One reasoning effort of the paper's ablation (figure 5): score and std (percent), time used and its
+    std (hours), mean tokens per run; ``agent`` is the suite's agent key where that setting is one."""
+
+    label: str
+    agent: str | None
+    effort: str
+    score: float
+    score_std: float | None
+    hours: float | None
+    hours_std: float | None
+    tokens: float | None
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """One model of the paper's model-size comparison (figure 4): score in percent."""
+
+    label: str
+    agent: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class BudgetAndEffort:
+    """The paper's ablations: score against time budget, reasoning effort and model size."""
+
+    time_budget: list[BudgetSeries]
+    reasoning_effort: list[EffortPoint]
+    model_size: list[SizePoint]
+
+
+def clock(hours: float) -> str:
+    """Hours as ``H:MM`` (rounded to the minute), e.g. 9.662 -> ``9:40``."""
+    minutes = round(hours * 60)
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def _labels(rows: list[selectors.Row]) -> dict[str, str]:
+    """Agent key -> display name, with the scaffold added where two agents share a name (Opus 4.5 runs on
+    Claude Code and on OpenCode)."""
+    names = [r.agent for r in rows]
+    return {r.key: f"{r.agent} ({r.scaffold})" if names.count(r.agent) > 1 else r.agent for r in rows}
+
+
+def _agent_times(suite: str) -> tuple[float, list[AgentTime], list[Reference]]:
+    """Budget (hours), every agent that has a reported time (rank order), and the baselines' scores."""
+    board = selectors.leaderboard(suite=suite)
+    with warehouse.connect() as con:
+        budget = con.execute("SELECT budget_hours FROM suites WHERE id = ?", [suite]).fetchone()
+        times = {
+            row[0]: row[1:]
+            for row in con.execute(
+                "SELECT agent, hours, hours_std, runs, source_file FROM reported_times WHERE suite = ?", [suite]
+            ).fetchall()
+        }
+    agents = [r for r in sorted(board.rows, key=lambda r: r.rank or 0) if r.kind == "agent" and r.key in times]
+    label = _labels(agents)
+    points = [
+        AgentTime(r.key, r.agent, label[r.key], r.scaffold, r.model_family, times[r.key][0], times[r.key][1],
+                  r.average, r.std, times[r.key][2], times[r.key][3])
+        for r in agents
+    ]
+    baselines = [Reference(r.key, r.agent, r.average) for r in board.rows if r.kind == "baseline"]
+    return (budget[0] if budget else 0.0), points, baselines
+
+
+def time_vs_score(*, suite: str = "posttrainbench") -> TimeVsScore:
+    """Every timed agent's mean hours used against its headline score (percent), with the Pareto frontier.
+
+    The frontier minimises hours and maximises score (``frontier.pareto_frontier``) over the mean values; the
+    stds are drawn as error bars but do not enter it. Baselines are the suite's reference rows (instruct and
+    base models), percent.
+    """
+    budget, points, baselines = _agent_times(suite)
+    frontier = pareto_frontier(points, x=lambda p: p.hours, y=lambda p: p.score)
+    return TimeVsScore(budget, points, frontier, baselines)
+
+
+def time_spent(*, suite: str = "posttrainbench") -> TimeSpent:
+    """Every timed agent's mean hours used (with std), sorted from the most hours to the fewest."""
+    budget, points, _ = _agent_times(suite)
+    return TimeSpent(budget, sorted(points, key=lambda p: -p.hours))
+
+
+def per_benchmark(*, suite: str = "posttrainbench", base_model: str | None = None) -> PerBenchmark:
+    """Each agent's percent score per benchmark and the baselines' as references; agents in the order of the
+    overall leaderboard (average over base models) in every view.
+
+    Args:
+        base_model: a base model id (e.g. ``Qwen3-4B-Base``), or None for the mean over the suite's base models;
+            the numbers are the leaderboard's cells for that view.
+
+    Raises:
+        selectors.UnknownBaseModel: ``base_model`` is not one of the suite's.
+    """
+    board = selectors.leaderboard(suite=suite, base_model=base_model)
+
+    label = _labels(board.rows)
+
+    def scores(row: selectors.Row) -> BenchmarkScores:
+        return BenchmarkScores(row.key, row.agent, label[row.key], row.scaffold,
+                               {b: c.score for b, c in row.cells.items()}, {b: c.std for b, c in row.cells.items()})
+
+    # The overall leaderboard's order in every view, so that an agent keeps its place and colour.
+    overall = board if base_model is None else selectors.leaderboard(suite=suite)
+    position = {r.key: r.rank or 0 for r in overall.rows}
+    ranked = sorted((r for r in board.rows if r.kind == "agent"), key=lambda r: position[r.key])
+    references = [scores(r) for r in board.rows if r.kind == "baseline"]
+    return PerBenchmark(base_model, board.base_models, board.benchmarks, [scores(r) for r in ranked], references)
+
+
+def budget_and_effort(*, suite: str = "posttrainbench") -> BudgetAndEffort:
+    """The paper's ablation series as stored by the importer (``reported_series``), scores in percent."""
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT series, label, agent, budget_hours, reasoning_effort, score, score_std, hours, hours_std, tokens "
+            "FROM reported_series WHERE suite = ? ORDER BY series, position",
+            [suite],
+        ).fetchall()
+    budgets: dict[str, BudgetSeries] = {}
+    efforts, sizes = [], []
+    for series, label, agent, budget, effort, score, score_std, hours, hours_std, tokens in rows:
+        percent_std = None if score_std is None else 100 * score_std
+        if series == "time_budget":
+            budgets.setdefault(label, BudgetSeries(label, agent, [])).points.append(BudgetPoint(budget, 100 * score))
+        elif series == "reasoning_effort":
+            efforts.append(EffortPoint(label, agent, effort, 100 * score, percent_std, hours, hours_std, tokens))
+        elif series == "model_size":
+            sizes.append(SizePoint(label, agent, 100 * score))
+    return BudgetAndEffort(list(budgets.values()), efforts, sizes)

@@ -1,0 +1,35 @@
+// Draws every figure of a plot page with the site's own plotly.min.js (never a CDN).
+// <div data-figure="ID"> reads its figure from the json_script element ID; data-click-url makes a click on a
+// point that carries an agent key (customdata[0]) open that agent's runs; [data-download] saves a PNG.
+(function () {
+  "use strict";
+
+  function draw(el) {
+    const figure = JSON.parse(document.getElementById(el.dataset.figure).textContent);
+    const config = {
+      responsive: true, displaylogo: false, displayModeBar: true,
+      toImageButtonOptions: {format: "png", filename: el.dataset.filename, scale: 2},
+    };
+    Plotly.newPlot(el, figure.data, figure.layout, config).then(function () {
+      if (el.dataset.clickUrl) {
+        el.on("plotly_click", function (event) {
+          const point = event.points[0];
+          const key = point && point.customdata && point.customdata[0];
+          if (key) {
+            window.location.href = el.dataset.clickUrl + "?agent=" + encodeURIComponent(key);
+          }
+        });
+      }
+      el.dataset.drawn = "true";
+    });
+  }
+
+  document.querySelectorAll("[data-figure]").forEach(draw);
+  document.querySelectorAll("[data-download]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      const el = document.getElementById(button.dataset.download);
+      Plotly.downloadImage(el, {format: "png", filename: el.dataset.filename,
+                                width: el.offsetWidth, height: el.offsetHeight, scale: 2});
+    });
+  });
+})();

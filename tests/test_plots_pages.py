@@ -1,0 +1,72 @@
+"""The plot pages as a visitor's browser receives them: links, the local plotly.js, figure JSON, number tables."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from leaderboard import plots
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["/plots/time-vs-score/", "/plots/time-spent/", "/plots/per-benchmark/", "/plots/budget-and-effort/"]
+
+
+def _figures(html: str) -> dict[str, dict]:
+    found = re.findall(r'<script id="([\w-]+-figure)" type="application/json">(.*?)</script>', html, re.S)
+    return {name: json.loads(text) for name, text in found}
+
+
+def test_index_links_every_chart_and_names_the_missing_ones(client, use_published):
+    html = client.get("/plots/").content.decode()
+    for url in PAGES:
+        assert f'href="{url}"' in html
+    assert "Score vs tokens and vs cost: needs ingested runs with usage" in html
+    # The nav links the plots from every page.
+    assert '<a href="/plots/">Plots</a>' in client.get("/").content.decode()
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_each_page_embeds_its_figure_and_the_local_plotly(client, use_published, url):
+    response = client.get(url)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<script src="/static/plotly/plotly.min.js" defer></script>' in html
+    assert "cdn" not in html.lower()
+    figures = _figures(html)
+    assert figures and all(f["data"] and "layout" in f for f in figures.values())
+    for name in figures:
+        assert f'data-download="{name.removesuffix("-figure")}"' in html
+    assert html.count("<details>") == len(figures)
+
+
+def test_time_vs_score_page(client, use_published):
+    html = client.get("/plots/time-vs-score/").content.decode()
+    figure = _figures(html)["time-vs-score-figure"]
+    agents = [cd[0] for trace in figure["data"] for cd in trace.get("customdata") or []]
+    assert len(agents) == 23 and "sonnet-4.5" in agents
+    frontier = next(t for t in figure["data"] if t["name"] == "Pareto frontier")
+    assert frontier["line"]["shape"] == "hv"
+    assert frontier["text"] == ["GPT-5.1 Codex Max (OpenCode)", "GPT-5.3 Codex (Medium)", "GPT-5.3 Codex (High)",
+                                "GPT-5.4 (High)", "Gemini 3.1 Pro", "Opus 4.6 (1M)"]
+    assert 'data-click-url="/runs/"' in html
+    assert "Pareto frontier, fastest first" in html
+    assert re.search(r'<tr data-agent="opus-4.6"><td>Opus 4.6</td>.*?9:40.*?23\.16', html, re.S)
+
+
+def test_per_benchmark_base_model_selector(client, use_published):
+    html = client.get("/plots/per-benchmark/?base_model=Qwen3-4B-Base").content.decode()
+    assert re.search(r'class="chip active"\s+aria-current="true" data-base-model="Qwen3-4B-Base"', html)
+    assert re.search(r'<tr class="baseline" data-agent="base-zeroshot">.*?data-benchmark="gsm8k">41\.8<', html, re.S)
+    assert client.get("/plots/per-benchmark/?base_model=Llama-3-8B").status_code == 404
+
+
+def test_untrusted_names_are_escaped_in_the_figure_json(client, use_published, monkeypatch):
+    evil = "<script>alert(1)</script>"
+    real = plots.time_vs_score()
+    point = plots.AgentTime(**{**real.points[0].__dict__, "agent": evil, "label": evil})
+    monkeypatch.setattr(plots, "time_vs_score", lambda: plots.TimeVsScore(10.0, [point], [point], []))
+    html = client.get("/plots/time-vs-score/").content.decode()
+    assert evil not in html
+    assert _figures(html)["time-vs-score-figure"]["data"][-1]["text"] == [evil]
