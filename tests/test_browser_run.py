@@ -1,0 +1,55 @@
+"""A run page in headless Chromium: filter, search, jump, keys, load more; a planted script never runs."""
+from __future__ import annotations
+
+import pytest
+
+from traces import layout
+
+from .conftest import ARTIFACTS
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def test_trace_viewer_in_a_browser(live_server, demo_ingested, page):
+    report, _, _ = demo_ingested
+    run_dir = report.hostile_run_dirs[0]
+    run_id = layout.run_id(*run_dir.split("/"))
+    page.goto(f"{live_server.url}/runs/{run_id}/")
+    assert page.locator("#steps li.step").count() == 50
+    page.screenshot(path=ARTIFACTS / "run.png")
+
+    # Search for the planted markup: it shows as text and never runs.
+    page.fill('input[name="q"]', "__pwned")
+    page.click('#trace-filters button[type="submit"]')
+    page.wait_for_url("**q=__pwned**")
+    assert page.locator("#steps li.step").count() >= 1
+    assert "<script>window.__pwned=1</script>" in page.locator("#steps").inner_text()
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#steps img").count() == 0
+
+    # Filter by kind.
+    page.goto(f"{live_server.url}/runs/{run_id}/")
+    page.select_option('select[name="kind"]', "tool_call")
+    page.click('#trace-filters button[type="submit"]')
+    page.wait_for_url("**kind=tool_call**")
+    kinds = page.locator("#steps li.step .kind").all_inner_texts()
+    assert kinds and set(kinds) == {"tool_call"}
+
+    # Load more steps in place (htmx), then jump to a step and move with the keyboard.
+    page.goto(f"{live_server.url}/runs/{run_id}/")
+    page.click("#steps li.load-more button")
+    page.wait_for_selector("#step-50")
+    assert page.locator("#steps li.step").count() == 100
+    page.fill('input[name="step"]', "42")
+    page.click('#trace-jump button[type="submit"]')
+    page.wait_for_url("**step=42**")
+    assert "focus" in page.locator("#step-42").get_attribute("class")
+    page.keyboard.press("j")
+    assert "focus" in page.locator("#step-43").get_attribute("class")
+    assert "step=43" in page.url
+    page.keyboard.press("k")
+    page.keyboard.press("k")  # the page starts at the linked step: k stops at its first step
+    assert "focus" in page.locator("#step-42").get_attribute("class")
+    assert "step=42" in page.url and "focus" not in page.locator("#step-43").get_attribute("class")
+    page.screenshot(path=ARTIFACTS / "run-step.png")
+    assert page.js_errors == []

@@ -1,0 +1,122 @@
+"""The run list, the run page (header, judge panel, trace viewer) and their JSON twins."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from traces import layout, selectors
+
+pytestmark = pytest.mark.django_db
+
+
+def _id(demo_run) -> str:
+    return layout.run_id(*demo_run.run_dir.split("/"))
+
+
+def _flagged_run(report):
+    return next(r for r in report.runs if r.flagged_contamination and r.suspicious_trace)
+
+
+def test_run_page_header_and_judge_panel(client, demo_ingested):
+    report, _, _ = demo_ingested
+    demo = _flagged_run(report)
+    run = selectors.get_run(_id(demo))
+    html = client.get(f"/runs/{run.id}/").content.decode()
+    assert run.agent in html and run.scaffold in html and demo.benchmark in html
+    assert f'<strong id="run-score">{100 * demo.accuracy:.1f}</strong>' in html
+    refs = selectors.reference_scores(run.suite, run.base_model, run.benchmark)
+    assert f'<span id="ref-base">{refs["base"]:.1f}</span>' in html
+    assert f'<span id="ref-instruct">{refs["instruct"]:.1f}</span>' in html
+    assert "flagged: scores as its base model on the leaderboard" in html
+    assert 'class="badge flagged"' in html and "contamination detected" in html
+    assert "synthetic demo run" in html
+    hours = int(demo.hours)
+    assert re.search(rf"{hours}:\d\d:\d\d of 10 h", html)
+    evidence = selectors.evidence_steps(run.id)
+    assert evidence and f'href="?step={evidence[0].index}#step-{evidence[0].index}"' in html
+
+
+def test_missing_verdict_says_so(client, demo_ingested):
+    report, _, _ = demo_ingested
+    demo = next(r for r in report.runs if r.verdict_note == "judge_crashed")
+    html = client.get(f"/runs/{_id(demo)}/").content.decode()
+    assert "The judge produced no verdict for this run." in html
+
+
+def test_hostile_trace_text_is_escaped(client, demo_ingested):
+    report, _, _ = demo_ingested
+    run_dir = report.hostile_run_dirs[0]
+    run_id = layout.run_id(*run_dir.split("/"))
+    page = selectors.steps_page(run_id, q="window.__pwned", limit=5)
+    assert page.steps
+    html = client.get(f"/runs/{run_id}/?q=window.__pwned").content.decode()
+    assert "<script>window.__pwned" not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert "<img src=x onerror" not in html and "&lt;img src=x onerror" in html
+    api = client.get(f"/api/runs/{run_id}/steps?q=window.__pwned").json()
+    assert any("<script>window.__pwned=1</script>" in (s["output"] + (s["input"] or "")) for s in api["steps"])
+
+
+def test_steps_paging_filters_and_deep_links(client, demo_ingested):
+    report, _, _ = demo_ingested
+    demo = max(report.runs, key=lambda r: r.steps_planned)
+    run_id = _id(demo)
+    first = client.get(f"/api/runs/{run_id}/steps?limit=20").json()
+    assert [s["index"] for s in first["steps"]] == list(range(20))
+    assert first["next"] == 19
+    second = client.get(f"/api/runs/{run_id}/steps?limit=20&after={first['next']}").json()
+    assert second["steps"][0]["index"] == 20
+    calls = client.get(f"/api/runs/{run_id}/steps?kind=tool_call&limit=500").json()
+    assert calls["total"] == demo.steps_planned and {s["kind"] for s in calls["steps"]} == {"tool_call"}
+    last = client.get(f"/api/runs/{run_id}/steps?after={calls['total'] * 10}").json()
+    assert last == {"steps": [], "next": None, "total": last["total"]}
+    html = client.get(f"/runs/{run_id}/?step=37").content.decode()
+    assert 'id="step-37"' in html and 'class="step kind-' in html
+    assert re.search(r'<li class="step [^"]*focus[^"]*"\s+id="step-37"', html)
+    assert 'id="step-36"' not in html  # the page starts at the linked step
+    partial = client.get(f"/runs/{run_id}/steps?after=49").content.decode()
+    assert 'id="step-50"' in partial and "<html" not in partial
+    assert client.get(f"/api/runs/{run_id}/steps?kind=nonsense").status_code == 422
+
+
+def test_time_jump(client, demo_ingested):
+    report, _, _ = demo_ingested
+    demo = max((r for r in report.runs if r.timestamped and r.hours), key=lambda r: r.hours)
+    run_id = _id(demo)
+    target = selectors.step_at_time(run_id, 3600)
+    page = selectors.steps_page(run_id, after=target - 1, limit=1)
+    assert page.steps[0].elapsed_s >= 3600
+    before = selectors.steps_page(run_id, after=target - 2, limit=1).steps[0]
+    assert before.elapsed_s < 3600
+    html = client.get(f"/runs/{run_id}/?at=hour+1").content.decode()
+    assert re.search(rf'focus[^"]*"\s+id="step-{target}"', html)
+
+
+def test_runs_list_and_api_filters(client, demo_ingested):
+    report, _, _ = demo_ingested
+    flagged = client.get("/api/runs?flagged=true&limit=500").json()
+    expected = {_id(r) for r in report.runs if r.flagged_contamination or r.flagged_model}
+    got = {r["id"] for r in flagged["runs"]}
+    assert expected <= got
+    for run in flagged["runs"]:
+        assert run["flagged"] is True
+    opus = client.get("/api/runs?agent=opus-4.6&benchmark=gsm8k").json()
+    assert opus["runs"] and all(r["agent_key"] == "opus-4.6" and r["benchmark"] == "gsm8k" for r in opus["runs"])
+    assert {"id", "method", "agent", "scaffold", "benchmark", "base_model", "state", "score", "verdicts"} <= set(opus["runs"][0])
+    page1 = client.get("/api/runs?limit=5").json()
+    page2 = client.get(f"/api/runs?limit=5&after={page1['next']}").json()
+    assert len(page1["runs"]) == 5 and page2["runs"][0]["id"] > page1["runs"][-1]["id"]
+    html = client.get("/runs/?agent=opus-4.6").content.decode()
+    assert "synthetic" in html and "Opus 4.6" in html
+    detail = client.get(f"/api/runs/{_id(_flagged_run(report))}").json()
+    assert detail["flagged"] is True and detail["base_model_score"] is not None
+    assert detail["verdicts"][0]["kind"] in ("contamination", "disallowed_model")
+    assert client.get("/api/runs/nope").status_code == 404
+    assert client.get("/runs/nope/").status_code == 404
+
+
+def test_leaderboard_cells_lead_to_runs(client, demo_ingested):
+    html = client.get("/?source=all").content.decode()
+    assert 'href="/runs/?agent=opus-4.6&amp;benchmark=gsm8k"' in html
+    assert 'data-source="runs"' in html and "ingested run" in html
