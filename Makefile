@@ -19,9 +19,13 @@ $(VENV)/.dev-installed: requirements.txt requirements-eval.txt requirements-dev.
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@ $(VENV)/.web-installed
 
+DEMO_RESULTS := data/demo-results
+
 setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py import_published
+	test -d $(DEMO_RESULTS) || $(BIN)/python manage.py make_demo_results $(DEMO_RESULTS) --runs 40 --seed 7
+	$(BIN)/python manage.py ingest $(DEMO_RESULTS) --quiet
 
 serve: setup
 	@echo "Serving on http://$(HOST):$(PORT)/"

@@ -227,3 +227,36 @@ def budget_and_effort(request):
     """Score (percent) against time budget (hours) per agent, per reasoning effort (with hours used and tokens
     per run), and per model size; ``agent`` is the suite's agent key where the figure's agent is one."""
     return plots.budget_and_effort()
+
+
+class UsagePointOut(Schema):
+    key: str
+    agent: str
+    scaffold: str | None
+    synthetic: bool
+    score: float
+    score_std: float | None
+    runs: int
+    tokens: float | None
+    tokens_runs: int
+    cost_usd: float | None
+    cost_runs: int
+
+
+class UsageVsScoreOut(Schema):
+    points: list[UsagePointOut]
+    token_frontier: list[str]
+    cost_frontier: list[str]
+    missing: dict[str, int]
+
+
+@router.get("/plots/usage-vs-score", response=UsageVsScoreOut,
+            summary="Score vs tokens and vs cost per run, as on /plots/usage-vs-score/")
+def usage_vs_score(request):
+    """Agents with ingested runs: mean ``tokens`` (input + output) and ``cost_usd`` per run over the runs whose
+    traces carry them (``tokens_runs``, ``cost_runs`` of ``runs``), against their ``score`` from ingested runs
+    (percent); ``token_frontier``/``cost_frontier``: Pareto frontiers' agent keys in order of usage;
+    ``missing``: reason -> number of runs without usage."""
+    data = plots.usage_vs_score()
+    return {"points": [p.__dict__ for p in data.points], "token_frontier": [p.key for p in data.token_frontier],
+            "cost_frontier": [p.key for p in data.cost_frontier], "missing": data.missing}

@@ -203,3 +203,41 @@ def model_size(data: plots.BudgetAndEffort) -> dict:
     fig.update_xaxes(title_text="Model, smallest first")
     fig.update_yaxes(title_text="Weighted average score (%)", rangemode="tozero")
     return _as_dict(fig)
+
+
+def usage_vs_score(data: plots.UsageVsScore, *, axis: str) -> dict:
+    """Score (percent, y) against mean ``tokens`` or ``cost`` per run (x, log scale): one marker per agent with
+    that usage, shaped by scaffold, ± std whiskers on the score, and the Pareto frontier (less usage, higher
+    score) as a step line naming its members."""
+    value = (lambda p: p.tokens) if axis == "tokens" else (lambda p: p.cost_usd)
+    points = [p for p in data.points if value(p) is not None]
+    frontier = data.token_frontier if axis == "tokens" else data.cost_frontier
+    # Shapes and colours by scaffold over all agents, so that both charts draw a scaffold alike.
+    every = sorted(_ordered(p.scaffold for p in data.points))
+    symbol = {s: SCAFFOLD_SYMBOLS[i % len(SCAFFOLD_SYMBOLS)] for i, s in enumerate(every)}
+    colour = {s: FAMILY_COLOURS[i % len(FAMILY_COLOURS)] for i, s in enumerate(every)}
+    fig = go.Figure()
+    for scaffold in sorted(_ordered(p.scaffold for p in points)):
+        members = [p for p in points if (p.scaffold or "other") == scaffold]
+        fig.add_trace(go.Scatter(
+            x=[value(p) for p in members], y=[p.score for p in members], mode="markers", name=scaffold,
+            marker=dict(size=12, symbol=symbol[scaffold], color=colour[scaffold], line=dict(width=1, color="white")),
+            error_y=_std_array(p.score_std for p in members),
+            customdata=[[p.key, p.agent + (" (synthetic)" if p.synthetic else ""), p.scaffold or "", p.runs,
+                         f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}", f"{p.score:.1f}"]
+                        for p in members],
+            hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
+                           + ("tokens per run" if axis == "tokens" else "cost per run")
+                           + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
+        ))
+    fig.add_trace(go.Scatter(
+        x=[value(p) for p in frontier], y=[p.score for p in frontier], mode="lines+text",
+        line=dict(shape="hv", color="#1d2330", width=1.5, dash="dot"), name="Pareto frontier",
+        text=[p.agent for p in frontier], textfont=dict(size=11), hoverinfo="skip", cliponaxis=False,
+        textposition=["top right" if i == 0 else "top left" for i in range(len(frontier))],
+    ))
+    _layout(fig, height=520)
+    fig.update_xaxes(type="log", title_text="Mean tokens per run (input + output)" if axis == "tokens"
+                     else "Mean cost per run (US dollars)")
+    fig.update_yaxes(title_text="Weighted average score from ingested runs (%)")
+    return _as_dict(fig)

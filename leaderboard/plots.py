@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ptbsite import warehouse
+from traces import selectors as traces_selectors
 
 from . import selectors
 from .frontier import pareto_frontier
@@ -246,3 +247,88 @@ def budget_and_effort(*, suite: str = "posttrainbench") -> BudgetAndEffort:
         elif series == "model_size":
             sizes.append(SizePoint(label, agent, 100 * score))
     return BudgetAndEffort(list(budgets.values()), efforts, sizes)
+
+
+@dataclass(frozen=True)
+class AgentUsage:
+    """One agent's mean usage per run against its score computed from ingested runs.
+
+    ``tokens``: mean input + output tokens per run over ``tokens_runs`` runs whose trace carries them (None if
+    none); ``cost_usd``: mean US dollars per run over ``cost_runs`` runs (None if none); ``runs``: the agent's
+    latest runs; ``score``/``score_std``: its runs-leaderboard average and std over seeds (percent).
+    """
+
+    key: str
+    agent: str
+    scaffold: str | None
+    synthetic: bool
+    score: float
+    score_std: float | None
+    runs: int
+    tokens: float | None
+    tokens_runs: int
+    cost_usd: float | None
+    cost_runs: int
+
+
+@dataclass(frozen=True)
+class UsageVsScore:
+    """Score against tokens and against cost: every agent with ingested runs, the two Pareto frontiers (fewer
+    tokens / dollars, higher score; agents without that usage left out) and why runs are missing."""
+
+    points: list[AgentUsage]
+    token_frontier: list[AgentUsage]
+    cost_frontier: list[AgentUsage]
+    missing: dict[str, int]  # reason -> number of runs without usage
+
+    @property
+    def synthetic(self) -> bool:
+        """Some point comes from generated demo runs."""
+        return any(p.synthetic for p in self.points)
+
+
+# Why a run's trace carries no usage: its format records none, or the agent never ran.
+USAGE_GAPS = {
+    "codex_text": "plain-text Codex traces print only a token total, no input/output split and no cost",
+    "codex_exec": "Codex --json traces carry tokens but no cost",
+    "codex_protocol": "legacy Codex traces carry tokens but no cost",
+    "gemini": "Gemini CLI traces carry tokens but no cost",
+    "none": "no trace",
+    "text": "the trace is plain text",
+}
+
+
+def usage_vs_score(*, suite: str = "posttrainbench") -> UsageVsScore:
+    """Every agent with ingested runs: mean tokens and cost per latest run against its runs-leaderboard score.
+
+    Usage comes from the runs' traces (Claude Code ``result`` totals, OpenCode ``step_finish`` sums, Codex turn
+    usage, Gemini stats); runs whose trace has no such numbers are counted in ``missing`` by reason.
+    """
+    board = selectors.leaderboard(suite=suite, source="runs")
+    rows = {r.key: r for r in board.rows if r.source == "runs"}
+    by_agent: dict[str, list[traces_selectors.RunUsage]] = {}
+    missing: dict[str, int] = {}
+    for usage in traces_selectors.latest_usage(suite):
+        by_agent.setdefault(usage.agent_key, []).append(usage)
+        if usage.tokens is None or usage.cost_usd is None:
+            if usage.trace_format in ("claude_code", "opencode"):
+                reason = f"the trace ends without its usage totals ({usage.state.replace('_', ' ')})"
+            elif usage.tokens is None and usage.trace_format in ("codex_exec", "codex_protocol", "gemini"):
+                reason = f"the agent produced no usage events ({usage.state.replace('_', ' ')})"
+            else:
+                reason = USAGE_GAPS.get(usage.trace_format or "none", f"{usage.trace_format} traces carry no usage")
+            missing[reason] = missing.get(reason, 0) + 1
+    points = []
+    for key, usages in by_agent.items():
+        row = rows[key]
+        tokens = [u.tokens for u in usages if u.tokens is not None]
+        costs = [u.cost_usd for u in usages if u.cost_usd is not None]
+        points.append(AgentUsage(
+            key, row.agent, row.scaffold, row.synthetic, row.average, row.std, len(usages),
+            sum(tokens) / len(tokens) if tokens else None, len(tokens),
+            sum(costs) / len(costs) if costs else None, len(costs),
+        ))
+    points.sort(key=lambda p: -p.score)
+    token_frontier = pareto_frontier([p for p in points if p.tokens is not None], x=lambda p: p.tokens, y=lambda p: p.score)
+    cost_frontier = pareto_frontier([p for p in points if p.cost_usd is not None], x=lambda p: p.cost_usd, y=lambda p: p.score)
+    return UsageVsScore(points, token_frontier, cost_frontier, dict(sorted(missing.items())))

@@ -94,6 +94,15 @@ def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
                   {"data": data, "figure": figures.time_vs_score(data), "runs_url": RUNS_URL})
 
 
+def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
+    """``/plots/usage-vs-score/``: score against tokens and against cost per run, from ingested runs."""
+    data = plots.usage_vs_score()
+    return render(request, "leaderboard/plots/usage_vs_score.html", {
+        "data": data, "tokens_figure": figures.usage_vs_score(data, axis="tokens"),
+        "cost_figure": figures.usage_vs_score(data, axis="cost"), "runs_url": RUNS_URL,
+    })
+
+
 def plot_time_spent(request: HttpRequest) -> HttpResponse:
     """``/plots/time-spent/``: hours used per agent out of the budget."""
     data = plots.time_spent()

@@ -355,3 +355,25 @@ def latest_cells(suite: str) -> list[CellRun]:
             synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides),
         ))
     return cells
+
+
+@dataclass
+class RunUsage:
+    """Usage of one latest run: tokens (in + out, None when the trace has no split counts) and cost (USD)."""
+
+    run_id: str
+    agent_key: str
+    state: str
+    trace_format: str | None
+    tokens: int | None
+    cost_usd: float | None
+
+
+def latest_usage(suite: str) -> list[RunUsage]:
+    """Token and cost usage of every method's latest runs in a suite (baselines excluded), ordered by run id."""
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT r.id, m.agent_key, r.state, r.trace_format, r.tokens_in + r.tokens_out, r.cost_usd "
+            "FROM runs r JOIN methods m ON m.id = r.method "
+            "WHERE r.suite = ? AND r.is_latest AND r.method <> 'baseline' ORDER BY r.id", [suite]).fetchall()
+    return [RunUsage(*row) for row in rows]

@@ -1,0 +1,49 @@
+"""Score vs tokens and vs cost, from ingested runs: coverage, the frontiers, the page and the API."""
+from __future__ import annotations
+
+import pytest
+
+from leaderboard import plots, selectors
+from leaderboard.frontier import pareto_frontier
+from traces import selectors as traces_selectors
+
+pytestmark = pytest.mark.django_db
+
+
+def test_usage_points_are_means_over_runs_with_usage(demo_ingested):
+    data = plots.usage_vs_score()
+    usages = traces_selectors.latest_usage("posttrainbench")
+    rows = {r.key: r for r in selectors.leaderboard(source="runs").rows if r.source == "runs"}
+    assert {p.key for p in data.points} == set(rows)
+    for point in data.points:
+        mine = [u for u in usages if u.agent_key == point.key]
+        tokens = [u.tokens for u in mine if u.tokens is not None]
+        costs = [u.cost_usd for u in mine if u.cost_usd is not None]
+        assert point.runs == len(mine) and point.tokens_runs == len(tokens) and point.cost_runs == len(costs)
+        assert point.tokens == (pytest.approx(sum(tokens) / len(tokens)) if tokens else None)
+        assert point.cost_usd == (pytest.approx(sum(costs) / len(costs)) if costs else None)
+        assert point.score == pytest.approx(rows[point.key].average)
+    assert sum(data.missing.values()) == sum(1 for u in usages if u.tokens is None or u.cost_usd is None)
+    assert any("carry tokens but no cost" in reason for reason in data.missing)
+
+
+def test_frontiers_are_the_non_dominated_agents(demo_ingested):
+    data = plots.usage_vs_score()
+    with_cost = [p for p in data.points if p.cost_usd is not None]
+    for p in data.cost_frontier:
+        assert not any(q.cost_usd <= p.cost_usd and q.score > p.score for q in with_cost)
+    for p in with_cost:
+        if p not in data.cost_frontier:
+            assert any(q.cost_usd <= p.cost_usd and q.score >= p.score for q in data.cost_frontier)
+    assert data.token_frontier == pareto_frontier([p for p in data.points if p.tokens is not None],
+                                                  x=lambda p: p.tokens, y=lambda p: p.score)
+
+
+def test_page_and_api(client, demo_ingested):
+    html = client.get("/plots/usage-vs-score/").content.decode()
+    assert 'id="tokens-vs-score"' in html and 'id="cost-vs-score"' in html
+    assert "Runs without usage" in html and "synthetic" in html
+    api = client.get("/api/plots/usage-vs-score").json()
+    data = plots.usage_vs_score()
+    assert api["cost_frontier"] == [p.key for p in data.cost_frontier]
+    assert {p["key"] for p in api["points"]} == {p.key for p in data.points}
