@@ -50,9 +50,13 @@ CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Debian Chromium driven by Playwright (its own browser download does not work here)."""
+    """Headless Debian Chromium driven by Playwright (its own browser download does not work here).
+
+    Module-scoped: Playwright's sync API keeps an event loop running in the test thread while it is open,
+    and inspect-ai (later test modules) refuses to start its own loop inside a running one.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
