@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ninja import File, Form, Router, Schema
+from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
@@ -152,7 +152,7 @@ def create_job(request, payload: RerunIn):
         raise HttpError(400, str(exc)) from None
     except services.BrokerUnavailable as exc:
         raise HttpError(503, f"the job queue is unavailable, try again later: {exc}") from None
-    return 201, job
+    return Status(201, job)
 
 
 @router.get("/reruns/{job_id}", response=JobOut, summary="One rerun job (a stale running job is failed first)")
@@ -174,7 +174,7 @@ def override(request, run_id: str, payload: OverrideIn):
         raise HttpError(404, str(exc)) from None
     except ValueError as exc:
         raise HttpError(400, str(exc)) from None
-    return 201, row
+    return Status(201, row)
 
 
 @router.post("/runs/{run_id}/judge", response=list[JudgeVerdictOut], summary="Re-run the judge on a run")

@@ -81,6 +81,7 @@ def rerun_judge(*, run_id: str, reviewer: str) -> list[Verdict]:
                    if v.source_file and v.source_file not in before]
     if not written:
         raise JudgeFailed("the judge command wrote no verdict file (e.g. contamination_judgement.txt)")
-    verdicts = [dataclasses.replace(v, attempt="rerun", note=f"re-run by {reviewer}") for v in written]
+    verdicts = [dataclasses.replace(v, attempt="rerun", note="; ".join(filter(None, [v.note, f"re-run by {reviewer}"])))
+                for v in written]
     run_services.store_judge_rerun(run_id=run_id, verdicts=verdicts)
     return verdicts
