@@ -39,28 +39,33 @@ class JobClient:
         response.raise_for_status()
         return response.json()
 
-    def start(self, host: str) -> dict[str, Any]:
-        """{"proceed": bool, "reason": str}"""
-        return self._post("/start", json={"host": host})
-
-    def progress(self, done: int | None, total: int | None, lines: list[str]) -> dict[str, Any]:
-        """{"status": str, "cancel_requested": bool}"""
-        return self._post("/progress", json={"samples_done": done, "samples_total": total, "log": lines})
-
-    def finish(self, report: dict[str, Any], eval_log: Path | None, *, attempts: int = 5) -> dict[str, Any]:
-        """Send the final report (and the .eval log, multipart), retrying transport errors with backoff."""
+    def _post_retrying(self, path: str, *, attempts: int = 5, **kwargs: Any) -> dict[str, Any]:
+        """``_post`` retrying transport errors (server restarting, network blip) with backoff 1, 2, 4, 8 s."""
         for attempt in range(attempts):
             try:
-                if eval_log is None:
-                    return self._post("/finish", data={"report": json.dumps(report)})
-                with eval_log.open("rb") as handle:
-                    return self._post("/finish", data={"report": json.dumps(report)},
-                                      files={"eval_log": (eval_log.name, handle, "application/zip")})
+                return self._post(path, **kwargs)
             except httpx.TransportError:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(2 ** attempt)
         raise AssertionError("unreachable")
+
+    def start(self, host: str) -> dict[str, Any]:
+        """{"proceed": bool, "reason": str}"""
+        return self._post_retrying("/start", json={"host": host})
+
+    def progress(self, done: int | None, total: int | None, lines: list[str]) -> dict[str, Any]:
+        """{"status": str, "cancel_requested": bool}"""
+        return self._post("/progress", json={"samples_done": done, "samples_total": total, "log": lines})
+
+    def finish(self, report: dict[str, Any], eval_log: Path | None) -> dict[str, Any]:
+        """Send the final report (and the .eval log, multipart), retrying transport errors."""
+        data = {"report": json.dumps(report)}
+        if eval_log is None:
+            return self._post_retrying("/finish", data=data)
+        # Read once: a retry must send the whole file again.
+        content = eval_log.read_bytes()
+        return self._post_retrying("/finish", data=data, files={"eval_log": (eval_log.name, content, "application/zip")})
 
     def close(self) -> None:
         self.http.close()
