@@ -7,7 +7,6 @@ worker's report racing each other cannot both win.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import uuid
 from datetime import timedelta
@@ -25,8 +24,6 @@ from traces import selectors as run_selectors
 from traces import services as run_services
 
 from .models import RerunJob
-
-log = logging.getLogger(__name__)
 
 TASK_NAME = "evaluator.evaluate_rerun"
 MAX_ATTEMPTS = 2  # deliveries of one job: the first, and one retry after a lost worker
