@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
+from evaluator.api import router as evaluator_router
+from evaluator.api import worker_router
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
 
@@ -14,3 +16,5 @@ api = NinjaAPI(
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
+api.add_router("/", evaluator_router)
+api.add_router("/worker", worker_router)

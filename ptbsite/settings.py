@@ -6,6 +6,7 @@ transport for Celery.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -107,6 +108,19 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# Rerun jobs (the evaluator app). Workers call back to PTB_PUBLIC_URL with "Authorization: Bearer
+# PTB_WORKER_TOKEN"; an empty token refuses every worker call. A running job whose last heartbeat is older than
+# PTB_JOB_STALE_SECONDS is failed as "worker lost"; a worker stops a job after PTB_JOB_TIMEOUT_SECONDS.
+PTB_PUBLIC_URL = os.environ.get("PTB_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+PTB_WORKER_TOKEN = os.environ.get("PTB_WORKER_TOKEN", "")
+PTB_JOB_STALE_SECONDS = int(os.environ.get("PTB_JOB_STALE_SECONDS", "120"))
+PTB_JOB_HEARTBEAT_SECONDS = int(os.environ.get("PTB_JOB_HEARTBEAT_SECONDS", "10"))
+PTB_JOB_TIMEOUT_SECONDS = int(os.environ.get("PTB_JOB_TIMEOUT_SECONDS", str(6 * 3600)))
+PTB_EVAL_LOG_DIR = Path(os.environ.get("PTB_EVAL_LOG_DIR", DATA_DIR / "evals"))  # uploaded inspect .eval logs
+# The judge re-run: a JSON list of argv (no shell), e.g. ["python", "judge.py", "{run_dir}"]; empty: no re-runs.
+PTB_JUDGE_COMMAND: list[str] = json.loads(os.environ.get("PTB_JUDGE_COMMAND") or "[]")
+PTB_JUDGE_TIMEOUT_SECONDS = int(os.environ.get("PTB_JUDGE_TIMEOUT_SECONDS", "900"))
 
 LOGGING = {
     "version": 1,

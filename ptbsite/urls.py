@@ -7,6 +7,7 @@ from .api import api
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("", include("evaluator.urls")),
     path("", include("traces.urls")),
     path("", include("leaderboard.urls")),
 ]

@@ -118,3 +118,162 @@ def demo_ingested(demo_warehouse_state, demo_tree, settings):
     report, path = demo_warehouse_state
     settings.PTB_WAREHOUSE = str(path)
     return demo_tree, report, path
+
+
+# --- rerun jobs (evaluator): a results tree with a tiny checkpoint, a real Celery worker on a real Redis ---
+
+RERUN_METHOD = "claude_claude-opus-4-6_10h_run1"
+RERUN_RUN_DIR = "gsm8k_Qwen_Qwen3-1.7B-Base_17000001"
+WORKER_TOKEN = "test-worker-token"
+REDIS_TEST_DB = 11
+GSM8K_ROWS = [
+    {"input": "What is 2 + 3?", "target": "5"},
+    {"input": "What is 10 - 4?", "target": "6"},
+    {"input": "Natalia sold 48 clips in April and half as many in May. How many in all?", "target": "72"},
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Qwen2-architecture checkpoint with its tokenizer, built once per session (~3 s)."""
+    from evaluator.tiny_model import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "final_model")
+
+
+def write_run(root: Path, *, checkpoint: Path | None, run_dir: str = RERUN_RUN_DIR,
+              contamination: str = "no contamination detected") -> Path:
+    """One run directory of a results tree (scored 0.25, judged clean unless told), with ``checkpoint`` copied
+    in as ``final_model/`` (None: no final model). Returns the run directory."""
+    import json
+    import shutil
+
+    path = root / RERUN_METHOD / run_dir
+    path.mkdir(parents=True)
+    (path / "time_taken.txt").write_text("05:00:00\n")
+    (path / "metrics.json").write_text(json.dumps({"accuracy": 0.25, "stderr": 0.01}))
+    (path / "contamination_judgement.txt").write_text(contamination + "\n")
+    (path / "disallowed_model_judgement.txt").write_text("only allowed use detected\n")
+    (path / "solve_out.txt").write_text("I trained the model and saved it to final_model.\n")
+    (path / "task").mkdir()
+    (path / "task" / "train.py").write_text("print('training')\n")
+    if checkpoint is not None:
+        shutil.copytree(checkpoint, path / "final_model")
+    return path
+
+
+@pytest.fixture
+def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> dict:
+    """A results tree with one scored run holding the tiny checkpoint, ingested into a fresh warehouse.
+
+    Returns {"root", "run_dir", "run_id", "dataset"} (dataset: a 3-row gsm8k-format JSONL)."""
+    import json
+
+    from traces.layout import run_id
+    from traces.services import ingest_tree
+
+    root = tmp_path / "results"
+    run_dir = write_run(root, checkpoint=tiny_checkpoint)
+    report = ingest_tree(root=root)
+    assert report.stored == 1, report.problems
+    dataset = tmp_path / "gsm8k_local.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in GSM8K_ROWS))
+    return {"root": root, "run_dir": run_dir, "run_id": run_id(RERUN_METHOD, RERUN_RUN_DIR), "dataset": dataset}
+
+
+def redis_url(db: int = REDIS_TEST_DB, *, flush: bool = False) -> str:
+    url = f"redis://127.0.0.1:6379/{db}"
+    if flush:
+        import redis
+
+        redis.Redis.from_url(url).flushdb()
+    return url
+
+
+def use_broker(monkeypatch: pytest.MonkeyPatch, url: str) -> str:
+    """Point this process's Celery app (the web side that queues jobs) at ``url``."""
+    from ptbsite.celery import app
+
+    monkeypatch.setattr(app.conf, "broker_url", url)
+    monkeypatch.setattr(app.conf, "broker_transport_options", {})
+    return url
+
+
+@pytest.fixture
+def redis_broker(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's Celery app publishes to the Redis test database the module's worker consumes."""
+    return use_broker(monkeypatch, redis_url())
+
+
+class CeleryWorker:
+    """A real ``celery -A ptbsite worker`` subprocess (its own process group, so it can be SIGKILLed whole).
+
+    It gets only the broker URL: its DATABASE_URL and PTB_WAREHOUSE point at paths that do not exist, so
+    everything it does for a job goes through the web server's API."""
+
+    def __init__(self, broker_url: str, log_path: Path) -> None:
+        import subprocess
+        import sys
+
+        self.log_path = log_path
+        env = {**os.environ, "CELERY_BROKER_URL": broker_url, "PYTHONUNBUFFERED": "1",
+               "DATABASE_URL": "sqlite:////nonexistent/worker-must-not-open.sqlite3",
+               "PTB_WAREHOUSE": "/nonexistent/worker-must-not-open.duckdb",
+               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "ptbsite", "worker", "--pool=solo", "--loglevel=INFO",
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
+            cwd=Path(__file__).resolve().parent.parent, env=env, stdout=log_path.open("wb"),
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.wait_for("ready.", timeout=60)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, text: str, *, timeout: float) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"celery worker never logged {text!r}:\n{self.log()[-4000:]}")
+            time.sleep(0.2)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (no chance to ack, report or clean up)."""
+        import signal
+
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="module")
+def celery_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryWorker]:
+    """One worker for a test module, on a flushed Redis test database (use with ``redis_broker``)."""
+    worker = CeleryWorker(redis_url(flush=True), tmp_path_factory.mktemp("worker") / "celery-worker.log")
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def worker_settings(settings, live_server, tmp_path: Path):
+    """Settings of a web server that workers call back: its live URL, the worker token, 1 s heartbeats and a
+    per-test .eval log folder."""
+    settings.PTB_PUBLIC_URL = live_server.url
+    settings.PTB_WORKER_TOKEN = WORKER_TOKEN
+    settings.PTB_JOB_HEARTBEAT_SECONDS = 1
+    settings.PTB_EVAL_LOG_DIR = tmp_path / "evals"
+    return settings

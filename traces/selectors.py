@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from ptbsite import warehouse
 
@@ -295,6 +296,65 @@ def evaluations(run_id: str) -> list[dict]:
              "provenance": json.loads(r[4]), "created_at": r[5]} for r in rows]
 
 
+def run_directory(run_id: str) -> Path | None:
+    """The run's directory in its results tree, ``<methods.results_root>/<runs.method>/<runs.run_dir>``, or None
+    for an unknown run. The path is where ingest found the run; it may since have moved (not checked here)."""
+    with warehouse.connect() as con:
+        row = con.execute(
+            "SELECT m.results_root, r.method, r.run_dir FROM runs r JOIN methods m ON m.id = r.method WHERE r.id = ?",
+            [run_id]).fetchone()
+    return Path(row[0]) / row[1] / row[2] if row else None
+
+
+def checkpoint_path(run_id: str) -> Path | None:
+    """Where the run's checkpoint is: ``<run directory>/final_model`` (spec 1.2), or None for an unknown run.
+
+    The directory may not exist (the agent left none, or the tree moved); the evaluation reports that.
+    """
+    run_dir = run_directory(run_id)
+    return run_dir / "final_model" if run_dir else None
+
+
+def override_log(run_id: str) -> list[dict]:
+    """The run's reviewer overrides, oldest first (the audit log): {kind, previous (flagged | clean | judge_error,
+    None on rows older than the column), flagged (the new verdict), reason, reviewer, created_at (naive UTC)}."""
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT kind, previous, flagged, reason, reviewer, created_at FROM verdict_overrides WHERE run_id = ? "
+            "ORDER BY created_at", [run_id]).fetchall()
+    return [{"kind": r[0], "previous": r[1], "flagged": r[2], "new": "flagged" if r[2] else "clean", "reason": r[3],
+             "reviewer": r[4], "created_at": r[5]} for r in rows]
+
+
+def override_agreement() -> dict[str, dict[str, int]]:
+    """Judge vs reviewer, per scored kind, over every override in the audit log: ``{kind: {"agreed": n,
+    "disagreed": n, "judge_error": n}}``. The judge's verdict is the run's effective flag without overrides;
+    an override agrees when it says the same (flagged or clean); ``judge_error`` counts overrides of runs whose
+    judge gave no usable verdict."""
+    counts = {kind: {"agreed": 0, "disagreed": 0, "judge_error": 0} for kind in SCORED_KINDS}
+    with warehouse.connect() as con:
+        overrides = con.execute("SELECT run_id, kind, flagged FROM verdict_overrides").fetchall()
+        if not overrides:
+            return counts
+        ids = sorted({r[0] for r in overrides})
+        verdicts: dict[str, list[Verdict]] = {i: [] for i in ids}
+        for row in con.execute(
+            f"SELECT run_id, judge, attempt, era, kind, value, flagged, text, note, source_file FROM verdicts "
+            f"WHERE run_id IN ({', '.join('?' * len(ids))})", ids
+        ).fetchall():
+            verdicts[row[0]].append(Verdict(*row[1:]))
+    judged = {run_id: effective_flags(found) for run_id, found in verdicts.items()}
+    for run_id, kind, flagged in overrides:
+        if kind not in counts:
+            continue
+        judge = judged[run_id][kind]
+        if judge == "judge_error":
+            counts[kind]["judge_error"] += 1
+        else:
+            counts[kind]["agreed" if (judge == "flagged") == flagged else "disagreed"] += 1
+    return counts
+
+
 def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
     """Percent scores {"base", "instruct"} of the base model (zero-shot) and its official instruct model on one
     benchmark, from the suite's published baselines (the leaderboard's ``reported_cells``), None where absent."""
@@ -307,15 +367,15 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
 
 
 __all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "step_at_time", "evidence_steps", "evaluations",
-           "reference_scores", "trace_names", "tools_used", "run_texts"]
+           "reference_scores", "trace_names", "tools_used", "run_texts", "run_directory", "checkpoint_path",
+           "override_log", "override_agreement", "latest_cells", "latest_usage"]
 
 
 @dataclass
 class CellRun:
     """The latest run of one (method, benchmark, base model) cell, as the leaderboard needs it.
 
-    ``accuracy``: the newest evaluation's score (fraction), None when not scored. ``raw_accuracy`` is the same
-    score even when flagged; ``flags`` maps scored verdict kinds to ``flagged``/``judge_error``/None after
+    ``accuracy``: the newest evaluation's score (fraction, also when flagged), None when not scored; ``flags`` maps scored verdict kinds to ``flagged``/``judge_error``/None after
     overrides; ``overridden`` says a reviewer changed a verdict.
     """
 

@@ -1,4 +1,5 @@
-"""Writes of the traces app: ingesting results trees into the warehouse.
+"""Writes of the traces app: ingesting results trees into the warehouse, and the writes other apps make to
+runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 
 ``ingest_tree`` walks a PostTrainBench results tree (spec section 1) and stores each run (method, names,
 state, time, prompt, metrics, verdicts of every era, the judge's trace and the agent's trace as typed steps),
@@ -26,7 +27,7 @@ from . import evidence, layout
 from .parsers import parse_trace
 from .redaction import Redactor
 from .steps import ParsedTrace
-from .verdicts import read_verdicts
+from .verdicts import SCORED_KINDS, Verdict, effective_flags, read_verdicts
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +203,12 @@ class Ingester:
         }
         evaluations = []
         if accuracy is not None:
+            # Stamped with metrics.json's mtime, when the harness scored the run: re-ingesting an unchanged score
+            # must not make it newer than a later rerun (the newest evaluation is the one that counts).
+            scored_at = datetime.fromtimestamp((run_dir / "metrics.json").stat().st_mtime, timezone.utc)
             evaluations.append((f"{rid}-original", rid, "original", float(accuracy), run["metrics_json"],
-                                json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}), now))
+                                json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}),
+                                scored_at.replace(tzinfo=None)))
         verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
                         for v in verdicts]
         return {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems}
@@ -336,3 +341,85 @@ def ingest_tree(
             if progress:
                 progress(f"{method_dir.name}/{run_dir.name}: {rows['run']['state']}, {rows['run']['step_count']} steps")
     return report
+
+
+class UnknownRun(LookupError):
+    """No run with this id is stored."""
+
+
+def _require_run(con, run_id: str) -> None:
+    if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
+        raise UnknownRun(f"no run {run_id}")
+
+
+def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: dict, evaluation_id: str) -> None:
+    """Store a rerun's score as a new evaluation of the run (origin ``rerun``); earlier evaluations are kept.
+
+    ``accuracy`` is a fraction 0..1; the newest evaluation is the run's score (traces.selectors). Storing the
+    same ``evaluation_id`` again replaces that row (a worker's repeated report adds nothing).
+
+    Raises:
+        UnknownRun: no such run. ValueError: accuracy outside 0..1.
+    """
+    if not 0.0 <= accuracy <= 1.0:
+        raise ValueError(f"accuracy {accuracy} is not a fraction 0..1")
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    with warehouse.transaction() as con:
+        _require_run(con, run_id)
+        con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
+        con.execute("INSERT INTO evaluations VALUES (?, ?, 'rerun', ?, ?, ?, ?)",
+                    [evaluation_id, run_id, float(accuracy), json.dumps(metrics), json.dumps(provenance), now])
+
+
+def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, reviewer: str) -> dict:
+    """Record a reviewer's verdict on one scored kind (contamination or disallowed_model) of a run.
+
+    Appends to the audit log (``verdict_overrides``, never updated or deleted) with the effective verdict it
+    replaces (``previous``: flagged | clean | judge_error); the latest override of a kind decides the run's
+    flag from then on (traces.verdicts.effective_flags). Returns the stored row as traces.selectors.override_log
+    shapes it.
+
+    Raises:
+        UnknownRun: no such run. ValueError: an unscored kind, or an empty reason or reviewer.
+    """
+    if kind not in SCORED_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(SCORED_KINDS)}, not {kind!r}")
+    if not reason.strip() or not reviewer.strip():
+        raise ValueError("an override needs a written reason and a reviewer")
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    with warehouse.transaction() as con:
+        _require_run(con, run_id)
+        verdicts = [Verdict(*r) for r in con.execute(
+            "SELECT judge, attempt, era, kind, value, flagged, text, note, source_file FROM verdicts WHERE run_id = ?",
+            [run_id]).fetchall()]
+        overrides = dict(con.execute(
+            "SELECT kind, flagged FROM verdict_overrides WHERE run_id = ? ORDER BY created_at", [run_id]).fetchall())
+        previous = effective_flags(verdicts, overrides)[kind] or "clean"
+        con.execute(
+            "INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at, previous) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, kind, flagged, reason.strip(), reviewer, now, previous])
+    return {"kind": kind, "previous": previous, "flagged": flagged, "new": "flagged" if flagged else "clean",
+            "reason": reason.strip(), "reviewer": reviewer, "created_at": now}
+
+
+def store_judge_rerun(*, run_id: str, verdicts: list[Verdict]) -> int:
+    """Store a re-run judge's verdicts as ``rerun`` attempts of the run, replacing those of an earlier judge
+    rerun with the same (judge, era, kind); returns how many were stored.
+
+    Original verdicts are untouched. As in the results tree's ``*_rerun`` files, a txt-era rerun is shown but
+    does not change the effective flag (spec 3.1); a reviewer's override does. Re-ingesting a changed run
+    directory replaces all its verdicts with what its files say.
+
+    Raises:
+        UnknownRun: no such run.
+    """
+    rows = [(run_id, v.judge, "rerun", v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
+            for v in verdicts]
+    with warehouse.transaction() as con:
+        _require_run(con, run_id)
+        for row in rows:
+            con.execute("DELETE FROM verdicts WHERE run_id = ? AND judge = ? AND attempt = 'rerun' AND era = ? AND kind = ?",
+                        [run_id, row[1], row[3], row[4]])
+        if rows:
+            con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return len(rows)

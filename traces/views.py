@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import urlencode
@@ -67,7 +68,8 @@ def _get_run(run_id: str) -> selectors.RunSummary:
 
 
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=``: the run's header, judge panel and trace viewer.
+    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=``: the run's header, evaluations (old vs new), judge panel
+    with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
 
     ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
     that elapsed time.
@@ -88,6 +90,9 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
         "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
         "rule_text": RULE_TEXT, "evaluations": selectors.evaluations(run.id),
+        "override_log": selectors.override_log(run.id), "scored_kinds": selectors.SCORED_KINDS,
+        # Staff controls post to the evaluator's URLs by path (traces does not import evaluator).
+        "judge_configured": bool(settings.PTB_JUDGE_COMMAND),
         "references": selectors.reference_scores(run.suite, run.base_model, run.benchmark),
         "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
         "earlier_query": urlencode({**base_query}) if focus else None,

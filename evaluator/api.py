@@ -1,0 +1,218 @@
+"""JSON API of the evaluator (django-ninja, mounted under /api/).
+
+Staff endpoints (``/api/reruns...``, ``/api/runs/<id>/overrides``, ``/api/runs/<id>/judge``,
+``/api/reviews/agreement``): a staff session with CSRF, or ``Authorization: Token <key>``; 403 otherwise.
+Worker endpoints (``/api/worker/jobs/<id>/start|progress|finish``): ``Authorization: Bearer <PTB_WORKER_TOKEN>``.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from ninja import File, Form, Router, Schema, Status
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+
+from traces import selectors as run_selectors
+from traces import services as run_services
+
+from . import judge, selectors, services
+from .models import RerunJob
+from .permissions import staff_auth, worker_auth
+
+router = Router(tags=["reruns"], auth=staff_auth)
+worker_router = Router(tags=["worker"], auth=worker_auth)
+
+
+class JobOut(Schema):
+    """A rerun job. Scores are fractions 0..1; times UTC."""
+
+    id: int
+    run_id: str
+    benchmark: str
+    checkpoint: str
+    status: str
+    reason: str
+    cancel_requested: bool
+    limit: int | None
+    max_tokens: int | None
+    samples_done: int
+    samples_total: int | None
+    attempts: int
+    worker_host: str
+    created_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    old_score: float | None
+    new_score: float | None
+    evaluation_id: str
+    eval_log_url: str | None
+    page_url: str
+
+    @staticmethod
+    def resolve_created_by(job: RerunJob) -> str | None:
+        return job.created_by.username if job.created_by else None
+
+    @staticmethod
+    def resolve_eval_log_url(job: RerunJob) -> str | None:
+        return f"/reruns/{job.pk}/eval-log" if job.eval_log else None
+
+    @staticmethod
+    def resolve_page_url(job: RerunJob) -> str:
+        return f"/reruns/{job.pk}/"
+
+
+class RerunIn(Schema):
+    run_id: str
+    limit: int | None = None
+    max_tokens: int | None = None
+    dataset_path: str = ""
+    provider: str = "auto"
+
+
+class OverrideIn(Schema):
+    kind: str
+    flagged: bool
+    reason: str
+
+
+class OverrideOut(Schema):
+    kind: str
+    previous: str | None
+    new: str
+    flagged: bool
+    reason: str
+    reviewer: str
+    created_at: datetime
+
+
+class JudgeVerdictOut(Schema):
+    judge: str
+    kind: str
+    value: str
+    flagged: bool | None
+    text: str
+
+
+class AgreementOut(Schema):
+    kind: str
+    agreed: int
+    disagreed: int
+    judge_error: int
+
+
+class StartIn(Schema):
+    host: str
+
+
+class StartOut(Schema):
+    proceed: bool
+    reason: str
+
+
+class ProgressIn(Schema):
+    samples_done: int | None = None
+    samples_total: int | None = None
+    log: list[str] = []
+
+
+class ProgressOut(Schema):
+    status: str
+    cancel_requested: bool
+
+
+class FinishOut(Schema):
+    status: str
+    reason: str
+
+
+def _worker_job(job_id: int) -> None:
+    if not RerunJob.objects.filter(pk=job_id).exists():
+        raise HttpError(404, f"no rerun job {job_id}")
+
+
+def _job(job_id: int) -> RerunJob:
+    job = selectors.get_job(job_id)
+    if job is None:
+        raise HttpError(404, f"no rerun job {job_id}")
+    return job
+
+
+@router.get("/reruns", response=list[JobOut], summary="Rerun jobs, newest first")
+def list_jobs(request, run_id: str | None = None, status: str | None = None, limit: int = 100):
+    return selectors.list_jobs(run_id=run_id, status=status, limit=min(limit, 500))
+
+
+@router.post("/reruns", response={201: JobOut}, summary="Queue a re-evaluation of a run's checkpoint")
+def create_job(request, payload: RerunIn):
+    try:
+        job = services.queue_rerun(user=request.auth, **payload.dict())
+    except services.RerunRefused as exc:
+        raise HttpError(400, str(exc)) from None
+    except services.BrokerUnavailable as exc:
+        raise HttpError(503, f"the job queue is unavailable, try again later: {exc}") from None
+    return Status(201, job)
+
+
+@router.get("/reruns/{job_id}", response=JobOut, summary="One rerun job (a stale running job is failed first)")
+def get_job(request, job_id: int):
+    return _job(job_id)
+
+
+@router.post("/reruns/{job_id}/cancel", response=JobOut, summary="Cancel a queued or running job")
+def cancel_job(request, job_id: int):
+    return services.cancel_job(_job(job_id), user=request.auth)
+
+
+@router.post("/runs/{run_id}/overrides", response={201: OverrideOut}, summary="Override a run's verdict")
+def override(request, run_id: str, payload: OverrideIn):
+    try:
+        row = run_services.override_verdict(run_id=run_id, kind=payload.kind, flagged=payload.flagged,
+                                            reason=payload.reason, reviewer=request.auth.username)
+    except run_services.UnknownRun as exc:
+        raise HttpError(404, str(exc)) from None
+    except ValueError as exc:
+        raise HttpError(400, str(exc)) from None
+    return Status(201, row)
+
+
+@router.post("/runs/{run_id}/judge", response=list[JudgeVerdictOut], summary="Re-run the judge on a run")
+def rerun_judge(request, run_id: str):
+    try:
+        return judge.rerun_judge(run_id=run_id, reviewer=request.auth.username)
+    except judge.JudgeNotConfigured as exc:
+        raise HttpError(409, str(exc)) from None
+    except run_services.UnknownRun as exc:
+        raise HttpError(404, str(exc)) from None
+    except judge.JudgeFailed as exc:
+        raise HttpError(502, str(exc)) from None
+
+
+@router.get("/reviews/agreement", response=list[AgreementOut], summary="Judge vs reviewer agreement per kind")
+def agreement(request):
+    return [{"kind": kind, **counts} for kind, counts in run_selectors.override_agreement().items()]
+
+
+@worker_router.post("/jobs/{job_id}/start", response=StartOut)
+def worker_start(request, job_id: int, payload: StartIn):
+    _worker_job(job_id)
+    return services.worker_start(job_id, host=payload.host)
+
+
+@worker_router.post("/jobs/{job_id}/progress", response=ProgressOut)
+def worker_progress(request, job_id: int, payload: ProgressIn):
+    _worker_job(job_id)
+    return services.worker_progress(job_id, samples_done=payload.samples_done, samples_total=payload.samples_total,
+                                    log_lines=payload.log)
+
+
+@worker_router.post("/jobs/{job_id}/finish", response=FinishOut)
+def worker_finish(request, job_id: int, report: str = Form(...), eval_log: UploadedFile | None = File(None)):
+    _worker_job(job_id)
+    try:
+        job = services.worker_finish(job_id, report=services.parse_report(report), eval_log=eval_log,
+                                     eval_log_name=eval_log.name if eval_log else "")
+    except services.RerunRefused as exc:
+        raise HttpError(400, str(exc)) from None
+    return {"status": job.status, "reason": job.reason}

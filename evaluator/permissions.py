@@ -1,0 +1,56 @@
+"""Who may do what: staff for every rerun and review page and endpoint (403 otherwise, never a redirect to a
+login page: an API client or htmx request must see the refusal), workers by the shared worker token."""
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from functools import wraps
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.utils import timezone
+from ninja.errors import HttpError
+from ninja.utils import check_csrf
+
+from .models import ApiToken
+
+
+def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Answer 403 to anonymous and non-staff users (CSRF on POST is Django's middleware's job)."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not (request.user.is_authenticated and request.user.is_staff):
+            return HttpResponseForbidden("Staff only.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def staff_auth(request: HttpRequest):
+    """django-ninja auth: ``Authorization: Token <key>`` of a staff user's ApiToken, or a staff session (with
+    the CSRF token on unsafe methods). Returns the user; raises HttpError 403 otherwise."""
+    header = request.headers.get("Authorization", "")
+    if header[:6].lower() == "token ":
+        token = ApiToken.objects.select_related("user").filter(key_sha256=ApiToken.digest(header[6:].strip())).first()
+        if token is None or not (token.user.is_active and token.user.is_staff):
+            raise HttpError(403, "invalid API token, or not a staff user's")
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return token.user
+    user = request.user
+    if not (user.is_authenticated and user.is_staff):
+        raise HttpError(403, "staff only: sign in as staff or send Authorization: Token <key>")
+    if request.method not in ("GET", "HEAD", "OPTIONS") and check_csrf(request) is not None:
+        raise HttpError(403, "CSRF check failed")
+    return user
+
+
+def worker_auth(request: HttpRequest) -> bool:
+    """django-ninja auth for workers: ``Authorization: Bearer <PTB_WORKER_TOKEN>`` (403 otherwise, and always
+    when no token is configured)."""
+    expected = settings.PTB_WORKER_TOKEN
+    header = request.headers.get("Authorization", "")
+    given = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+        raise HttpError(403, "worker token required")
+    return True

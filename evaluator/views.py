@@ -1,0 +1,122 @@
+"""Staff pages of the evaluator: rerun jobs (list, page, live status partial, .eval log download, cancel),
+queuing a rerun from a run page, and a reviewer's override and judge re-run. Every view answers 403 to
+anonymous and non-staff users; POSTs need Django's CSRF token."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from traces import services as run_services
+
+from . import judge, selectors, services
+from .models import RerunJob
+from .permissions import staff_required
+
+
+def _int_or_none(text: str | None) -> int | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise services.RerunRefused(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def _get_job(job_id: int) -> RerunJob:
+    job = selectors.get_job(job_id)
+    if job is None:
+        raise Http404(f"no rerun job {job_id}")
+    return job
+
+
+@require_GET
+@staff_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    """``/reruns/?run=&status=``: rerun jobs, newest first."""
+    run_id, status = request.GET.get("run") or None, request.GET.get("status") or None
+    return render(request, "evaluator/jobs.html", {
+        "jobs": selectors.list_jobs(run_id=run_id, status=status), "run_id": run_id, "status": status,
+        "statuses": RerunJob.Status.values,
+    })
+
+
+@require_GET
+@staff_required
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """``/reruns/<id>/``: status, progress, timings, scores, log tail; polls its status partial while active."""
+    return render(request, "evaluator/job.html", {"job": _get_job(job_id)})
+
+
+@require_GET
+@staff_required
+def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
+    """``/reruns/<id>/status``: the htmx partial of the job page (polled every second while queued/running)."""
+    return render(request, "evaluator/_job_status.html", {"job": _get_job(job_id)})
+
+
+@require_GET
+@staff_required
+def job_eval_log(request: HttpRequest, job_id: int) -> FileResponse:
+    """``/reruns/<id>/eval-log``: the stored inspect-ai .eval log (a zip) as a download."""
+    path = services.eval_log_path(_get_job(job_id))
+    if path is None or not path.is_file():
+        raise Http404("this job has no stored .eval log")
+    return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
+
+
+@require_POST
+@staff_required
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    services.cancel_job(_get_job(job_id), user=request.user)
+    return redirect("evaluator:job", job_id=job_id)
+
+
+@require_POST
+@staff_required
+def job_create(request: HttpRequest) -> HttpResponse:
+    """``POST /reruns/new`` (run_id, limit, max_tokens, dataset_path): queue a rerun, go to its page (303).
+    400 for a bad request, 503 when the broker is down (the job is kept, failed, with the reason)."""
+    try:
+        job = services.queue_rerun(
+            run_id=request.POST.get("run_id", ""), user=request.user, limit=_int_or_none(request.POST.get("limit")),
+            max_tokens=_int_or_none(request.POST.get("max_tokens")),
+            dataset_path=request.POST.get("dataset_path", ""),
+        )
+    except services.RerunRefused as exc:
+        return HttpResponse(f"Not queued: {exc}", status=400, content_type="text/plain")
+    except services.BrokerUnavailable as exc:
+        return render(request, "evaluator/broker_down.html", {"reason": str(exc)}, status=503)
+    return redirect("evaluator:job", job_id=job.pk, permanent=False)
+
+
+@require_POST
+@staff_required
+def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
+    """``POST /reruns/runs/<run>/override`` (kind, flagged true|false, reason): a reviewer's verdict."""
+    try:
+        run_services.override_verdict(run_id=run_id, kind=request.POST.get("kind", ""),
+                                      flagged=request.POST.get("flagged") == "true",
+                                      reason=request.POST.get("reason", ""), reviewer=request.user.username)
+    except run_services.UnknownRun as exc:
+        raise Http404(str(exc)) from None
+    except ValueError as exc:
+        return HttpResponse(f"Not stored: {exc}", status=400, content_type="text/plain")
+    return redirect(f"/runs/{run_id}/#override-log")
+
+
+@require_POST
+@staff_required
+def run_judge(request: HttpRequest, run_id: str) -> HttpResponse:
+    """``POST /reruns/runs/<run>/judge``: re-run the configured judge; 409 when none is configured."""
+    try:
+        verdicts = judge.rerun_judge(run_id=run_id, reviewer=request.user.username)
+    except judge.JudgeNotConfigured as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain")
+    except run_services.UnknownRun as exc:
+        raise Http404(str(exc)) from None
+    except judge.JudgeFailed as exc:
+        return HttpResponse(f"The judge failed: {exc}", status=502, content_type="text/plain")
+    messages.success(request, f"The judge re-ran: {', '.join(f'{v.kind} {v.value}' for v in verdicts)}.")
+    return redirect(f"/runs/{run_id}/")

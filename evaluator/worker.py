@@ -1,0 +1,197 @@
+"""What a GPU (or CPU) worker does with one rerun job: evaluate, report progress, hand the result back.
+
+Everything comes from the task message (evaluator.services.job_message); everything goes back over HTTP to
+the web server's worker API (``/api/worker/jobs/<id>/...``, ``Authorization: Bearer <worker token>``). The
+worker never opens the web server's databases or files, so it can run on any machine that sees the checkpoint.
+
+A heartbeat thread posts progress every ``heartbeat_s`` seconds (and at once after each finished sample); its
+answer carries the job's status, so a cancel (or a job the server has already ended) stops the evaluation
+before its next sample. ``timeout_s`` of wall time stops it the same way, as a failure.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+
+class JobClient:
+    """The worker API of one job. Calls raise httpx.HTTPError on transport errors and non-2xx answers."""
+
+    def __init__(self, *, api_base: str, token: str, job_id: int, timeout_s: float = 30.0) -> None:
+        self.prefix = f"/api/worker/jobs/{job_id}"
+        self.http = httpx.Client(base_url=api_base.rstrip("/"), headers={"Authorization": f"Bearer {token}"},
+                                 timeout=timeout_s)
+
+    def _post(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self.http.post(self.prefix + path, **kwargs)
+        response.raise_for_status()
+        return response.json()
+
+    def _post_retrying(self, path: str, *, attempts: int = 5, **kwargs: Any) -> dict[str, Any]:
+        """``_post`` retrying transport errors (server restarting, network blip) with backoff 1, 2, 4, 8 s."""
+        for attempt in range(attempts):
+            try:
+                return self._post(path, **kwargs)
+            except httpx.TransportError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def start(self, host: str) -> dict[str, Any]:
+        """{"proceed": bool, "reason": str}"""
+        return self._post_retrying("/start", json={"host": host})
+
+    def progress(self, done: int | None, total: int | None, lines: list[str]) -> dict[str, Any]:
+        """{"status": str, "cancel_requested": bool}"""
+        return self._post("/progress", json={"samples_done": done, "samples_total": total, "log": lines})
+
+    def finish(self, report: dict[str, Any], eval_log: Path | None) -> dict[str, Any]:
+        """Send the final report (and the .eval log, multipart), retrying transport errors."""
+        data = {"report": json.dumps(report)}
+        if eval_log is None:
+            return self._post_retrying("/finish", data=data)
+        # Read once: a retry must send the whole file again.
+        content = eval_log.read_bytes()
+        return self._post_retrying("/finish", data=data, files={"eval_log": (eval_log.name, content, "application/zip")})
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class _Heartbeat(threading.Thread):
+    """Posts progress and log lines; learns from the answers whether to stop."""
+
+    def __init__(self, client: JobClient, *, every_s: float, timeout_s: float) -> None:
+        super().__init__(daemon=True, name="ptb-heartbeat")
+        self.client, self.every_s, self.timeout_s = client, every_s, timeout_s
+        self.started = time.monotonic()
+        self.done: int | None = None
+        self.total: int | None = None
+        self.lines: list[str] = []
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.stopped = threading.Event()
+        self.cancel = False
+        self.timed_out = False
+
+    def say(self, line: str) -> None:
+        log.info("%s", line)
+        with self.lock:
+            self.lines.append(f"{datetime.now():%H:%M:%S} [worker] {line}")
+        self.wake.set()
+
+    def on_progress(self, done: int, total: int) -> None:
+        """evaluate_checkpoint's callback (inspect's event loop): record only; the thread posts."""
+        self.done, self.total = done, total
+        self.wake.set()
+
+    def should_cancel(self) -> bool:
+        if time.monotonic() - self.started > self.timeout_s:
+            self.timed_out = True
+        return self.cancel or self.timed_out
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.wake.wait(self.every_s)
+            self.wake.clear()
+            self.beat()
+
+    def beat(self) -> None:
+        with self.lock:
+            lines, self.lines = self.lines, []
+        try:
+            answer = self.client.progress(self.done, self.total, lines)
+        except httpx.HTTPError as exc:  # the server may be restarting; the next beat tries again
+            log.warning("heartbeat failed: %s", exc)
+            with self.lock:
+                self.lines[:0] = lines
+            return
+        if answer.get("cancel_requested") or answer.get("status") != "running":
+            self.cancel = True
+
+    def stop(self) -> list[str]:
+        """Stop beating; return the log lines not yet sent."""
+        self.stopped.set()
+        self.wake.set()
+        self.join(timeout=self.every_s + 35)
+        with self.lock:
+            lines, self.lines = self.lines, []
+        return lines
+
+
+def run_job(message: dict[str, Any]) -> str:
+    """Evaluate the job described by ``message`` and report back; returns the final status (for Celery's log).
+
+    Raises httpx.HTTPError only when the server cannot be reached for the start or final report; the job then
+    ends failed on the server by its staleness rule.
+    """
+    from evaluator.errors import EvaluationCancelled, EvaluationError
+    from evaluator.runner import evaluate_checkpoint
+
+    job_id = int(message["job_id"])
+    client = JobClient(api_base=message["api_base"], token=message["worker_token"], job_id=job_id)
+    host = socket.gethostname()
+    try:
+        answer = client.start(host)
+        if not answer["proceed"]:
+            return f"skipped: {answer['reason']}"
+        beat = _Heartbeat(client, every_s=float(message.get("heartbeat_s") or 10),
+                          timeout_s=float(message.get("timeout_s") or 6 * 3600))
+        beat.start()
+        checkpoint = Path(message["checkpoint"])
+        dataset = Path(message["dataset_path"]) if message.get("dataset_path") else None
+        templates = os.environ.get("PTB_TEMPLATES_DIR")
+        beat.say(f"evaluating {checkpoint} on {message['benchmark']} (limit {message.get('limit')}, "
+                 f"max_tokens {message.get('max_tokens') or 'ladder'}, provider {message.get('provider', 'auto')})")
+        log_path = None
+        with tempfile.TemporaryDirectory(prefix=f"ptb-job{job_id}-") as tmp:
+            try:
+                outcome = evaluate_checkpoint(
+                    checkpoint=checkpoint, benchmark=message["benchmark"], limit=message.get("limit"),
+                    max_tokens=message.get("max_tokens"), log_dir=Path(tmp), provider=message.get("provider") or "auto",
+                    dataset_path=dataset, templates_dir=Path(templates) if templates else None,
+                    on_progress=beat.on_progress, should_cancel=beat.should_cancel,
+                )
+            except EvaluationCancelled as exc:
+                status = "failed" if beat.timed_out else "cancelled"
+                reason = f"timed out after {message.get('timeout_s')} s" if beat.timed_out else f"cancelled: {exc}"
+                report: dict[str, Any] = {"status": status, "reason": reason}
+            except EvaluationError as exc:
+                report = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+            except Exception as exc:  # noqa: BLE001 - any crash must reach the job page, not only the worker log
+                log.exception("job %s crashed", job_id)
+                report = {"status": "failed", "reason": f"worker error: {type(exc).__name__}: {exc}"}
+            else:
+                log_path = outcome.log_path
+                report = {
+                    "status": "succeeded", "score": outcome.score, "stderr": outcome.stderr,
+                    "samples_done": outcome.samples_done, "samples_total": outcome.samples_total,
+                    "provenance": {
+                        "inspect_ai": outcome.inspect_version, "provider": outcome.provider,
+                        "model_id": outcome.model_id, "chat_template_sha256": outcome.chat_template_sha256,
+                        "settings": outcome.settings, "worker_host": host,
+                        "attempts": [{"max_tokens": a.max_tokens, "error": a.error, "seconds": round(a.seconds, 2)}
+                                     for a in outcome.attempts],
+                        "started": outcome.started.isoformat(), "finished": outcome.finished.isoformat(),
+                        "seconds": round(outcome.seconds, 2),
+                    },
+                }
+                beat.say(f"scored {outcome.score:.4f} on {outcome.samples_done}/{outcome.samples_total} samples")
+            report["log"] = beat.stop()
+            client.finish(report, log_path)
+        return report["status"]
+    finally:
+        client.close()

@@ -1,0 +1,163 @@
+"""Verdict review: overrides with their audit log, the judge re-run, agreement counts, bulk reruns, stale jobs."""
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from evaluator.models import RerunJob
+from tests.conftest import write_run
+from traces import selectors, services
+from traces.layout import run_id as make_run_id
+
+pytestmark = pytest.mark.django_db
+JUDGE_STUB = Path(__file__).resolve().parent / "judge_stub.py"
+
+
+@pytest.fixture
+def staff_client() -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
+    return client
+
+
+def _flagged_run(rerun_tree: dict, tiny_checkpoint: Path) -> str:
+    """A second run of the tree, judged contaminated; returns its id."""
+    name = "gsm8k_Qwen_Qwen3-1.7B-Base_17000002"
+    write_run(rerun_tree["root"], checkpoint=tiny_checkpoint, run_dir=name, contamination="contamination detected")
+    services.ingest_tree(root=rerun_tree["root"])
+    return make_run_id("claude_claude-opus-4-6_10h_run1", name)
+
+
+def test_an_override_changes_the_effective_flag_and_is_audited(staff_client: Client, rerun_tree: dict) -> None:
+    run_id = rerun_tree["run_id"]
+    assert selectors.get_run(run_id).flags["contamination"] is None
+    response = staff_client.post(f"/reruns/runs/{run_id}/override",
+                                 {"kind": "contamination", "flagged": "true", "reason": "trained on the test split"})
+    assert response.status_code == 302
+    run = selectors.get_run(run_id)
+    assert run.flags["contamination"] == "flagged" and run.flagged  # the leaderboard falls back to the base model
+
+    staff_client.post(f"/reruns/runs/{run_id}/override",
+                      {"kind": "contamination", "flagged": "false", "reason": "the split was train after all"})
+    assert selectors.get_run(run_id).flags["contamination"] is None
+    log = selectors.override_log(run_id)
+    assert [(o["previous"], o["new"], o["reviewer"]) for o in log] == [
+        ("clean", "flagged", "reviewer"), ("flagged", "clean", "reviewer")]
+    assert 'class="badge override"' in staff_client.get("/runs/").content.decode()  # the run list marks it
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert "Reviewer overrides" in page and "trained on the test split" in page and "the split was train after all" in page
+
+
+def test_an_override_needs_a_reason_and_a_scored_kind(staff_client: Client, rerun_tree: dict) -> None:
+    url = f"/reruns/runs/{rerun_tree['run_id']}/override"
+    assert staff_client.post(url, {"kind": "contamination", "flagged": "true", "reason": " "}).status_code == 400
+    assert staff_client.post(url, {"kind": "general_anomaly", "flagged": "true", "reason": "x"}).status_code == 400
+    assert selectors.override_log(rerun_tree["run_id"]) == []
+
+
+def test_overriding_a_flagged_run_clears_its_fallback(staff_client: Client, rerun_tree: dict,
+                                                      tiny_checkpoint: Path) -> None:
+    flagged = _flagged_run(rerun_tree, tiny_checkpoint)
+    assert selectors.get_run(flagged).flagged
+    response = staff_client.post(f"/api/runs/{flagged}/overrides",
+                                 {"kind": "contamination", "flagged": False, "reason": "a false positive"},
+                                 content_type="application/json")
+    assert response.status_code == 201 and response.json()["previous"] == "flagged"
+    run = selectors.get_run(flagged)
+    assert not run.flagged and run.overrides == {"contamination": False}
+
+
+def test_agreement_counts_judge_against_reviewer(staff_client: Client, rerun_tree: dict, tiny_checkpoint: Path) -> None:
+    flagged = _flagged_run(rerun_tree, tiny_checkpoint)
+    services.override_verdict(run_id=flagged, kind="contamination", flagged=True, reason="agree", reviewer="a")
+    services.override_verdict(run_id=rerun_tree["run_id"], kind="contamination", flagged=True, reason="no", reviewer="a")
+    services.override_verdict(run_id=rerun_tree["run_id"], kind="disallowed_model", flagged=False, reason="ok", reviewer="a")
+    assert selectors.override_agreement() == {
+        "contamination": {"agreed": 1, "disagreed": 1, "judge_error": 0},
+        "disallowed_model": {"agreed": 1, "disagreed": 0, "judge_error": 0},
+    }
+    page = staff_client.get("/admin/evaluator/rerunjob/agreement/").content.decode()
+    assert 'data-kind="contamination"><td>contamination</td><td class="agreed">1</td><td class="disagreed">1</td>' in page
+    assert staff_client.get("/api/reviews/agreement").json()[0] == {
+        "kind": "contamination", "agreed": 1, "disagreed": 1, "judge_error": 0}
+
+
+def test_the_judge_reruns_with_the_configured_command(staff_client: Client, rerun_tree: dict, settings) -> None:
+    settings.PTB_JUDGE_COMMAND = [sys.executable, str(JUDGE_STUB), "{run_dir}"]
+    run_id = rerun_tree["run_id"]
+    assert "Re-run judge" in staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert staff_client.post(f"/reruns/runs/{run_id}/judge").status_code == 302
+    run = selectors.get_run(run_id)
+    reruns = {v.kind: v for v in run.verdicts if v.attempt == "rerun"}
+    assert reruns["contamination"].value == "flagged"
+    # It ran in a copy of the run's task/ folder, with the run directory as its argument.
+    assert reruns["contamination"].note == f"saw train.py of {rerun_tree['run_dir'].name}; re-run by reviewer"
+    assert reruns["disallowed_model"].value == "clean"
+    assert run.flags["contamination"] is None  # a txt-era rerun is shown, the original verdict counts (spec 3.1)
+    assert "re-run by reviewer" in staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert not (rerun_tree["run_dir"] / "task" / "contamination_judgement.txt").exists()
+
+
+def test_the_judge_rerun_is_refused_without_a_command(staff_client: Client, rerun_tree: dict, settings) -> None:
+    settings.PTB_JUDGE_COMMAND = []
+    response = staff_client.post(f"/reruns/runs/{rerun_tree['run_id']}/judge")
+    assert response.status_code == 409 and "no judge command is configured" in response.content.decode()
+    settings.PTB_JUDGE_COMMAND = ["judge", "--dir={run_dir}"]
+    assert staff_client.post(f"/api/runs/{rerun_tree['run_id']}/judge").status_code == 409
+
+
+def test_bulk_rerun_queues_one_job_per_matching_run(staff_client: Client, rerun_tree: dict, tiny_checkpoint: Path,
+                                                    redis_broker: str) -> None:
+    flagged = _flagged_run(rerun_tree, tiny_checkpoint)
+    response = staff_client.post("/admin/evaluator/rerunjob/bulk/", {
+        "agent": "claude_claude-opus-4-6_10h_run1", "benchmark": "gsm8k", "only_flagged": "on",
+        "only_with_checkpoint": "on", "runs": "10", "limit": "3", "max_tokens": "8"})
+    assert response.status_code == 302
+    assert [(j.run_id, j.status, j.limit, j.max_tokens) for j in RerunJob.objects.all()] == [(flagged, "queued", 3, 8)]
+    staff_client.post("/admin/evaluator/rerunjob/bulk/", {"agent": "claude_claude-opus-4-6_10h_run1", "runs": "10"})
+    assert RerunJob.objects.count() == 3
+
+
+def test_admin_actions_cancel_and_requeue(rerun_tree: dict, redis_broker: str) -> None:
+    staff_client = Client()  # the ORM admin's changelist needs the model permissions: a superuser
+    staff_client.force_login(get_user_model().objects.create_superuser("admin"))
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x", limit=2)
+    url = "/admin/evaluator/rerunjob/"
+    staff_client.post(url, {"action": "cancel_selected", "_selected_action": [job.pk]})
+    job.refresh_from_db()
+    assert job.status == "cancelled"
+    staff_client.post(url, {"action": "requeue_selected", "_selected_action": [job.pk]})
+    new = RerunJob.objects.exclude(pk=job.pk).get()
+    assert (new.run_id, new.status, new.limit) == (job.run_id, "queued", 2)
+
+
+def test_a_running_job_without_heartbeat_is_failed_when_read(staff_client: Client, rerun_tree: dict, settings) -> None:
+    settings.PTB_JOB_STALE_SECONDS = 60
+    old = timezone.now() - timedelta(seconds=61)
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x", status="running",
+                                  started_at=old, heartbeat_at=old, worker_host="gpu7")
+    fresh = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x",
+                                    status="running", started_at=old, heartbeat_at=timezone.now())
+    page = staff_client.get(f"/reruns/{job.pk}/").content.decode()
+    assert "worker lost: no heartbeat since" in page and "(host gpu7)" in page
+    job.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (job.status, fresh.status) == ("failed", "running")
+
+
+def test_reap_jobs_command_fails_stale_jobs(rerun_tree: dict, settings, capsys) -> None:
+    settings.PTB_JOB_STALE_SECONDS = 5
+    old = timezone.now() - timedelta(minutes=5)
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x", status="running",
+                                  started_at=old, heartbeat_at=old, cancel_requested=True)
+    call_command("reap_jobs")
+    assert f"1 stale job(s) ended (no heartbeat for 5 s): {job.pk}" in capsys.readouterr().out
+    job.refresh_from_db()
+    assert job.status == "cancelled" and "worker lost" in job.reason  # a pending cancel ends cancelled
