@@ -260,6 +260,11 @@ def classify_call(text: str, head: str) -> str:
     return "other"
 
 
+def call_phase(step: Step) -> str:
+    """The phase of one tool-call step (:func:`classify_call` over its text and head)."""
+    return classify_call(*_call_text(step))
+
+
 def tool_calls(steps: Sequence[Step]) -> list[Call]:
     """Every tool call in order, with its text, phase and result (paired by ``call_id``, else the next result)."""
     calls: list[Call] = []
