@@ -9,8 +9,9 @@ What the rules read. Only what the agent *did*, never what it said (assistant an
 talking about GRPO is not doing it):
 
 * a tool call's *text*: its input; for a JSON input (file tools such as Write, write_file, write, edit) the
-  string values joined by newlines, so written code is read as written; ``\\"`` is read as ``"`` (shell
-  commands quoted inside JSON). Codex ``exec --json`` reports a written file by its path only
+  string values joined by newlines, so written code is read as written; in other inputs ``\\"`` is read as
+  ``"`` and a literal ``\\n`` as a newline (shell commands quoted as JSON strings, as codex prints them).
+  Codex ``exec --json`` reports a written file by its path only
   (``file_change``): code written that way is invisible, and rules see it only where it shows (heredocs,
   ``python -c``, ``apply_patch`` text, its file name).
 * a tool call's *result*: the ``tool_result`` step with the same ``call_id``, else the next tool result before
@@ -39,8 +40,9 @@ text of every call that is not an evaluation (a GRPO checkpoint's name in an eva
 * ``full_finetune``: derived: calls show trainer code or launch training and no call matches ``lora`` or
   ``qlora`` (or ``finetuning_type: full`` is explicit). Cites the training calls. Where trainer code is not
   visible (codex ``exec --json`` file writes) this can be wrong: read it with the cited steps.
-* ``grpo``: ``GRPOTrainer``/``GRPOConfig``, ``trl grpo``, verl's ``adv_estimator=grpo``, a ``*grpo*.py`` script.
-* ``ppo``: ``PPOTrainer``/``PPOConfig``, ``trl ppo``, verl's ``adv_estimator=gae``, a ``*_ppo*.py`` script.
+* ``grpo``: ``GRPOTrainer``/``GRPOConfig``, ``trl grpo``, verl's ``adv_estimator=grpo``, running a ``*grpo*.py``
+  script (``python``/``torchrun``/``deepspeed``/``accelerate launch``).
+* ``ppo``: ``PPOTrainer``/``PPOConfig``, ``trl ppo``, verl's ``adv_estimator=gae``, running a ``*_ppo*.py`` script.
 * ``dpo``: preference optimisation: ``DPO``/``ORPO``/``KTO``/``CPO`` ``Trainer``/``Config``, ``trl dpo``,
   ``stage: dpo``.
 * ``other_rl``: ``RLOO``/``OnlineDPO``/``XPO``/``NashMD`` trainers, ``REINFORCE``, verl's ``adv_estimator`` of
@@ -184,7 +186,7 @@ def _call_text(step: Step) -> tuple[str, str]:
             head = next((data[k] for k in _FILE_PATH_KEYS if isinstance(data.get(k), str)), None)
             text = "\n".join(_strings(data))
             return text, head if head is not None else text
-    text = raw.replace('\\"', '"')
+    text = raw.replace('\\"', '"').replace("\\n", "\n")
     return text, text
 
 
@@ -202,15 +204,16 @@ _DATA = re.compile(
     r"|\b(?:prepare|preprocess|gen|generate|make|build|create|synth\w*)_?(?:data|dataset|examples|problems|puzzles|boards)\w*"
     r"|(?:^|[\s'\"/])data/|\.jsonl?\b|\.parquet\b|\.csv\b", re.I)
 
+# "|" + a launcher running a script whose name continues with the rule's word (``python train_grpo.py``).
+_RUN_SCRIPT = r"|\b(?:python3?|torchrun|deepspeed|launch)\s+(?:-\S+\s+)*[\w./-]*"
 METHOD_RULES: dict[str, re.Pattern[str]] = {
     "sft": re.compile(r"\bSFT(?:Trainer|Config)\b|\btrl\s+sft\b|\bstage\s*[:=]\s*sft\b|\bDataCollatorForCompletionOnlyLM\b"
                       r"|\bSeq2SeqTrainer\b"),
     "lora": re.compile(r"\bLoraConfig\b|\bget_peft_model\b|--use_peft\b|--lora_r\b|\blora_r\s*[:=]"
                        r"|\bfinetuning_type\s*[:=]\s*lora\b"),
     "qlora": re.compile(r"\bload_in_4bit\s*[=:]\s*True\b|\bBitsAndBytesConfig\b|--load_in_4bit\b|\bbnb_4bit|\bQLoRA\b"),
-    "grpo": re.compile(r"\bGRPO(?:Trainer|Config)\b|\badv_estimator\s*=\s*grpo\b|\btrl\s+grpo\b|\b[\w./-]*grpo[\w.-]*\.py\b",
-                       re.I),
-    "ppo": re.compile(r"\bPPO(?:Trainer|Config)\b|\badv_estimator\s*=\s*gae\b|\btrl\s+ppo\b|\b[\w./-]*_ppo[\w.-]*\.py\b"),
+    "grpo": re.compile(r"\bGRPO(?:Trainer|Config)\b|\badv_estimator\s*=\s*grpo\b|\btrl\s+grpo\b" + _RUN_SCRIPT + r"grpo[\w.-]*\.py\b"),
+    "ppo": re.compile(r"\bPPO(?:Trainer|Config)\b|\badv_estimator\s*=\s*gae\b|\btrl\s+ppo\b" + _RUN_SCRIPT + r"_ppo[\w.-]*\.py\b"),
     "dpo": re.compile(r"\b(?:DPO|ORPO|KTO|CPO)(?:Trainer|Config)\b|\btrl\s+dpo\b|\bstage\s*[:=]\s*dpo\b"),
     "other_rl": re.compile(r"\b(?:RLOO|OnlineDPO|XPO|NashMD)(?:Trainer|Config)\b|\bREINFORCE\b"
                            r"|\badv_estimator\s*=\s*(?:rloo|reinforce_plus_plus|remax)\b"),
