@@ -158,6 +158,7 @@ def test_the_run_page_shows_facets_citing_steps_and_the_timeline(client, facet_d
     assert 'data-facet="dataset"' in page and "openai/gsm8k" in page
     assert '<a href="?step=3#step-3">3</a>' in page        # the dataset facet cites the load_dataset call
     assert 'data-facet="self_score"' in page and "60.0%" in page
+    assert "<strong>1.20x</strong>" in page  # 0.60 / 0.50
     assert 'id="timeline"' in page and "plotly.min.js" in page
     assert 'data-click-href="?step={0}#step-{0}"' in page
 

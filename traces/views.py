@@ -11,7 +11,7 @@ from ptbsite.suites import suite_ids
 
 from . import figures, selectors
 from .evidence import RULE_TEXT
-from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES
+from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, overoptimism
 from .steps import STEP_KINDS
 
 PAGE_SIZE = 50
@@ -95,8 +95,11 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     page = _page(run, params, (focus - 1) if focus is not None else -1)
     base_query = {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
     timeline = selectors.run_timeline(run)
+    found = selectors.run_facets(run.id)
+    own = next((f.value_num for f in found if f.facet == "self_score"), None)
     return render(request, "traces/run_detail.html", {
-        "facets": selectors.run_facets(run.id), "facet_text": FACET_TEXT, "timeline": timeline,
+        "facets": found, "facet_text": FACET_TEXT, "timeline": timeline,
+        "overoptimism": overoptimism(own, None if run.score is None else run.score / 100),
         "timeline_figure": figures.timeline(timeline) if timeline.phases or timeline.monitor else None,
         "phases": PHASES, "idle_gap_minutes": int(IDLE_GAP_S // 60),
         "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
