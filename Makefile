@@ -22,6 +22,7 @@ $(VENV)/.dev-installed: requirements.txt requirements-eval.txt requirements-dev.
 setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py import_published
+	$(BIN)/python manage.py import_published --suite frogsgame
 
 serve: setup
 	@echo "Serving on http://$(HOST):$(PORT)/"
