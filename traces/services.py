@@ -23,9 +23,9 @@ from ptbsite import warehouse
 from ptbsite.suites import load_suite
 
 from . import evidence, facets, layout
+from .monitor import parse_monitor
 from .parsers import parse_trace
 from .redaction import Redactor
-from .monitor import parse_monitor
 from .steps import ParsedTrace
 from .verdicts import read_verdicts
 
