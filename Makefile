@@ -24,6 +24,7 @@ DEMO_RESULTS := data/demo-results
 setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py import_published
+	$(BIN)/python manage.py import_published --suite frogsgame
 	test -d $(DEMO_RESULTS) || $(BIN)/python manage.py make_demo_results $(DEMO_RESULTS) --runs 40 --seed 7
 	$(BIN)/python manage.py ingest $(DEMO_RESULTS) --quiet
 

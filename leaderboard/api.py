@@ -4,6 +4,8 @@ from __future__ import annotations
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from ptbsite.suites import suite_ids
+
 from . import plots, selectors
 
 router = Router(tags=["leaderboard"])
@@ -13,6 +15,7 @@ class BenchmarkOut(Schema):
     id: str
     name: str
     weight: float
+    metric: str = ""
 
 
 class FallbackOut(Schema):
@@ -40,8 +43,23 @@ class RowOut(Schema):
     rank_change: int | None
 
 
+class NoteOut(Schema):
+    quantity: str
+    description: str
+    agent: str | None
+    value: float
+    unit: str
+    source: str
+
+
 class LeaderboardOut(Schema):
     suite: str
+    suite_name: str
+    metric: str
+    budget_hours: float | None
+    scoring_rule: str
+    facet: str | None
+    notes: list[NoteOut]
     base_model: str | None
     source: str
     apply_flags: bool
@@ -50,8 +68,8 @@ class LeaderboardOut(Schema):
 
 
 @router.get("/leaderboard", response=LeaderboardOut, summary="The leaderboard rows, as on /")
-def leaderboard(request, base_model: str | None = None, sort: str = "rank", dir: str = "asc",
-                source: str = "published", flags: str = "apply"):
+def leaderboard(request, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank",
+                dir: str = "asc", source: str = "published", flags: str = "apply", facet: str | None = None):
     """Rows of the leaderboard for the average over base models (default) or one ``base_model`` id.
 
     ``source``: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs), ``all``.
@@ -61,22 +79,33 @@ def leaderboard(request, base_model: str | None = None, sort: str = "rank", dir:
     and baselines; ``rank`` is null for baselines; ``fallbacks`` lists, per benchmark, the base models whose
     cell holds the base model's zero-shot score, with the reason; ``n_runs`` counts the ingested runs behind a
     runs row; ``delta`` is a runs row minus the published row of the same agent.
+    ``suite``: a suite id (``posttrainbench``, ``frogsgame``); ``metric`` and each benchmark's ``metric`` come from
+    it. ``facet`` (``grpo``, ``library:trl``): runs rows count only runs with that facet (a cell whose run lacks it
+    takes the base model's score, reason ``facet``). ``notes``: the suite source's reported observations.
     """
     if flags not in ("apply", "ignore"):
         raise HttpError(422, "flags must be apply or ignore")
+    if suite not in suite_ids():
+        raise HttpError(404, f"no suite {suite}")
     try:
-        board = selectors.leaderboard(base_model=base_model or None, sort=sort, direction=dir, source=source,
-                                      apply_flags=flags == "apply")
+        board = selectors.leaderboard(suite=suite, base_model=base_model or None, sort=sort, direction=dir,
+                                      source=source, apply_flags=flags == "apply", facet=facet or None)
     except selectors.UnknownBaseModel as exc:
         raise HttpError(404, str(exc)) from None
     except ValueError as exc:
         raise HttpError(422, str(exc)) from None
     return {
         "suite": board.suite,
+        "suite_name": board.suite_name,
+        "metric": board.metric,
+        "budget_hours": board.budget_hours,
+        "scoring_rule": board.scoring_rule,
+        "facet": board.facet,
+        "notes": [n.__dict__ for n in board.notes],
         "base_model": board.base_model,
         "source": board.source,
         "apply_flags": board.apply_flags,
-        "benchmarks": [{"id": b.id, "name": b.name, "weight": b.weight} for b in board.benchmarks],
+        "benchmarks": [{"id": b.id, "name": b.name, "weight": b.weight, "metric": b.metric} for b in board.benchmarks],
         "rows": [
             {
                 "key": r.key, "rank": r.rank, "agent": r.agent, "scaffold": r.scaffold,

@@ -23,7 +23,9 @@ FALLBACK_TEXT = {
     "timed_out": "the job was killed at its time limit",
     "cuda_failure": "the CUDA check failed",
     "api_limit": "the agent hit its API limit",
+    "facet": "the run did not use the filtered facet",
 }
+SCORING_RULE_TEXT = {"final_model": "the final model", "best_checkpoint": "the best submitted checkpoint"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,30 @@ class Leaderboard:
     derived_weights: dict[str, float]
     source: str = "published"
     apply_flags: bool = True
+    description: str = ""
+    metric: str = ""
+    budget_hours: float | None = None
+    hardware: str = ""
+    scoring_rule: str = ""
+    facet: str | None = None
+    notes: list[ReportedNote] = field(default_factory=list)
+
+    @property
+    def scoring_text(self) -> str:
+        """What is scored, in words (``SCORING_RULE_TEXT``), e.g. "the best submitted checkpoint"."""
+        return SCORING_RULE_TEXT.get(self.scoring_rule, self.scoring_rule)
+
+
+@dataclass(frozen=True)
+class ReportedNote:
+    """A reported observation of the suite's source that is not a per-agent score (e.g. a quoted ratio)."""
+
+    quantity: str
+    description: str
+    agent: str | None
+    value: float
+    unit: str
+    source: str
 
 
 class UnknownBaseModel(ValueError):
@@ -121,7 +147,7 @@ SOURCES = ("published", "runs", "all")
 
 def leaderboard(
     *, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank", direction: str = "asc",
-    source: str = "published", apply_flags: bool = True,
+    source: str = "published", apply_flags: bool = True, facet: str | None = None,
 ) -> Leaderboard:
     """The leaderboard of a suite (spec section 4.4 and the website's data.js, section 5).
 
@@ -133,6 +159,8 @@ def leaderboard(
             benchmark's rules, ``rows_from_runs``) or ``all`` (both, side by side).
         apply_flags: False for the flag-blind view: flagged runs count with their raw score; each runs row then
             carries ``rank_change`` (its rank with flags applied minus its rank without).
+        facet: a facet spec (``grpo``, ``library:trl``; ``traces.selectors.facet_clause``) that narrows the rows
+            computed from runs to the runs with that facet (``rows_from_runs``); published rows are unchanged.
 
     Returns:
         A Leaderboard whose rows hold percent scores. Published average view: per-benchmark cell = mean over
@@ -148,7 +176,11 @@ def leaderboard(
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}")
     with warehouse.connect() as con:
-        suite_row = con.execute("SELECT name, weights_note FROM suites WHERE id = ?", [suite]).fetchone()
+        suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
+                                "FROM suites WHERE id = ?", [suite]).fetchone()
+        notes = [ReportedNote(*row) for row in con.execute(
+            "SELECT quantity, description, agent, value, unit, source FROM reported_notes WHERE suite = ? "
+            "ORDER BY position", [suite]).fetchall()]
         benchmarks, models = suite_models(con, suite)
         agents = con.execute(
             "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
@@ -209,7 +241,7 @@ def leaderboard(
         base_scores = {(m, t): v[0] for (m, t), v in grid["base-zeroshot"].items()}
         families = {a[0]: a[5] for a in agents}
         run_rows = rows_from_runs(suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores,
-                                  base_model=base_model, apply_flags=apply_flags)
+                                  base_model=base_model, apply_flags=apply_flags, facet=facet)
         published_avg = _published_averages(grid, agents, view_models, weights)
         for row in run_rows:
             row.model_family = families.get(row.key)
@@ -218,7 +250,7 @@ def leaderboard(
         if not apply_flags:
             flagged_rows = {r.key: r for r in rows_from_runs(
                 suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores, base_model=base_model,
-                apply_flags=True)}
+                apply_flags=True, facet=facet)}
             ranks_with = _ranks(list(flagged_rows.values()))
             ranks_without = _ranks(run_rows)
             for row in run_rows:
@@ -236,7 +268,9 @@ def leaderboard(
     base = {t: aggregation.mean(by_model[m][t] for m in model_ids) for t in weights}
     derived = aggregation.derive_weights(instruct, base) if instruct else {}
     return Leaderboard(suite, suite_row[0], benchmarks, models, base_model, sort, direction, rows, suite_row[1],
-                       derived, source, apply_flags)
+                       derived, source, apply_flags, description=suite_row[2], metric=suite_row[3],
+                       budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
+                       notes=notes)
 
 
 def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:
@@ -257,7 +291,7 @@ def _ranks(rows: list[Row]) -> dict[str, int]:
 
 def rows_from_runs(
     *, suite: str, benchmarks: list[Benchmark], models: list[BaseModel], base_scores: dict[tuple[str, str], float],
-    base_model: str | None = None, apply_flags: bool = True,
+    base_model: str | None = None, apply_flags: bool = True, facet: str | None = None,
 ) -> list[Row]:
     """Leaderboard rows computed from ingested runs by the benchmark's own rules (spec section 4.2-4.4).
 
@@ -267,7 +301,15 @@ def rows_from_runs(
     method's metric = mean over the view's base models of the weighted sum over benchmarks; the row's average =
     mean of the metrics, std = their sample std (n-1, None for one method), ``runs`` = number of methods.
     Percent out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
+
+    A suite without base-model baselines (no ``base_scores`` for a cell) takes 0 for a cell that falls back.
+
+    ``facet`` (e.g. ``grpo``): only runs with that facet count. A cell whose latest run lacks it falls back to the
+    base model's score like a missing run, with reason ``facet``, so the weighted average keeps its meaning
+    ("the agent's score had only its GRPO runs counted"); agents with no such run get no row; ``n_runs``
+    counts the runs with the facet.
     """
+    keep = traces_selectors.runs_with_facet(suite, facet) if facet else None
     weights = {b.id: b.weight for b in benchmarks}
     view_models = [base_model] if base_model else [m.id for m in models]
     names = {m.id: m.name for m in models}
@@ -275,6 +317,8 @@ def rows_from_runs(
     agents: dict[str, dict[str, object]] = {}
     for cell in traces_selectors.latest_cells(suite):
         by_method[cell.method][(cell.base_model, cell.benchmark)] = cell
+        if keep is not None and cell.run_id not in keep:
+            continue
         info = agents.setdefault(cell.agent_key, {"name": cell.agent_name, "scaffold": cell.scaffold,
                                                   "effort": cell.reasoning_effort, "methods": set(),
                                                   "synthetic": cell.synthetic, "overridden": False})
@@ -291,10 +335,14 @@ def rows_from_runs(
             for m in view_models:
                 for t in weights:
                     run = by_method[method].get((m, t))
+                    base = base_scores.get((m, t), 0.0)
+                    if run is not None and keep is not None and run.run_id not in keep:
+                        finals[method][(m, t)] = (base, "facet")
+                        continue
                     n_runs += run is not None
                     finals[method][(m, t)] = aggregation.final_cell(
                         accuracy=getattr(run, "accuracy", None), state=getattr(run, "state", None),
-                        flags=getattr(run, "flags", None), base=base_scores[(m, t)], apply_flags=apply_flags)
+                        flags=getattr(run, "flags", None), base=base, apply_flags=apply_flags)
         metrics = [
             aggregation.mean(aggregation.weighted_score({t: finals[me][(m, t)][0] for t in weights}, weights)
                              for m in view_models)

@@ -108,6 +108,8 @@ def _score_grid(path: Path, benchmarks: list[str], models: set[str], *, raw: boo
 def import_published(*, directory: Path | None = None, suite_id: str = "posttrainbench") -> ImportReport:
     """Load a suite and the published website data into the warehouse, replacing that suite's rows.
 
+    A suite without a ``published`` section (no website files) is loaded by :func:`import_suite` instead.
+
     Args:
         directory: the published data folder (layout of aisa-group/posttrainbench-website: ``data/*.csv``,
             ``data/factors.json``, ``paper-plots/data/*.csv``); default: the copy shipped in ``data/published``.
@@ -130,6 +132,8 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
         suite = load_suite(suite_id)
     except SuiteError as exc:
         raise PublishedDataError(str(exc)) from None
+    if "published" not in suite:
+        return import_suite(suite_id=suite_id)
     published = suite["published"]
     bench_ids = [b["id"] for b in suite["benchmarks"]]
     base_ids = [m["id"] for m in suite["base_models"]]
@@ -297,3 +301,77 @@ def _check_complete(cells, agent_keys, base_ids, bench_ids, root: Path) -> None:
             for benchmark in bench_ids:
                 if (key, model, benchmark) not in have:
                     raise PublishedDataError(f"{root}: agent {key} has no score for {model} on {benchmark}")
+
+
+SUITE_TABLES = ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores", "reported_times",
+                "reported_series", "reported_notes")
+
+
+def import_suite(*, suite_id: str) -> ImportReport:
+    """Load a suite that ships no website files: its definition and the reported results in the suite file.
+
+    The suite file gives benchmarks (``weight`` each; equal weights where none is given), base models, budget,
+    hardware, scoring rule, and ``reported``: ``source`` (where the numbers come from), ``agents`` (per-agent
+    rows: ``key``, ``name``, ``scaffold``, ``model_family``, ``reasoning_effort``, ``cells``: a list of
+    ``{base_model, benchmark, value, std}`` with fractions, one per (base model, benchmark); optional ``average``,
+    ``std`` and ``runs`` for the headline) and ``notes`` (observations that are not per-agent scores:
+    ``quantity``, ``description``, ``agent`` key or null, ``value``, ``unit``). Replaces the suite's rows in one
+    transaction; running it twice stores the same rows.
+
+    Raises:
+        PublishedDataError: no such suite, an agent without a cell for every (base model, benchmark), a value
+            that is not a fraction, or a note naming an unknown agent; the message names the suite file.
+    """
+    path = SUITES_DIR / f"{suite_id}.json"
+    try:
+        suite = load_suite(suite_id)
+    except SuiteError as exc:
+        raise PublishedDataError(str(exc)) from None
+    reported = suite.get("reported", {})
+    source = reported.get("source", f"suites/{suite_id}.json")
+    bench_ids = [b["id"] for b in suite["benchmarks"]]
+    base_ids = [m["id"] for m in suite["base_models"]]
+    given = [b.get("weight") for b in suite["benchmarks"]]
+    weights = [float(w) if w is not None else 1 / len(bench_ids) for w in given]
+    agents, cells, scores = [], [], []
+    for position, agent in enumerate(reported.get("agents", [])):
+        agents.append((agent["key"], agent["name"], "agent", agent.get("scaffold"), agent.get("reasoning_effort"),
+                       agent.get("model_family"), position))
+        for cell in agent.get("cells", []):
+            value = _fraction(str(cell["value"]), path, 1, f"{agent['key']} {cell['benchmark']}")
+            std = cell.get("std")
+            cells.append((agent["key"], cell["base_model"], cell["benchmark"], value, std, None, source))
+        if agent.get("average") is not None:
+            scores.append((agent["key"], _fraction(str(agent["average"]), path, 1, f"{agent['key']} average"),
+                           agent.get("std"), int(agent.get("runs", 1)), source))
+    _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, path)
+    keys = {a[0] for a in agents}
+    notes = []
+    for position, note in enumerate(reported.get("notes", [])):
+        if note.get("agent") is not None and note["agent"] not in keys:
+            raise PublishedDataError(f"{path}: note {position} names unknown agent {note['agent']!r}")
+        notes.append((note["quantity"], note["description"], note.get("agent"), float(note["value"]), note["unit"],
+                      source, position))
+    with warehouse.transaction() as con:
+        for table in SUITE_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'suites' else 'suite'} = ?", [suite_id])
+        con.execute("INSERT INTO suites VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [suite_id, suite["name"], suite["metric"], suite["budget_hours"], suite["hardware"],
+                     suite["scoring_rule"], suite["description"], suite.get("weights", {}).get("note", "")])
+        con.executemany("INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?)",
+                        [(suite_id, b["id"], b["name"], b["metric"], w, i)
+                         for i, (b, w) in enumerate(zip(suite["benchmarks"], weights))])
+        con.executemany("INSERT INTO base_models VALUES (?, ?, ?, ?, ?, ?)",
+                        [(suite_id, m["id"], m["hf_id"], m["name"], m["instruct_id"], i)
+                         for i, m in enumerate(suite["base_models"])])
+        if agents:
+            con.executemany("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, ?, 'published', ?)",
+                            [(suite_id, *a) for a in agents])
+        if cells:
+            con.executemany("INSERT INTO reported_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *c) for c in cells])
+        if scores:
+            con.executemany("INSERT INTO reported_scores VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *r) for r in scores])
+        if notes:
+            con.executemany("INSERT INTO reported_notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *n) for n in notes])
+    return ImportReport(suite=suite_id, counts={"benchmarks": len(bench_ids), "base models": len(base_ids),
+                                                "agents": len(agents), "cells": len(cells), "notes": len(notes)})

@@ -6,10 +6,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from ptbsite.suites import suite_ids
+from traces.facets import FACET_TEXT, METHOD_FACETS
+
 from . import figures, plots, selectors
 
 
-DEFAULTS = {"base_model": "", "sort": "rank", "dir": "asc", "source": "published", "flags": "apply"}
+DEFAULTS = {"suite": "posttrainbench", "base_model": "", "sort": "rank", "dir": "asc", "source": "published",
+            "flags": "apply", "facet": ""}
 
 
 def _params(request: HttpRequest) -> dict[str, str]:
@@ -21,14 +25,15 @@ def _params(request: HttpRequest) -> dict[str, str]:
         params["source"] = "published"
     if params["flags"] not in ("apply", "ignore"):
         params["flags"] = "apply"
+    params["suite"] = _suite(request)
     return params
 
 
 def _board(params: dict[str, str]) -> selectors.Leaderboard:
     try:
         return selectors.leaderboard(
-            base_model=params["base_model"] or None, sort=params["sort"], direction=params["dir"],
-            source=params["source"], apply_flags=params["flags"] == "apply",
+            suite=params["suite"], base_model=params["base_model"] or None, sort=params["sort"], direction=params["dir"],
+            source=params["source"], apply_flags=params["flags"] == "apply", facet=params["facet"] or None,
         )
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
@@ -48,20 +53,26 @@ def _context(request: HttpRequest) -> dict:
         first = "asc" if column in ("rank", "agent") else "desc"
         flipped = {"asc": "desc", "desc": "asc"}[params["dir"]]
         sort_links[column] = _query(params, sort=column, dir=flipped if params["sort"] == column else first)
-    filter_links = [("", "Average of 4", _query(params, base_model=""))] + [
+    filter_links = [("", f"Average of {len(board.base_models)}", _query(params, base_model=""))] + [
         (m.id, m.name, _query(params, base_model=m.id)) for m in board.base_models
-    ]
+    ] if len(board.base_models) > 1 else []
     source_links = [(key, label, _query(params, source=key)) for key, label in
                     (("published", "Published"), ("runs", "From ingested runs"), ("all", "Both"))]
     flag_link = _query(params, flags="ignore" if params["flags"] == "apply" else "apply",
                        source=params["source"] if params["source"] != "published" else "runs")
+    # A facet narrows the rows computed from runs, so choosing one shows them.
+    runs_source = params["source"] if params["source"] != "published" else "runs"
+    facet_links = [("", "any method", _query(params, facet=""))] + [
+        (m, FACET_TEXT[m], _query(params, facet=m, source=runs_source)) for m in METHOD_FACETS]
     return {
         "board": board,
+        "suites": suite_ids(),
         "params": params,
         "sort_links": sort_links,
         "filter_links": filter_links,
         "source_links": source_links,
         "flag_link": flag_link,
+        "facet_links": facet_links,
         "runs_url": reverse("traces:runs"),
         "table_url": reverse("leaderboard:table"),
         "page_url": reverse("leaderboard:index"),
@@ -69,7 +80,7 @@ def _context(request: HttpRequest) -> dict:
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    """The leaderboard page ``/?base_model=&sort=&dir=``."""
+    """The leaderboard page ``/?suite=&base_model=&sort=&dir=&source=&flags=&facet=`` (every view a link)."""
     return render(request, "leaderboard/index.html", _context(request))
 
 
@@ -82,6 +93,14 @@ def table(request: HttpRequest) -> HttpResponse:
 RUNS_URL = "/runs/"
 
 
+def _suite(request: HttpRequest) -> str:
+    """The ``suite`` URL parameter (default posttrainbench); 404 for a suite with no file."""
+    suite = request.GET.get("suite") or DEFAULTS["suite"]
+    if suite not in suite_ids():
+        raise Http404(f"no suite {suite}")
+    return suite
+
+
 def plots_index(request: HttpRequest) -> HttpResponse:
     """``/plots/``: links to every chart page, and the place of the charts still waiting for data."""
     return render(request, "leaderboard/plots/index.html")
@@ -89,7 +108,7 @@ def plots_index(request: HttpRequest) -> HttpResponse:
 
 def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/time-vs-score/``: score against hours used, with the Pareto frontier."""
-    data = plots.time_vs_score()
+    data = plots.time_vs_score(suite=_suite(request))
     return render(request, "leaderboard/plots/time_vs_score.html",
                   {"data": data, "figure": figures.time_vs_score(data), "runs_url": RUNS_URL})
 
@@ -105,7 +124,7 @@ def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
 
 def plot_time_spent(request: HttpRequest) -> HttpResponse:
     """``/plots/time-spent/``: hours used per agent out of the budget."""
-    data = plots.time_spent()
+    data = plots.time_spent(suite=_suite(request))
     return render(request, "leaderboard/plots/time_spent.html",
                   {"data": data, "figure": figures.time_spent(data), "runs_url": RUNS_URL})
 
@@ -113,7 +132,7 @@ def plot_time_spent(request: HttpRequest) -> HttpResponse:
 def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
     """``/plots/per-benchmark/?base_model=``: each agent's score per benchmark, with the references."""
     try:
-        data = plots.per_benchmark(base_model=request.GET.get("base_model") or None)
+        data = plots.per_benchmark(suite=_suite(request), base_model=request.GET.get("base_model") or None)
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
     return render(request, "leaderboard/plots/per_benchmark.html",
@@ -122,7 +141,7 @@ def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
 
 def plot_budget_and_effort(request: HttpRequest) -> HttpResponse:
     """``/plots/budget-and-effort/``: the paper's ablations (time budget, reasoning effort, model size)."""
-    data = plots.budget_and_effort()
+    data = plots.budget_and_effort(suite=_suite(request))
     return render(request, "leaderboard/plots/budget_and_effort.html", {
         "data": data,
         "budget_figure": figures.time_budget(data),

@@ -62,7 +62,8 @@ def test_api_leaderboard_schema_and_values(client, use_published):
     data = client.get("/api/leaderboard").json()
     assert [b["id"] for b in data["benchmarks"]] == [
         "aime2025", "arenahardwriting", "bfcl", "gpqamain", "gsm8k", "healthbench", "humaneval"]
-    assert data["benchmarks"][0] == {"id": "aime2025", "name": "AIME 2025", "weight": 0.226536549919078}
+    assert data["benchmarks"][0] == {"id": "aime2025", "name": "AIME 2025", "weight": 0.226536549919078,
+                                  "metric": "accuracy"}
     rows = {r["key"]: r for r in data["rows"]}
     assert len(data["rows"]) == 26
     opus = rows["opus-4.6"]

@@ -68,7 +68,7 @@ def test_untrusted_names_are_escaped_in_the_figure_json(client, use_published, m
     evil = "<script>alert(1)</script>"
     real = plots.time_vs_score()
     point = plots.AgentTime(**{**real.points[0].__dict__, "agent": evil, "label": evil})
-    monkeypatch.setattr(plots, "time_vs_score", lambda: plots.TimeVsScore(10.0, [point], [point], []))
+    monkeypatch.setattr(plots, "time_vs_score", lambda **_: plots.TimeVsScore(10.0, [point], [point], []))
     html = client.get("/plots/time-vs-score/").content.decode()
     assert evil not in html
     assert _figures(html)["time-vs-score-figure"]["data"][-1]["text"] == [evil]

@@ -6,7 +6,10 @@ from datetime import datetime
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from ptbsite.suites import suite_ids
+
 from . import selectors
+from .facets import IDLE_GAP_S
 from .steps import STEP_KINDS
 
 router = Router(tags=["runs"])
@@ -107,11 +110,14 @@ def _run_out(run: selectors.RunSummary) -> dict:
 
 @router.get("/runs", response=RunsOut, summary="Runs, filtered, page by page")
 def runs(request, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
-         flagged: bool | None = None, state: str | None = None, after: str | None = None, limit: int = 50):
+         flagged: bool | None = None, state: str | None = None, facet: str | None = None, suite: str | None = None,
+         latest: bool = False, after: str | None = None, limit: int = 50):
     """Runs ordered by id; ``next`` is the ``after`` cursor of the next page (null on the last). ``score`` is
-    percent (the newest successful evaluation), null when the run has none."""
+    percent (the newest successful evaluation), null when the run has none. ``facet``: ``grpo``, ``library:trl``
+    (runs with that facet); ``latest``: only the latest run of each cell."""
     found, next_after = selectors.list_runs(agent=agent, benchmark=benchmark, base_model=base_model, flagged=flagged,
-                                            state=state, after=after, limit=max(1, min(limit, 500)))
+                                            state=state, facet=facet, suite=suite, latest_only=latest, after=after,
+                                            limit=max(1, min(limit, 500)))
     return {"runs": [_run_out(r) for r in found], "next": next_after}
 
 
@@ -149,3 +155,166 @@ def steps(request, run_id: str, after: int = -1, limit: int = 50, kind: str | No
     page = selectors.steps_page(run_id, trace=trace, after=after, limit=max(1, min(limit, 500)), kind=kind, tool=tool,
                                 q=q, budget_hours=found.budget_hours)
     return {"steps": [s.__dict__ | {"suspicious": s.suspicious} for s in page.steps], "next": page.next, "total": page.total}
+
+
+class FacetOut(Schema):
+    facet: str
+    value: str
+    value_num: float | None
+    steps: list[int]
+
+
+class PhaseOut(Schema):
+    phase: str
+    start_s: float
+    end_s: float
+    step_from: int
+    step_to: int
+
+
+class TimelineCallOut(Schema):
+    index: int
+    elapsed_s: float
+    tool: str | None
+    phase: str
+    input: str
+
+
+class MonitorOut(Schema):
+    t_s: float
+    gpu_util: float
+    gpu_mem_mib: float
+    gpu_mem_total_mib: float
+
+
+class TimelineOut(Schema):
+    run_id: str
+    budget_s: float
+    time_taken_s: int | None
+    budget_fraction: float | None
+    split_s: dict[str, float]
+    idle_gaps: int
+    idle_gap_s: float
+    phases: list[PhaseOut]
+    calls: list[TimelineCallOut]
+    monitor: list[MonitorOut]
+
+
+def _found(run_id: str) -> selectors.RunSummary:
+    found = selectors.get_run(run_id)
+    if found is None:
+        raise HttpError(404, f"no run {run_id}")
+    return found
+
+
+@router.get("/runs/{run_id}/facets", response=list[FacetOut], summary="What the agent did, as on the run page")
+def run_facets(request, run_id: str):
+    """The run's facets (rules in ``traces/facets.py``): ``value_num`` is a count, a step number, or a fraction
+    (``self_score``), null for presence facets; ``steps``: the agent-trace step indices each one cites."""
+    return [f.__dict__ for f in selectors.run_facets(_found(run_id).id)]
+
+
+@router.get("/runs/{run_id}/timeline", response=TimelineOut, summary="Time use of one run, as on the run page")
+def run_timeline(request, run_id: str):
+    """Phases (seconds since the trace's first timed step), tool calls with their phase, system_monitor samples
+    (GPU utilisation %, memory MiB) on the same axis, seconds per phase (``split_s``), idle gaps (longer than
+    ``idle_gap_s`` with nothing running) and the fraction of the budget used (time_taken.txt)."""
+    data = selectors.run_timeline(_found(run_id))
+    return {
+        "run_id": data.run_id, "budget_s": data.budget_s, "time_taken_s": data.time_taken_s,
+        "budget_fraction": data.budget_fraction, "split_s": data.split, "idle_gaps": data.idle_gaps,
+        "idle_gap_s": IDLE_GAP_S,
+        "phases": [dict(zip(("phase", "start_s", "end_s", "step_from", "step_to"), p)) for p in data.phases],
+        "calls": [c.__dict__ for c in data.calls],
+        "monitor": [dict(zip(("t_s", "gpu_util", "gpu_mem_mib", "gpu_mem_total_mib"), m)) for m in data.monitor],
+    }
+
+
+class MethodMixOut(Schema):
+    key: str
+    agent: str
+    runs: int
+    counts: dict[str, int]
+
+
+class MethodScoreOut(Schema):
+    facet: str
+    runs: int
+    mean_score: float | None
+    runs_without: int
+    mean_without: float | None
+
+
+class CalibrationRunOut(Schema):
+    run_id: str
+    agent_key: str
+    benchmark: str
+    base_model: str
+    self_score: float
+    verified: float
+    ratio: float
+    base_score: float | None
+
+
+class CalibrationOut(Schema):
+    key: str
+    agent: str
+    runs: int
+    mean_ratio: float | None
+    mean_self: float | None
+    mean_verified: float | None
+    best_run: str | None
+    best_ratio: float | None
+
+
+class CalibrationPageOut(Schema):
+    agents: list[CalibrationOut]
+    runs: list[CalibrationRunOut]
+
+
+class TimeUseOut(Schema):
+    key: str
+    agent: str
+    runs: int
+    runs_timed: int
+    budget_fraction: float | None
+    runs_traced: int
+    hours: dict[str, float]
+    idle_gaps: float | None
+
+
+def _analysis(suite: str) -> selectors.Analysis:
+    if suite not in suite_ids():
+        raise HttpError(404, f"no suite {suite}")
+    return selectors.analysis(suite)
+
+
+@router.get("/analysis/method-mix", response=list[MethodMixOut], summary="Method mix per agent, as on /analysis/")
+def method_mix(request, suite: str = "posttrainbench"):
+    """Per agent: its latest runs (``runs``) and how many used each method facet (``counts``)."""
+    return [m.__dict__ for m in _analysis(suite).method_mix]
+
+
+@router.get("/analysis/score-by-method", response=list[MethodScoreOut], summary="Score by method, as on /analysis/")
+def score_by_method(request, suite: str = "posttrainbench"):
+    """Per method facet: scored latest runs with it and without it, and their mean verified score (percent)."""
+    return [m.__dict__ for m in _analysis(suite).score_by_method]
+
+
+@router.get("/analysis/calibration", response=CalibrationPageOut, summary="Calibration, as on /analysis/")
+def calibration(request, suite: str = "posttrainbench"):
+    """Per agent: runs with a defined overoptimism ratio (self-reported / verified), its mean, the mean scores
+    (percent), the best run (highest verified score) and its ratio. ``runs``: every run with a ratio, scores as
+    fractions, ``base_score`` the base model's score on the benchmark (fraction, null when unknown)."""
+    data = _analysis(suite)
+    return {"agents": [c.__dict__ for c in data.calibration],
+            "runs": [{"run_id": f.run.id, "agent_key": f.run.agent_key, "benchmark": f.run.benchmark,
+                      "base_model": f.run.base_model, "self_score": f.self_score, "verified": f.verified,
+                      "ratio": f.ratio, "base_score": f.base_score} for f in data.runs if f.ratio is not None]}
+
+
+@router.get("/analysis/time-use", response=list[TimeUseOut], summary="Time use per agent, as on /analysis/")
+def time_use(request, suite: str = "posttrainbench"):
+    """Per agent: mean fraction of the budget used, mean hours per phase and idle gaps per run (runs whose trace
+    has times)."""
+    return [t.__dict__ for t in _analysis(suite).time_use]

@@ -12,7 +12,11 @@ from pathlib import Path
 
 from ptbsite import warehouse
 
+from .facets import METHOD_FACETS, MEASURED_FACETS, PHASES, call_phase, overoptimism
+from .steps import Step
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
+
+FACET_ORDER = METHOD_FACETS + MEASURED_FACETS
 
 STATE_TEXT = {
     "scored": "scored", "no_final_model": "no final model", "eval_failed": "evaluation failed",
@@ -147,7 +151,7 @@ def _attach_verdicts(con, runs: list[RunSummary]) -> None:
 def list_runs(
     *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
     flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
-    after: str | None = None, limit: int = 50,
+    after: str | None = None, limit: int = 50, facet: str | None = None, suite: str | None = None,
 ) -> tuple[list[RunSummary], str | None]:
     """Runs matching the filters, ordered by id, one page at a time.
 
@@ -155,6 +159,8 @@ def list_runs(
         agent: a leaderboard agent key (``methods.agent_key``) or a method name.
         flagged: True for runs a judge flagged (after overrides), False for the others.
         after: the last run id of the previous page (keyset cursor).
+        facet: a facet spec (``grpo``, ``library:trl``; :func:`facet_clause`): only runs with that facet.
+        suite: only runs of that suite.
 
     Returns:
         (runs, next cursor or None).
@@ -174,6 +180,13 @@ def list_runs(
         params.append(state)
     if latest_only:
         where.append("r.is_latest")
+    if facet:
+        clause, values = facet_clause(facet)
+        where.append(clause)
+        params += values
+    if suite:
+        where.append("r.suite = ?")
+        params.append(suite)
     if after:
         where.append("r.id > ?")
         params.append(after)
@@ -437,3 +450,262 @@ def latest_usage(suite: str) -> list[RunUsage]:
             "FROM runs r JOIN methods m ON m.id = r.method "
             "WHERE r.suite = ? AND r.is_latest AND r.method <> 'baseline' ORDER BY r.id", [suite]).fetchall()
     return [RunUsage(*row) for row in rows]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Facets, time use and calibration (traces.facets; tables facets, phases, monitor)
+
+
+def facet_clause(spec: str) -> tuple[str, list[str]]:
+    """SQL condition on ``r.id`` for a facet spec: ``<facet>`` (the run has that facet, e.g. ``grpo``) or
+    ``<facet>:<value>`` (that facet with that value, e.g. ``library:trl``, ``dataset:openai/gsm8k``)."""
+    name, _, value = spec.partition(":")
+    if value:
+        return "r.id IN (SELECT run_id FROM facets WHERE facet = ? AND value = ?)", [name, value]
+    return "r.id IN (SELECT run_id FROM facets WHERE facet = ?)", [name]
+
+
+def runs_with_facet(suite: str, spec: str) -> set[str]:
+    """Ids of the suite's runs that have the facet ``spec`` (see :func:`facet_clause`)."""
+    clause, values = facet_clause(spec)
+    with warehouse.connect() as con:
+        return {r[0] for r in con.execute(f"SELECT r.id FROM runs r WHERE r.suite = ? AND {clause}",
+                                          [suite, *values]).fetchall()}
+
+
+@dataclass(frozen=True)
+class FacetRow:
+    """One stored facet of a run (``traces.facets.Facet``); ``steps``: the cited agent-trace step indices."""
+
+    facet: str
+    value: str
+    value_num: float | None
+    steps: list[int]
+
+
+def run_facets(run_id: str) -> list[FacetRow]:
+    """The run's facets in rule order (methods, then measured facets as ``traces.facets`` lists them)."""
+    order = {name: i for i, name in enumerate(FACET_ORDER)}
+    with warehouse.connect() as con:
+        rows = con.execute("SELECT facet, value, value_num, steps FROM facets WHERE run_id = ?", [run_id]).fetchall()
+    found = [FacetRow(r[0], r[1], r[2], [int(i) for i in r[3].split(",") if i]) for r in rows]
+    return sorted(found, key=lambda f: (order.get(f.facet, len(order)), f.steps[:1], f.value))
+
+
+@dataclass(frozen=True)
+class TimelineCall:
+    """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped)."""
+
+    index: int
+    elapsed_s: float
+    tool: str | None
+    phase: str
+    input: str
+
+
+@dataclass
+class Timeline:
+    """A run's time use. Seconds on the steps' ``elapsed_s`` axis; ``split``: seconds per phase (every phase
+    of ``traces.facets.PHASES``); ``idle_gaps``: number of idle stretches; ``budget_s``: the budget in seconds;
+    ``time_taken_s``: time_taken.txt (None without); ``monitor``: (t_s, GPU util %, memory used MiB, memory
+    total MiB) per sample."""
+
+    run_id: str
+    budget_s: float
+    time_taken_s: int | None
+    phases: list[tuple[str, float, float, int, int]]
+    calls: list[TimelineCall]
+    monitor: list[tuple[float, float, float, float]]
+    split: dict[str, float]
+    idle_gaps: int
+
+    @property
+    def budget_fraction(self) -> float | None:
+        return None if self.time_taken_s is None or not self.budget_s else self.time_taken_s / self.budget_s
+
+
+def run_timeline(run: RunSummary) -> Timeline:
+    """The run's phases, tool calls (with the phase of the stretch holding them) and monitor samples."""
+    with warehouse.connect() as con:
+        stretches = con.execute("SELECT phase, start_s, end_s, step_from, step_to FROM phases WHERE run_id = ? "
+                                "ORDER BY start_s", [run.id]).fetchall()
+        calls = con.execute("SELECT idx, elapsed_s, tool, input FROM steps WHERE run_id = ? "
+                            "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL ORDER BY idx",
+                            [run.id]).fetchall()
+        samples = con.execute("SELECT t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor WHERE run_id = ? "
+                              "ORDER BY t_s", [run.id]).fetchall()
+    split = dict.fromkeys(PHASES, 0.0)
+    for phase, start, end, *_ in stretches:
+        split[phase] += end - start
+    timeline_calls = [
+        TimelineCall(index, elapsed, tool, call_phase(Step(index, "tool_call", tool=tool, input=text)), (text or "")[:200])
+        for index, elapsed, tool, text in calls
+    ]
+    return Timeline(run.id, run.budget_hours * 3600, run.time_taken_s, [tuple(p) for p in stretches], timeline_calls,
+                    [tuple(s) for s in samples], split, sum(1 for p in stretches if p[0] == "idle"))
+
+
+@dataclass
+class RunFacts:
+    """One run as the analysis page counts it. Scores are fractions: ``self_score`` (the agent's last
+    self-reported score), ``verified`` (the newest evaluation); ``ratio`` = self / verified (None where undefined,
+    ``traces.facets.overoptimism``); ``base_score``: the base model's zero-shot score on the benchmark (fraction,
+    from the suite's published baselines, else an ingested baseline evaluation; None when neither exists);
+    ``split``: seconds per phase; ``idle_gaps``: idle stretches; ``methods``: the run's method facets."""
+
+    run: RunSummary
+    methods: set[str]
+    self_score: float | None
+    verified: float | None
+    ratio: float | None
+    base_score: float | None
+    split: dict[str, float]
+    idle_gaps: int
+    timed: bool
+
+
+@dataclass
+class MethodMix:
+    """Per agent: how many of its runs used each method facet (``counts``), out of ``runs``."""
+
+    key: str
+    agent: str
+    runs: int
+    counts: dict[str, int]
+
+
+@dataclass
+class MethodScore:
+    """Per method facet: mean verified score (percent) of the scored runs with it and of those without."""
+
+    facet: str
+    runs: int
+    mean_score: float | None
+    runs_without: int
+    mean_without: float | None
+
+
+@dataclass
+class AgentCalibration:
+    """Per agent: runs with a defined ratio, their mean ratio, mean self-reported and verified scores (percent),
+    and the agent's best run (highest verified score among them) with its ratio."""
+
+    key: str
+    agent: str
+    runs: int
+    mean_ratio: float | None
+    mean_self: float | None
+    mean_verified: float | None
+    best_run: str | None
+    best_ratio: float | None
+
+
+@dataclass
+class AgentTimeUse:
+    """Per agent: mean fraction of the budget used (time_taken.txt) over ``runs_timed`` runs, and mean hours per
+    phase and idle gaps per run over the ``runs_traced`` runs whose trace has times."""
+
+    key: str
+    agent: str
+    runs: int
+    runs_timed: int
+    budget_fraction: float | None
+    runs_traced: int
+    hours: dict[str, float]
+    idle_gaps: float | None
+
+
+@dataclass
+class Analysis:
+    """The analysis page of a suite: its latest runs' facts and the per-agent tables built from them."""
+
+    suite: str
+    runs: list[RunFacts]
+    method_mix: list[MethodMix]
+    score_by_method: list[MethodScore]
+    calibration: list[AgentCalibration]
+    time_use: list[AgentTimeUse]
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def run_facts(suite: str) -> list[RunFacts]:
+    """Facts of every latest (non-baseline) run of a suite, ordered by agent then run id."""
+    with warehouse.connect() as con:
+        runs = _summaries(con, "r.suite = ? AND r.is_latest AND r.method <> 'baseline'", [suite])
+        facet_rows = con.execute(
+            "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
+            "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
+        phase_rows = con.execute(
+            "SELECT p.run_id, p.phase, sum(p.end_s - p.start_s), count(*) FROM phases p JOIN runs r ON r.id = p.run_id "
+            "WHERE r.suite = ? AND r.is_latest GROUP BY p.run_id, p.phase", [suite]).fetchall()
+        base = {(m, t): v for m, t, v in con.execute(
+            "SELECT base_model, benchmark, value FROM reported_cells WHERE suite = ? AND agent = 'base-zeroshot'",
+            [suite]).fetchall()}
+        for m, t, v in con.execute(
+                "SELECT r.base_model, r.benchmark, (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id "
+                "ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND r.method = 'baseline' "
+                "AND r.is_latest", [suite]).fetchall():
+            if v is not None:
+                base.setdefault((m, t), v)
+    methods: dict[str, set[str]] = {}
+    self_scores: dict[str, float] = {}
+    for run_id, facet, value in facet_rows:
+        if facet in METHOD_FACETS:
+            methods.setdefault(run_id, set()).add(facet)
+        elif facet == "self_score":
+            self_scores[run_id] = value
+    splits: dict[str, dict[str, float]] = {}
+    idle: dict[str, int] = {}
+    for run_id, phase, seconds, count in phase_rows:
+        splits.setdefault(run_id, dict.fromkeys(PHASES, 0.0))[phase] = seconds
+        if phase == "idle":
+            idle[run_id] = count
+    facts = []
+    for run in sorted(runs, key=lambda r: (r.agent.lower(), r.id)):
+        verified = None if run.score is None else run.score / 100
+        own = self_scores.get(run.id)
+        facts.append(RunFacts(run, methods.get(run.id, set()), own, verified, overoptimism(own, verified),
+                              base.get((run.base_model, run.benchmark)), splits.get(run.id, dict.fromkeys(PHASES, 0.0)),
+                              idle.get(run.id, 0), run.id in splits))
+    return facts
+
+
+def analysis(suite: str) -> Analysis:
+    """Method mix, score by method, calibration and time use per agent over the suite's latest runs.
+
+    Percent = fraction x 100. Score by method compares runs of every benchmark and base model together (their
+    difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
+    """
+    facts = run_facts(suite)
+    agents: dict[str, list[RunFacts]] = {}
+    for f in facts:
+        agents.setdefault(f.run.agent_key, []).append(f)
+    mix, calibration, time_use = [], [], []
+    for key, items in agents.items():
+        name = items[0].run.agent
+        mix.append(MethodMix(key, name, len(items), {m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
+        rated = [f for f in items if f.ratio is not None]
+        best = max(rated, key=lambda f: f.verified) if rated else None
+        calibration.append(AgentCalibration(
+            key, name, len(rated), _mean([f.ratio for f in rated]), _pct(_mean([f.self_score for f in rated])),
+            _pct(_mean([f.verified for f in rated])), best.run.id if best else None, best.ratio if best else None))
+        timed = [f.run.budget_fraction for f in items if f.run.budget_fraction is not None]
+        traced = [f for f in items if f.timed]
+        time_use.append(AgentTimeUse(
+            key, name, len(items), len(timed), _mean(timed), len(traced),
+            {p: (_mean([f.split[p] / 3600 for f in traced]) or 0.0) for p in PHASES},
+            _mean([float(f.idle_gaps) for f in traced])))
+    scored = [f for f in facts if f.verified is not None]
+    by_method = []
+    for m in METHOD_FACETS:
+        with_m = [f.verified for f in scored if m in f.methods]
+        without = [f.verified for f in scored if m not in f.methods]
+        by_method.append(MethodScore(m, len(with_m), _pct(_mean(with_m)), len(without), _pct(_mean(without))))
+    return Analysis(suite, facts, mix, by_method, calibration, time_use)
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else 100 * value

@@ -23,7 +23,8 @@ import pyarrow as pa
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
 
-from . import evidence, layout
+from . import evidence, facets, layout
+from .monitor import parse_monitor
 from .parsers import parse_trace
 from .redaction import Redactor
 from .steps import ParsedTrace
@@ -127,7 +128,7 @@ class Ingester:
         self.contexts = {bid: evidence.EvidenceContext(names, instruct) for bid, names in self.datasets.items()}
 
     def method_row(self, name: layout.MethodName, root: Path) -> tuple:
-        known = layout.match_known_agent(name.raw, self.suite["published"]["agents"])
+        known = layout.match_known_agent(name.raw, self.suite.get("published", {}).get("agents", []))
         key = known["key"] if known else name.group
         display = known["name"] if known else name.group
         effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
@@ -211,7 +212,8 @@ class Ingester:
                                 scored_at.replace(tzinfo=None)))
         verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
                         for v in verdicts]
-        return {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems}
+        return {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
+                **_analysis_rows(rid, parsed, run_dir, self.redactor)}
 
     def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, context) -> Iterator[tuple]:
         start = next((s.time for s in parsed.steps if s.time is not None), None)
@@ -262,12 +264,51 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
             con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows["verdicts"])
         if rows["evaluations"]:
             con.executemany("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)", rows["evaluations"])
+        _store_analysis(con, run["id"], rows)
         con.execute(
             "UPDATE runs SET is_latest = (cluster_id = (SELECT max(r.cluster_id) FROM runs r WHERE r.method = runs.method "
             "AND r.benchmark = runs.benchmark AND r.base_model = runs.base_model)) "
             "WHERE method = ? AND benchmark = ? AND base_model = ?",
             [run["method"], run["benchmark"], run["base_model"]],
         )
+
+
+def _analysis_rows(rid: str, parsed: ParsedTrace, run_dir: Path, redactor: Redactor) -> dict:
+    """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``).
+
+    Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
+    the first sample. ``system_monitor.log`` is read from the run dir, else from ``task/``.
+    """
+    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(parsed.steps)]
+    phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in facets.phases(parsed.steps)]
+    path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log") if p.is_file()),
+                None)
+    samples = parse_monitor(_read(path, redactor) or "") if path else []
+    origin = next((s.time for s in parsed.steps if s.time is not None), None) or (samples[0].time if samples else None)
+    monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
+                     s.gpu_mem_total_mib) for s in samples]
+    return {"facets": facet_rows, "phases": phase_rows, "monitor": monitor_rows}
+
+
+_ANALYSIS_TYPES = {
+    "facets": [pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()],
+    "phases": [pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.int32()],
+    "monitor": [pa.string(), pa.timestamp("us"), pa.float64(), pa.float64(), pa.float64(), pa.float64()],
+}
+
+
+def _store_analysis(con, run_id: str, rows: dict) -> None:
+    """Replace the run's facets, phases and monitor samples (inside ``store_run``'s transaction).
+
+    Rows go in as Arrow tables: a 50-hour run has 3,000 monitor samples, too many for row-by-row inserts.
+    """
+    for table, types in _ANALYSIS_TYPES.items():
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        if rows.get(table):
+            data = pa.table({f"c{i}": pa.array([r[i] for r in rows[table]], type=t) for i, t in enumerate(types)})
+            con.register("new_rows", data)
+            con.execute(f"INSERT INTO {table} SELECT * FROM new_rows")
+            con.unregister("new_rows")
 
 
 def _stored_hashes(method: str) -> dict[str, str]:

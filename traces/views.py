@@ -8,8 +8,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import urlencode
 
-from . import selectors
+from ptbsite.suites import suite_ids
+
+from . import figures, selectors
 from .evidence import RULE_TEXT
+from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, overoptimism
 from .steps import STEP_KINDS
 
 PAGE_SIZE = 50
@@ -31,15 +34,23 @@ def _flag(value: str | None) -> bool | None:
 
 
 def runs_list(request: HttpRequest) -> HttpResponse:
-    """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&after=``: runs as a table, page by page."""
-    filters = {k: request.GET.get(k) or None for k in ("agent", "benchmark", "base_model", "state")}
+    """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&facet=&suite=&latest=&after=``: runs, page by page.
+
+    ``facet``: a facet spec (``grpo``, ``library:trl``; ``traces.selectors.facet_clause``); ``latest=1``: only
+    the latest run of each cell (the runs the leaderboard and the analysis page count).
+    """
+    filters = {k: request.GET.get(k) or None for k in ("agent", "benchmark", "base_model", "state", "facet", "suite")}
     flagged = _flag(request.GET.get("flagged"))
-    runs, next_after = selectors.list_runs(**filters, flagged=flagged, after=request.GET.get("after"), limit=PAGE_SIZE)
-    query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged")}.items() if v}
+    latest = request.GET.get("latest") == "1"
+    runs, next_after = selectors.list_runs(**filters, flagged=flagged, latest_only=latest, after=request.GET.get("after"),
+                                           limit=PAGE_SIZE)
+    query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged"), "latest": "1" if latest else None}.items()
+             if v}
     return render(request, "traces/runs.html", {
-        "runs": runs, "filters": filters, "flagged": request.GET.get("flagged") or "",
+        "runs": runs, "filters": filters, "flagged": request.GET.get("flagged") or "", "latest": latest,
         "next_query": urlencode({**query, "after": next_after}) if next_after else None,
-        "states": selectors.STATE_TEXT,
+        "states": selectors.STATE_TEXT, "method_facets": [(m, FACET_TEXT[m]) for m in METHOD_FACETS],
+        "method_facet_keys": METHOD_FACETS,
     })
 
 
@@ -85,7 +96,14 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
             focus = selectors.step_at_time(run.id, seconds, trace=params["trace"])
     page = _page(run, params, (focus - 1) if focus is not None else -1)
     base_query = {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
+    timeline = selectors.run_timeline(run)
+    found = selectors.run_facets(run.id)
+    own = next((f.value_num for f in found if f.facet == "self_score"), None)
     return render(request, "traces/run_detail.html", {
+        "facets": found, "facet_text": FACET_TEXT, "timeline": timeline,
+        "overoptimism": overoptimism(own, None if run.score is None else run.score / 100),
+        "timeline_figure": figures.timeline(timeline) if timeline.phases or timeline.monitor else None,
+        "phases": PHASES, "idle_gap_minutes": int(IDLE_GAP_S // 60),
         "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
         "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
         "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
@@ -109,4 +127,22 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     return render(request, "traces/_steps.html", {
         "run": run, "page": page, "params": params, "rule_text": RULE_TEXT, "focus": None,
         "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
+    })
+
+
+def _suite(request: HttpRequest) -> str:
+    suite = request.GET.get("suite") or "posttrainbench"
+    if suite not in suite_ids():
+        raise Http404(f"no suite {suite}")
+    return suite
+
+
+def analysis(request: HttpRequest) -> HttpResponse:
+    """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
+    calibration (with the overoptimism chart) and time use per agent; cells link to their runs."""
+    suite = _suite(request)
+    data = selectors.analysis(suite)
+    return render(request, "traces/analysis.html", {
+        "data": data, "suite": suite, "suites": suite_ids(), "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
+        "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
     })

@@ -1,6 +1,7 @@
 // Draws every figure of a plot page with the site's own plotly.min.js (never a CDN).
 // <div data-figure="ID"> reads its figure from the json_script element ID; data-click-url makes a click on a
-// point that carries an agent key (customdata[0]) open that agent's runs; [data-download] saves a PNG.
+// point that carries an agent key (customdata[0]) open that agent's runs; data-click-href="...{0}..." opens that
+// link with the point's customdata[0]; [data-download] saves a PNG.
 (function () {
   "use strict";
 
@@ -11,6 +12,16 @@
       toImageButtonOptions: {format: "png", filename: el.dataset.filename, scale: 2},
     };
     Plotly.newPlot(el, figure.data, figure.layout, config).then(function () {
+      if (el.dataset.clickHref) {
+        // A link template: "{0}" is replaced by the clicked point's customdata[0] (a step index, a run id).
+        el.on("plotly_click", function (event) {
+          const point = event.points[0];
+          const target = point && point.customdata && point.customdata[0];
+          if (target !== undefined && target !== null) {
+            window.location.href = el.dataset.clickHref.split("{0}").join(encodeURIComponent(target));
+          }
+        });
+      }
       if (el.dataset.clickUrl) {
         el.on("plotly_click", function (event) {
           const point = event.points[0];

@@ -1,0 +1,468 @@
+"""Facets: what an agent did in a run, measured from its trace by documented rules, each citing its steps.
+
+A :class:`Facet` is one fact about a run: ``facet`` (a rule id below), ``value`` (text: what matched, or a name
+such as a library or dataset), ``value_num`` (a number where the fact is one, else None) and ``steps`` (the
+indices of the trace steps that support it, in order). :func:`extract` runs every rule over a parsed trace's
+steps (``traces.steps.Step``); :func:`phases` splits the trace's time into phases. Both are pure functions.
+
+What the rules read. Only what the agent *did*, never what it said (assistant and thinking text are ignored:
+talking about GRPO is not doing it):
+
+* a tool call's *text*: its input; for a JSON input (file tools such as Write, write_file, write, edit) the
+  string values joined by newlines, so written code is read as written; in other inputs ``\\"`` is read as
+  ``"`` and a literal ``\\n`` as a newline (shell commands quoted as JSON strings, as codex prints them).
+  Codex ``exec --json`` reports a written file by its path only
+  (``file_change``): code written that way is invisible, and rules see it only where it shows (heredocs,
+  ``python -c``, ``apply_patch`` text, its file name).
+* a tool call's *result*: the ``tool_result`` step with the same ``call_id``, else the next tool result before
+  the next tool call (formats without call ids).
+
+Phase of a tool call (:func:`classify_call`), first match wins:
+
+* ``evaluation``: runs or writes an evaluation: ``evaluate.py``, ``lm_eval``/``lm-eval``, ``inspect eval``,
+  ``lighteval``, or a ``*eval*.py`` script (for file tools: the path only).
+* ``training``: launches training (``training_launches`` below), contains trainer code (``...Trainer(``,
+  ``.train()``), or names a training script or log (``train*``, ``sft*``, ``grpo*``, ``dpo*``, ``ppo*``,
+  ``finetune*`` with ``.py``/``.log``/``.sh``/``.out``), e.g. ``sleep 600 && tail logs/sft_1.log``.
+* ``data``: prepares data: ``load_dataset``, ``hf_hub_download``, ``snapshot_download``, a dataset download,
+  ``from datasets import``, tokenisation, scripts or functions named like ``prepare_data``/``gen_data``/
+  ``make_dataset``/``generate_examples``, a path under ``data/`` or a ``.json``/``.jsonl``/``.parquet``/``.csv``
+  file.
+* ``other``: everything else (exploring, environment checks, model downloads, saving ``final_model``).
+
+Method rules: facet = the rule id, value = the text that matched, steps = every matching call. They read the
+text of every call that is not an evaluation (a GRPO checkpoint's name in an evaluation command is not GRPO):
+
+* ``sft``: ``SFTTrainer``/``SFTConfig``, ``trl sft``, ``stage: sft``, ``DataCollatorForCompletionOnlyLM``,
+  ``Seq2SeqTrainer``.
+* ``lora``: ``LoraConfig``, ``get_peft_model``, ``--use_peft``, ``--lora_r``/``lora_r =``, ``finetuning_type: lora``.
+* ``qlora``: ``load_in_4bit=True``, ``BitsAndBytesConfig``, ``--load_in_4bit``, ``bnb_4bit``, ``QLoRA``.
+* ``full_finetune``: derived: calls show trainer code or launch training and no call matches ``lora`` or
+  ``qlora`` (or ``finetuning_type: full`` is explicit). Cites the training calls. Where trainer code is not
+  visible (codex ``exec --json`` file writes) this can be wrong: read it with the cited steps.
+* ``grpo``: ``GRPOTrainer``/``GRPOConfig``, ``trl grpo``, verl's ``adv_estimator=grpo``, running a ``*grpo*.py``
+  script (``python``/``torchrun``/``deepspeed``/``accelerate launch``).
+* ``ppo``: ``PPOTrainer``/``PPOConfig``, ``trl ppo``, verl's ``adv_estimator=gae``, running a ``*_ppo*.py`` script.
+* ``dpo``: preference optimisation: ``DPO``/``ORPO``/``KTO``/``CPO`` ``Trainer``/``Config``, ``trl dpo``,
+  ``stage: dpo``.
+* ``other_rl``: ``RLOO``/``OnlineDPO``/``XPO``/``NashMD`` trainers, ``REINFORCE``, verl's ``adv_estimator`` of
+  ``rloo``/``reinforce_plus_plus``/``remax``.
+* ``distillation``: data or targets from a stronger model: a hosted LLM API in the agent's code (OpenAI,
+  Anthropic, Gemini, OpenRouter, ... as in ``traces.evidence``), or a ``teacher`` model, or ``distill``.
+* ``programmatic_data``: in data-preparation or other calls (not training, not evaluation): a generator function
+  (``def gen*/generate*/make*/synth*/create*(``), a ``solver``, ``synthetic`` data, ``itertools.product``.
+* ``curriculum``: ``curriculum``, ``easy-to-hard``, ``by difficulty``, ``difficulty_level/stage/schedule``, a
+  sort by difficulty.
+
+Measured facets:
+
+* ``library`` (one row per library): an ``import``/``from ... import`` of trl, peft, unsloth, verl, openrlhf,
+  axolotl, llamafactory, torchtune, deepspeed, vllm, transformers, accelerate or bitsandbytes, or its launcher
+  (``accelerate launch``, ``deepspeed``, ``llamafactory-cli``, ``axolotl train``, ``tune run``, ``python -m verl``,
+  ``python -m openrlhf``, ``trl sft|grpo|dpo``, ``vllm serve``, ``use_vllm=True``); not in evaluation calls.
+* ``dataset`` (one row per dataset): ``load_dataset("<name>")`` (builders such as ``json``/``csv``/``parquet``
+  are not datasets and are skipped), a dataset download (``huggingface-cli|hf download <repo> ... --repo-type
+  dataset``, ``snapshot_download(... repo_type="dataset")``); not in evaluation calls.
+* ``training_launches``: value_num = the number of shell calls that start a training run: ``python``/
+  ``accelerate launch``/``torchrun``/``deepspeed`` of a ``*train*``/``*sft*``/``*grpo*``/``*dpo*``/``*ppo*``/
+  ``*orpo*``/``*kto*``/``*rloo*``/``*finetune*``/``*distill*`` ``.py`` script, ``llamafactory-cli train``,
+  ``axolotl train``, ``tune run``, ``python -m verl.trainer``, ``trl sft|grpo|dpo`` (a resume counts again).
+* ``rl_steps``: value_num = the largest RL step the training output prints: in results of training calls that
+  mention ``reward``, a step number on a line that mentions ``reward`` (``step: 40``, ``'step': 40``,
+  ``global_step=40``, ``step 40``) or a progress bar ``40/500 [`` in the same output. Cites the step with it.
+* ``rollouts_per_step``: value_num = completions sampled per prompt (the GRPO group size) as last configured:
+  ``num_generations=8``, ``--num_generations 8``, verl's ``rollout.n=8``, ``n_samples_per_prompt=8``, or an
+  output line ``rollouts per step: 8``. Cites the step with the last one.
+* ``examples_generated``: value_num = the sum of counts that non-evaluation results print as ``wrote|generated|
+  saved|created|writing|generating N [new|training|synthetic] examples|samples|problems|puzzles|boards|rows|
+  records|items|conversations|pairs`` (a regeneration counts again). Cites those steps.
+* ``evaluations``: value_num = the number of evaluation calls run in a shell (writing an eval script is not
+  running one). Cites the calls.
+* ``self_score``: value_num = the agent's last self-reported score, a fraction: the last number that the
+  result of its last scoring evaluation run prints after ``accuracy``/``acc``/``pass@k``/``exact_match``/
+  ``win rate``/``score`` (``accuracy: 0.41``, ``Accuracy: 41.2%``, inspect's ``accuracy  0.412``, lm-eval's
+  ``|exact_match|↑|0.41|``); a percent sign, or a value above 1 (up to 100), is read as percent. Cites the
+  call and its result. Compare with the verified score in ``overoptimism``.
+
+Time (:func:`phases`): steps without a time take the time of the step before them (a call is issued right after
+the previous result). Each interval between consecutive timed steps belongs to the phase of the latest tool call
+at or before its start (``other`` before the first), so a call's phase runs until the next call: the tool's own
+run time plus the agent's reaction to its result. An interval longer than :data:`IDLE_GAP_S` (10 minutes) that
+does not start at a tool call is an idle gap (phase ``idle``): nothing ran and the agent did not act (API stalls,
+rate limits); a long tool call (foreground training, ``sleep``) is the tool's work, not idle. OpenCode prints a
+call only when it has finished, so its line time is its end: an interval that ends at a call whose result
+carries the same time is that call's run time and goes to the call's phase. Consecutive intervals of one phase
+merge into one :class:`Phase`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .evidence import _LLM_API
+from .steps import Step
+
+IDLE_GAP_S = 600.0
+PHASES = ("data", "training", "evaluation", "other", "idle")
+METHOD_FACETS = ("sft", "lora", "qlora", "full_finetune", "grpo", "ppo", "dpo", "other_rl", "distillation",
+                 "programmatic_data", "curriculum")
+MEASURED_FACETS = ("library", "dataset", "training_launches", "rl_steps", "rollouts_per_step", "examples_generated",
+                   "evaluations", "self_score")
+FACET_TEXT = {
+    "sft": "supervised fine-tuning (SFT)", "lora": "LoRA adapters", "qlora": "QLoRA (4-bit base)",
+    "full_finetune": "full fine-tune (no LoRA seen)", "grpo": "GRPO", "ppo": "PPO", "dpo": "DPO or other preference optimisation",
+    "other_rl": "other RL (RLOO, REINFORCE, ...)", "distillation": "distillation from a stronger model",
+    "programmatic_data": "programmatic / solver-generated data", "curriculum": "curriculum",
+    "library": "library", "dataset": "dataset loaded", "training_launches": "training launches",
+    "rl_steps": "RL steps", "rollouts_per_step": "rollouts per step (per prompt)",
+    "examples_generated": "examples generated", "evaluations": "evaluations run", "self_score": "last self-reported score",
+}
+SHELL_TOOLS = {"bash", "shell", "run_shell_command", "exec_command", "local_shell", "execute_command"}
+_FILE_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "notebook_path")
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """One fact about a run. ``value_num``: a count, a step number, or a fraction (``self_score``); None for
+    presence facets. ``steps``: the supporting step indices, ascending."""
+
+    facet: str
+    value: str
+    value_num: float | None
+    steps: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """A stretch of the run in one phase (one of PHASES): seconds since the trace's first timed step, and the
+    step indices it spans (``step_from`` starts it, ``step_to`` ends it)."""
+
+    phase: str
+    start_s: float
+    end_s: float
+    step_from: int
+    step_to: int
+
+
+@dataclass(slots=True)
+class Call:
+    """A tool call with its text (see the module docstring), its head (a file tool's path, else the text),
+    its phase and its result step (None when the trace has none)."""
+
+    step: Step
+    text: str
+    head: str
+    phase: str = "other"
+    result: Step | None = None
+
+    @property
+    def is_shell(self) -> bool:
+        return (self.step.tool or "").lower() in SHELL_TOOLS
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _call_text(step: Step) -> tuple[str, str]:
+    """(text, head) of a tool call: JSON inputs are read as their joined string values, head = their path."""
+    raw = step.input or ""
+    if raw.startswith("{"):
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            head = next((data[k] for k in _FILE_PATH_KEYS if isinstance(data.get(k), str)), None)
+            text = "\n".join(_strings(data))
+            return text, head if head is not None else text
+    text = raw.replace('\\"', '"').replace("\\n", "\n")
+    return text, text
+
+
+_EVAL = re.compile(r"\bevaluate\.py\b|\blm[_-]eval\b|\binspect\s+eval\b|\blighteval\b|\b[\w-]*eval[\w-]*\.py\b", re.I)
+_LAUNCH = re.compile(
+    r"\b(?:python3?|accelerate\s+launch|torchrun|deepspeed)\b[^\n|;&]*?[\w./-]*?"
+    r"(?:train|sft|grpo|dpo|ppo|orpo|kto|rloo|finetune|fine_tune|distill)[\w.-]*\.py\b"
+    r"|\bllamafactory-cli\s+train\b|\baxolotl\s+train\b|\btune\s+run\b|\bpython3?\s+-m\s+verl\.trainer"
+    r"|\btrl\s+(?:sft|grpo|dpo)\b", re.I)
+_TRAINER_CODE = re.compile(r"\b\w*Trainer\(|\.train\(\)|finetuning_type\s*[:=]\s*full", re.I)
+_TRAIN_NAME = re.compile(r"\b[\w./-]*(?:train|sft|grpo|dpo|ppo|finetune)[\w.-]*\.(?:py|log|sh|out)\b", re.I)
+_DATA = re.compile(
+    r"load_dataset|hf_hub_download|snapshot_download|(?:huggingface-cli|\bhf)\s+download\b[^\n]*--repo-type[= ]dataset"
+    r"|\bfrom\s+datasets\s+import|\bimport\s+datasets\b|tokeni[sz]"
+    r"|\b(?:prepare|preprocess|gen|generate|make|build|create|synth\w*)_?(?:data|dataset|examples|problems|puzzles|boards)\w*"
+    r"|(?:^|[\s'\"/])data/|\.jsonl?\b|\.parquet\b|\.csv\b", re.I)
+
+# "|" + a launcher running a script whose name continues with the rule's word (``python train_grpo.py``).
+_RUN_SCRIPT = r"|\b(?:python3?|torchrun|deepspeed|launch)\s+(?:-\S+\s+)*[\w./-]*"
+METHOD_RULES: dict[str, re.Pattern[str]] = {
+    "sft": re.compile(r"\bSFT(?:Trainer|Config)\b|\btrl\s+sft\b|\bstage\s*[:=]\s*sft\b|\bDataCollatorForCompletionOnlyLM\b"
+                      r"|\bSeq2SeqTrainer\b"),
+    "lora": re.compile(r"\bLoraConfig\b|\bget_peft_model\b|--use_peft\b|--lora_r\b|\blora_r\s*[:=]"
+                       r"|\bfinetuning_type\s*[:=]\s*lora\b"),
+    "qlora": re.compile(r"\bload_in_4bit\s*[=:]\s*True\b|\bBitsAndBytesConfig\b|--load_in_4bit\b|\bbnb_4bit|\bQLoRA\b"),
+    "grpo": re.compile(r"\bGRPO(?:Trainer|Config)\b|\badv_estimator\s*=\s*grpo\b|\btrl\s+grpo\b" + _RUN_SCRIPT + r"grpo[\w.-]*\.py\b"),
+    "ppo": re.compile(r"\bPPO(?:Trainer|Config)\b|\badv_estimator\s*=\s*gae\b|\btrl\s+ppo\b" + _RUN_SCRIPT + r"_ppo[\w.-]*\.py\b"),
+    "dpo": re.compile(r"\b(?:DPO|ORPO|KTO|CPO)(?:Trainer|Config)\b|\btrl\s+dpo\b|\bstage\s*[:=]\s*dpo\b"),
+    "other_rl": re.compile(r"\b(?:RLOO|OnlineDPO|XPO|NashMD)(?:Trainer|Config)\b|\bREINFORCE\b"
+                           r"|\badv_estimator\s*=\s*(?:rloo|reinforce_plus_plus|remax)\b"),
+    "distillation": re.compile(_LLM_API.pattern + r"|\bteacher(?:_model)?\b|\bdistill", re.I),
+    "programmatic_data": re.compile(r"\bdef\s+(?:gen|generate|make|synth|create)\w*\(|\bsolver\b|\bsynthetic\b"
+                                    r"|\bitertools\.product\b", re.I),
+    "curriculum": re.compile(r"\bcurriculum\b|\beasy[_ -]to[_ -]hard\b|\bby difficulty\b"
+                             r"|\bdifficulty[_ ](?:level|stage|schedule)|\bsort\w*\([^)\n]*difficulty", re.I),
+}
+LIBRARIES = ("trl", "peft", "unsloth", "verl", "openrlhf", "axolotl", "llamafactory", "torchtune", "deepspeed",
+             "vllm", "transformers", "accelerate", "bitsandbytes")
+_LIBRARY_CLI = {
+    "accelerate": r"\baccelerate\s+launch\b", "deepspeed": r"(?:^|[\s;&])deepspeed\s", "llamafactory": r"\bllamafactory-cli\b",
+    "axolotl": r"\baxolotl\s+train\b|-m\s+axolotl\b", "torchtune": r"\btune\s+run\b", "verl": r"-m\s+verl\b",
+    "openrlhf": r"-m\s+openrlhf\b", "trl": r"\btrl\s+(?:sft|grpo|dpo)\b", "vllm": r"\bvllm\s+serve\b|\buse_vllm\s*=\s*True",
+}
+LIBRARY_RULES = {
+    lib: re.compile(rf"(?:^|[\s;(\"'+])(?:from|import)\s+{lib}\b" + (f"|{_LIBRARY_CLI[lib]}" if lib in _LIBRARY_CLI else ""),
+                    re.M)
+    for lib in LIBRARIES
+}
+_DATASET_BUILDERS = {"json", "csv", "parquet", "text", "arrow", "webdataset", "imagefolder", "audiofolder", "pandas"}
+_DATASET = re.compile(
+    r"""load_dataset\(\s*(?:path\s*=\s*)?["']([^"'\s]+)["']"""
+    r"""|(?:huggingface-cli|\bhf)\s+download\s+([\w.-]+/[\w.-]+)[^\n]*--repo-type[= ]dataset"""
+    r"""|snapshot_download\([^)]*?repo_id\s*=\s*["']([^"']+)["'][^)]*repo_type\s*=\s*["']dataset"""
+    r"""|snapshot_download\([^)]*?repo_type\s*=\s*["']dataset["'][^)]*repo_id\s*=\s*["']([^"']+)["']""")
+_STEP_ON_LINE = re.compile(r"""(?:\b(?:global_)?step['"]?\s*[:=]\s*|\bstep\s+)(\d+)""", re.I)
+_PROGRESS = re.compile(r"\b(\d+)/(\d+)\s*\[")
+_ROLLOUTS = re.compile(r"\bnum_generations['\"]?\s*[=:]\s*(\d+)|--num_generations[= ](\d+)|\brollout\.n\s*=\s*(\d+)"
+                       r"|\bn_samples_per_prompt['\"]?\s*[=:]\s*(\d+)|\brollouts per step\s*[:=]\s*(\d+)", re.I)
+_EXAMPLES = re.compile(r"\b(?:wrote|generated|saved|created|writing|generating)\s+([\d,]+)\s+"
+                       r"(?:new\s+|training\s+|synthetic\s+)?(?:examples|samples|problems|puzzles|boards|rows|records|"
+                       r"items|conversations|pairs)\b", re.I)
+_SCORE = re.compile(r"(?<![\w/])(accuracy|acc|pass@\d+|exact_match|win[_ ]rate|score)[\"']?[\s:=|↑\"']+"
+                    r"(\d+(?:\.\d+)?)\s*(%)?", re.I)
+
+
+def classify_call(text: str, head: str) -> str:
+    """The phase of one tool call from its text and head (module docstring, "Phase of a tool call")."""
+    if _EVAL.search(head):
+        return "evaluation"
+    if _LAUNCH.search(text) or _TRAINER_CODE.search(text) or _TRAIN_NAME.search(text):
+        return "training"
+    if _DATA.search(text):
+        return "data"
+    return "other"
+
+
+def call_phase(step: Step) -> str:
+    """The phase of one tool-call step (:func:`classify_call` over its text and head)."""
+    return classify_call(*_call_text(step))
+
+
+def tool_calls(steps: Sequence[Step]) -> list[Call]:
+    """Every tool call in order, with its text, phase and result (paired by ``call_id``, else the next result)."""
+    calls: list[Call] = []
+    open_calls: dict[str, Call] = {}
+    for step in steps:
+        if step.kind == "tool_call":
+            text, head = _call_text(step)
+            call = Call(step, text, head, classify_call(text, head))
+            calls.append(call)
+            if step.call_id:
+                open_calls[step.call_id] = call
+        elif step.kind == "tool_result":
+            call = open_calls.pop(step.call_id, None) if step.call_id else None
+            if call is None and calls and calls[-1].result is None and not (step.call_id and calls[-1].step.call_id):
+                call = calls[-1]
+            if call is not None and call.result is None:
+                call.result = step
+    return calls
+
+
+def _parse_score(output: str) -> tuple[float, str] | None:
+    """The last score an evaluation output prints, as (fraction, the matched text), else None."""
+    found = None
+    for match in _SCORE.finditer(output):
+        value = float(match[2])
+        if match[3] or value > 1:
+            if value > 100:
+                continue
+            value /= 100
+        found = (value, match[0].strip())
+    return found
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def extract(steps: Sequence[Step]) -> list[Facet]:
+    """Every facet of a trace (rules in the module docstring), methods first, then measured facets.
+
+    Args:
+        steps: a parsed trace's steps (``ParsedTrace.steps``), ``steps[i].index == i`` not required.
+
+    Returns:
+        Facets in the order of METHOD_FACETS then MEASURED_FACETS; ``library``/``dataset`` one per name in order
+        of first appearance; facets whose rule found nothing are absent. Raises nothing.
+    """
+    calls = tool_calls(steps)
+    work = [c for c in calls if c.phase != "evaluation"]
+    facets: list[Facet] = []
+
+    methods: dict[str, list[tuple[int, str]]] = {}
+    for name, rule in METHOD_RULES.items():
+        pool = [c for c in work if c.phase != "training"] if name == "programmatic_data" else work
+        for call in pool:
+            match = rule.search(call.text)
+            if match:
+                methods.setdefault(name, []).append((call.step.index, match[0].strip()))
+    training_calls = [c for c in work if c.phase == "training" and (_TRAINER_CODE.search(c.text) or _LAUNCH.search(c.text))]
+    if training_calls and "lora" not in methods and "qlora" not in methods:
+        methods["full_finetune"] = [(c.step.index, "no LoRA/QLoRA in the training calls") for c in training_calls]
+    for name in METHOD_FACETS:
+        if name in methods:
+            hits = methods[name]
+            facets.append(Facet(name, hits[0][1], None, tuple(i for i, _ in hits)))
+
+    for name in ("library", "dataset"):
+        cited: dict[str, list[int]] = {}
+        for call in work:
+            if name == "library":
+                found = [lib for lib, rule in LIBRARY_RULES.items() if rule.search(call.text)]
+            else:
+                found = [next(g for g in m.groups() if g) for m in _DATASET.finditer(call.text)]
+                found = [d for d in found if d.lower() not in _DATASET_BUILDERS]
+            for value in found:
+                steps_of = cited.setdefault(value, [])
+                if call.step.index not in steps_of:
+                    steps_of.append(call.step.index)
+        facets += [Facet(name, value, None, tuple(idx)) for value, idx in cited.items()]
+
+    launches = [c.step.index for c in work if c.is_shell and _LAUNCH.search(c.text)]
+    if launches:
+        facets.append(Facet("training_launches", str(len(launches)), float(len(launches)), tuple(launches)))
+
+    best: tuple[int, int] | None = None  # (rl step, result step index)
+    for call in calls:
+        if call.phase != "training" or call.result is None or "reward" not in call.result.output.lower():
+            continue
+        output = call.result.output
+        numbers = [int(m[1]) for line in output.splitlines() if "reward" in line.lower()
+                   for m in _STEP_ON_LINE.finditer(line)]
+        numbers += [int(m[1]) for m in _PROGRESS.finditer(output)]
+        if numbers and (best is None or max(numbers) > best[0]):
+            best = (max(numbers), call.result.index)
+    if best is not None:
+        facets.append(Facet("rl_steps", str(best[0]), float(best[0]), (best[1],)))
+
+    rollouts: tuple[int, int] | None = None
+    for call in work:
+        for source in (call.step, call.result):
+            if source is None:
+                continue
+            text = call.text if source is call.step else source.output
+            for match in _ROLLOUTS.finditer(text):
+                rollouts = (_int(next(g for g in match.groups() if g)), source.index)
+    if rollouts is not None:
+        facets.append(Facet("rollouts_per_step", str(rollouts[0]), float(rollouts[0]), (rollouts[1],)))
+
+    examples, cited_examples = 0, []
+    for call in work:
+        if call.result is None:
+            continue
+        counts = [_int(m[1]) for m in _EXAMPLES.finditer(call.result.output)]
+        if counts:
+            examples += sum(counts)
+            cited_examples.append(call.result.index)
+    if cited_examples:
+        facets.append(Facet("examples_generated", str(examples), float(examples), tuple(cited_examples)))
+
+    eval_runs = [c for c in calls if c.phase == "evaluation" and c.is_shell]
+    if eval_runs:
+        facets.append(Facet("evaluations", str(len(eval_runs)), float(len(eval_runs)),
+                            tuple(c.step.index for c in eval_runs)))
+    last_score = None
+    for call in eval_runs:
+        score = _parse_score(call.result.output) if call.result is not None else None
+        if score is not None:
+            last_score = (score, call)
+    if last_score is not None:
+        (value, text), call = last_score
+        facets.append(Facet("self_score", text, value, (call.step.index, call.result.index)))
+    return facets
+
+
+def _filled_times(steps: Sequence[Step]) -> list[datetime | None]:
+    times, last = [], None
+    for step in steps:
+        last = step.time or last
+        times.append(last)
+    return times
+
+
+def phases(steps: Sequence[Step], *, idle_gap_s: float = IDLE_GAP_S) -> list[Phase]:
+    """The trace's time split into phases (module docstring, "Time"); [] when no step has a time.
+
+    Returns:
+        Consecutive :class:`Phase` stretches from the first timed step to the last, in order; zero-length
+        intervals are dropped, so the stretches' durations sum to the trace's span.
+    """
+    calls = tool_calls(steps)
+    phase_by_index = {c.step.index: c.phase for c in calls}
+    times = _filled_times(steps)
+    start = next((t for t in times if t is not None), None)
+    if start is None:
+        return []
+    position = {step.index: i for i, step in enumerate(steps)}
+    # Calls reported only when they finished (OpenCode): the call's line time equals its result's.
+    finished = {c.step.index for c in calls
+                if c.result is not None and times[position[c.step.index]] == times[position[c.result.index]]}
+    out: list[Phase] = []
+    current = "other"
+    for i in range(len(steps) - 1):
+        step = steps[i]
+        current = phase_by_index.get(step.index, current)
+        t0, t1 = times[i], times[i + 1]
+        if t0 is None or t1 is None or t1 <= t0:
+            continue
+        seconds = (t1 - t0).total_seconds()
+        if steps[i + 1].index in finished:
+            label = phase_by_index[steps[i + 1].index]
+        elif seconds > idle_gap_s and step.kind != "tool_call":
+            label = "idle"
+        else:
+            label = current
+        begin, end = (t0 - start).total_seconds(), (t1 - start).total_seconds()
+        if out and out[-1].phase == label and out[-1].end_s == begin:
+            out[-1] = Phase(label, out[-1].start_s, end, out[-1].step_from, steps[i + 1].index)
+        else:
+            out.append(Phase(label, begin, end, step.index, steps[i + 1].index))
+    return out
+
+
+def time_split(stretches: Iterable[Phase]) -> dict[str, float]:
+    """Seconds per phase (every phase of PHASES present, 0.0 where none) from :func:`phases`' stretches."""
+    split = dict.fromkeys(PHASES, 0.0)
+    for stretch in stretches:
+        split[stretch.phase] += stretch.end_s - stretch.start_s
+    return split
+
+
+def overoptimism(self_score: float | None, verified: float | None) -> float | None:
+    """The agent's self-reported score over the verified one (both fractions), e.g. 0.6 / 0.5 = 1.2.
+
+    None when either is missing or the verified score is 0 (the ratio is undefined; pages show "n/a").
+    """
+    if self_score is None or verified is None or verified == 0:
+        return None
+    return self_score / verified

@@ -1,0 +1,85 @@
+"""Plotly figures of the run page (timeline) and the analysis page (calibration), as JSON-ready dicts.
+
+Pages embed them with ``json_script`` and draw them with the site's own plotly.min.js (``static/js/plots.js``).
+Points that link somewhere carry the target in ``customdata[0]``: a step index on the timeline, a run id on the
+calibration chart.
+"""
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .selectors import RunFacts, Timeline
+
+PHASE_COLOURS = {"data": "#1b9e77", "training": "#d95f02", "evaluation": "#7570b3", "other": "#a3a3a3",
+                 "idle": "#e5e7eb"}
+_FONT = dict(family="system-ui, sans-serif", size=13)
+
+
+def _as_dict(fig: go.Figure) -> dict:
+    return json.loads(fig.to_json())
+
+
+def timeline(data: Timeline) -> dict:
+    """Phases (bars) and tool calls (markers, coloured by phase) against hours since the trace's start; where the
+    run has system_monitor samples, GPU utilisation (%) and memory used (GiB) below on the same time axis.
+    Clicking a tool call's marker opens that step (``customdata[0]`` = step index)."""
+    rows = 3 if data.monitor else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        row_heights=[0.4, 0.3, 0.3] if rows == 3 else [1.0])
+    for phase, colour in PHASE_COLOURS.items():
+        stretches = [p for p in data.phases if p[0] == phase]
+        if stretches:
+            fig.add_trace(go.Bar(
+                name=phase, orientation="h", y=["phases"] * len(stretches),
+                x=[(p[2] - p[1]) / 3600 for p in stretches], base=[p[1] / 3600 for p in stretches],
+                marker_color=colour, legendgroup=phase,
+                customdata=[[p[3], p[4]] for p in stretches],
+                hovertemplate=f"<b>{phase}</b><br>%{{base:.2f}} h, %{{x:.2f}} h long<br>steps %{{customdata[0]}}"
+                              "–%{customdata[1]}<extra></extra>"), row=1, col=1)
+        calls = [c for c in data.calls if c.phase == phase]
+        if calls:
+            fig.add_trace(go.Scatter(
+                name=f"{phase} calls", mode="markers", x=[c.elapsed_s / 3600 for c in calls],
+                y=["tool calls"] * len(calls), marker=dict(color=colour, size=9, symbol="line-ns-open"),
+                legendgroup=phase, showlegend=False,
+                customdata=[[c.index, c.tool or "", c.input[:120]] for c in calls],
+                hovertemplate="step %{customdata[0]} · %{customdata[1]}<br>%{customdata[2]}<br>%{x:.2f} h"
+                              "<extra></extra>"), row=1, col=1)
+    if data.monitor:
+        hours = [s[0] / 3600 for s in data.monitor]
+        fig.add_trace(go.Scatter(name="GPU utilisation %", x=hours, y=[s[1] for s in data.monitor], mode="lines",
+                                 line=dict(color="#2563eb", width=1.5)), row=2, col=1)
+        fig.add_trace(go.Scatter(name="GPU memory used GiB", x=hours, y=[s[2] / 1024 for s in data.monitor],
+                                 mode="lines", line=dict(color="#dc2626", width=1.5)), row=3, col=1)
+        fig.update_yaxes(title_text="util %", range=[0, 105], row=2, col=1)
+        fig.update_yaxes(title_text="GiB", range=[0, max(s[3] for s in data.monitor) / 1024 * 1.05], row=3, col=1)
+    fig.update_xaxes(title_text="hours since the trace's start", row=rows, col=1)
+    fig.update_layout(template="plotly_white", height=260 + 130 * (rows - 1), font=_FONT, barmode="overlay",
+                      margin=dict(l=90, r=20, t=20, b=50), legend=dict(orientation="h", y=-0.25 if rows == 1 else -0.1),
+                      hoverlabel=dict(align="left"))
+    return _as_dict(fig)
+
+
+def calibration(runs: list[RunFacts]) -> dict:
+    """Overoptimism (self-reported / verified) of each run with a defined ratio against the base model's score
+    on its benchmark (percent; benchmark difficulty for that base model), one colour per agent, a dashed line at
+    1 (calibrated). Runs without a base-model score are left out. ``customdata[0]`` = run id."""
+    fig = go.Figure()
+    points = [f for f in runs if f.ratio is not None and f.base_score is not None]
+    for agent in dict.fromkeys(f.run.agent for f in points):
+        mine = [f for f in points if f.run.agent == agent]
+        fig.add_trace(go.Scatter(
+            name=agent, mode="markers", x=[100 * f.base_score for f in mine], y=[f.ratio for f in mine],
+            marker=dict(size=10),
+            customdata=[[f.run.id, f.run.benchmark, f.run.base_model, 100 * f.self_score, 100 * f.verified]
+                        for f in mine],
+            hovertemplate=f"<b>{agent}</b><br>%{{customdata[1]}} · %{{customdata[2]}}<br>self %{{customdata[3]:.1f}}"
+                          " vs verified %{customdata[4]:.1f}<br>ratio %{y:.2f}x<extra></extra>"))
+    fig.add_hline(y=1, line_dash="dash", line_color="#6b7280")
+    fig.update_layout(template="plotly_white", height=420, font=_FONT, margin=dict(l=70, r=20, t=20, b=60),
+                      xaxis_title="base model's score on the benchmark (%)",
+                      yaxis_title="overoptimism (self-reported / verified)", hoverlabel=dict(align="left"))
+    return _as_dict(fig)
