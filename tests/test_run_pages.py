@@ -120,3 +120,10 @@ def test_leaderboard_cells_lead_to_runs(client, demo_ingested):
     html = client.get("/?source=all").content.decode()
     assert 'href="/runs/?agent=opus-4.6&amp;benchmark=gsm8k"' in html
     assert 'data-source="runs"' in html and "ingested run" in html
+
+
+def test_synthetic_runs_are_labelled_on_the_analysis_page(client, demo_ingested):
+    report, _, _ = demo_ingested
+    html = client.get("/analysis/").content.decode()
+    latest = sum(1 for r in report.runs if r.is_latest)
+    assert f"{latest} of these {latest} runs are generated demo runs" in html

@@ -626,6 +626,11 @@ class Analysis:
     calibration: list[AgentCalibration]
     time_use: list[AgentTimeUse]
 
+    @property
+    def synthetic_runs(self) -> int:
+        """How many of the runs are generated demo runs."""
+        return sum(1 for f in self.runs if f.run.synthetic)
+
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
