@@ -11,9 +11,9 @@ broken link. Layout under OUTDIR::
     [base_model/<id>/]source/<s>/[flags/ignore/]index.html   (every base model x source x flags)
     plots/index.html, plots/<chart>/index.html, plots/per-benchmark/base_model/<id>/index.html
     runs/index.html                             every run; its filters run in the browser (?agent=&benchmark=...)
-    runs/<id>/index.html                        header, judge panel, first page of the agent trace, search form
-    runs/<id>/steps/<n>.html                    page n (1-based) of STEPS_PER_PAGE agent steps, prev/next links
-    runs/<id>/traces/<judge trace>/<n>.html     the same for each judge trace (``judge:codex`` -> ``judge-codex``)
+    runs/<id>/index.html                        header, judge panel, page 1 of the agent trace, search form
+    runs/<id>/steps/<n>.html                    page n >= 2 of STEPS_PER_PAGE agent steps, prev/next links
+    runs/<id>/traces/<judge trace>/<n>.html     page n >= 1 of a judge trace (``judge:codex`` -> ``judge-codex``)
     runs/<id>/search.json                       the in-browser search index (static/js/static_search.js)
     api/leaderboard.json, api/leaderboard/<base model>.json, api/runs.json, api/runs/<id>.json,
     api/runs/<id>/steps/<n>.json, api/plots/<chart>.json, api/plots/per-benchmark/<base model>.json
@@ -118,9 +118,11 @@ class RunPages:
     run_id: str
     traces: dict[str, TracePages] = field(default_factory=dict)
 
-    @staticmethod
-    def folder(trace: str) -> str:
-        return "steps" if trace == "agent" else f"traces/{trace.replace(':', '-')}"
+    def file(self, trace: str, page: int) -> str:
+        """The file of page ``page`` (1-based) of a trace; the agent trace's first page is the run page itself."""
+        if trace == "agent":
+            return f"runs/{self.run_id}/index.html" if page == 1 else f"runs/{self.run_id}/steps/{page}.html"
+        return f"runs/{self.run_id}/traces/{trace.replace(':', '-')}/{page}.html"
 
     def trace(self, name: str) -> TracePages:
         if name not in self.traces:
@@ -171,9 +173,6 @@ class Exporter:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         self.report.files_written += 1
-
-    def write_json(self, file: str, data: object) -> None:
-        self.write(file, json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
 
     # --- links -----------------------------------------------------------------------------------------------
     def localize(self, url: str, page_url: str, page_file: str, run: RunPages | None) -> str:
@@ -227,20 +226,17 @@ class Exporter:
                     raise ExportError(f"{path}: steps of run {run_id} linked from outside its pages")
                 return f"runs/{run_id}/index.html", "", ""
             trace = query.get("trace", "agent")
-            folder = f"runs/{run_id}/{run.folder(trace)}"
             if match[2]:
                 only("after", "limit", "trace")
                 if int(query.get("limit", 0)) != STEPS_PER_PAGE:
                     raise ExportError(f"{path}: static step pages hold {STEPS_PER_PAGE} steps")
-                return f"{folder}/{run.trace(trace).page_of_cursor(int(query['after']))}.html", "", ""
+                return run.file(trace, run.trace(trace).page_of_cursor(int(query["after"]))), "", ""
             only("trace", "step", "limit")
             if "step" in query and query["step"].isdigit():
                 step = int(query["step"])
-                return f"{folder}/{run.trace(trace).page_of_step(step)}.html", "", f"step-{step}"
-            if trace != "agent":
-                run.trace(trace)
-                return f"{folder}/1.html", "", ""
-            return f"runs/{run_id}/index.html", "", ""
+                return run.file(trace, run.trace(trace).page_of_step(step)), "", f"step-{step}"
+            run.trace(trace)
+            return run.file(trace, 1), "", ""
         if path.startswith("/api/"):
             return self.api_target(path, query), "", ""
         raise ExportError(f"{path}: no static page for this URL")
@@ -327,7 +323,7 @@ class Exporter:
             after = page["next"]
             if after is None:
                 break
-        self.write_json("api/runs.json", {"runs": all_runs, "next": None})
+        self.write("api/runs.json", json.dumps({"runs": all_runs, "next": None}).encode())  # as ninja writes it
         return models
 
     def run_pages(self, run_id: str) -> None:
@@ -341,17 +337,17 @@ class Exporter:
         for trace, trace_pages in pages.traces.items():
             for n, cursor in enumerate(trace_pages.cursors, 1):
                 query = {"after": cursor, "limit": STEPS_PER_PAGE, **({"trace": trace} if trace != "agent" else {})}
-                self.page(f"/runs/{run_id}/steps?{urlencode(query)}", f"runs/{run_id}/{pages.folder(trace)}/{n}.html",
-                          pages)
+                if (trace, n) != ("agent", 1):  # that page is the run page, rendered above
+                    self.page(f"/runs/{run_id}/steps?{urlencode(query)}", pages.file(trace, n), pages)
                 if trace == "agent":
                     self.write(f"api/runs/{run_id}/steps/{n}.json",
                                self.fetch(f"/api/runs/{run_id}/steps?{urlencode(query)}"))
         agent = pages.traces["agent"]
-        self.write_json(f"runs/{run_id}/search.json", {
+        self.write(f"runs/{run_id}/search.json", json.dumps({
             "chars": SEARCH_CHARS,
             "steps": [[s.index, s.kind, s.tool, None if s.elapsed_s is None else round(s.elapsed_s),
                        agent.page_of_step(s.index), s.text] for s in index],
-        })
+        }, ensure_ascii=False, separators=(",", ":")).encode())
         self.write(f"api/runs/{run_id}.json", self.fetch(f"/api/runs/{run_id}"))
 
     def remove_run(self, run_id: str) -> None:

@@ -1,6 +1,6 @@
 // Static export only: the run page's trace search and jump, in the browser, over runs/<id>/search.json
 // ({chars, steps: [[index, kind, tool, elapsed seconds, page, lowercased text cut to chars], ...]}).
-// Results and jumps link to the pre-rendered step pages, steps/<page>.html#step-<index>.
+// Results and jumps link to the pre-rendered step pages, steps/<page>.html#step-<index> (page 1 is this page).
 (function () {
   "use strict";
   const search = document.getElementById("static-search");
@@ -17,7 +17,7 @@
     return index;
   }
 
-  function href(step) { return "steps/" + step[4] + ".html#step-" + step[0]; }
+  function href(step) { return (step[4] === 1 ? "index.html" : "steps/" + step[4] + ".html") + "#step-" + step[0]; }
 
   // Seconds for "hour 7", "7h", "7.5", "7:30" (hours[:minutes]), null otherwise (as traces.views.parse_time_jump).
   function seconds(text) {
