@@ -36,15 +36,16 @@ from traces.services import ingest_tree
 runs, seed, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 
 
-def timed(label, call):
+def timed(label, call, show=str):
     started = time.monotonic()
     result = call()
-    print(f"{label}: {time.monotonic() - started:.1f} s: {result}", flush=True)
+    print(f"{label}: {time.monotonic() - started:.1f} s: {show(result)}", flush=True)
     return result
 
 
 timed("import_published", import_published)
-tree = timed("make_demo_results", lambda: make_demo_results(root=out / "tree", runs=runs, seed=seed, long_run=False))
+tree = timed("make_demo_results", lambda: make_demo_results(root=out / "tree", runs=runs, seed=seed, long_run=False),
+             lambda r: f"{len(r.runs)} runs, {r.files_written} files, {r.bytes_written / 1e6:.0f} MB")
 timed("ingest_tree", lambda: ingest_tree(root=tree.root))
 timed("export (full)", lambda: export_site(out / "site"))
 timed("export (nothing changed)", lambda: export_site(out / "site"))
