@@ -286,15 +286,18 @@ class Exporter:
                 self.report.runs_removed += 1
             changed = [run_id for run_id, fingerprint in sorted(fingerprints.items())
                        if known.get(run_id) != fingerprint or not (self.outdir / f"runs/{run_id}/index.html").is_file()]
+            untouched = set(fingerprints) - set(changed)
             self.report.runs_skipped = len(fingerprints) - len(changed)
+            # Until this export finishes, the manifest vouches only for the runs it does not touch: a crash midway
+            # leaves the changed runs to be written again next time.
+            self.write_manifest(site, {k: fingerprints[k] for k in untouched})
             with ThreadPoolExecutor(WORKERS) as pool:
                 for n, _ in enumerate(pool.map(self.rewrite_run, changed), 1):
                     self.report.runs_written = n
                     if n % 100 == 0:
                         self.progress(f"{n} of {len(changed)} changed runs written")
         self.copy_static()
-        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "site": site, "runs": fingerprints},
-                                        indent=1, sort_keys=True).encode())
+        self.write_manifest(site, fingerprints)
         files = [p for p in self.outdir.rglob("*") if p.is_file()]
         self.report.files = len(files)
         self.report.bytes = sum(p.stat().st_size for p in files)
@@ -332,6 +335,11 @@ class Exporter:
                 break
         self.write("api/runs.json", json.dumps({"runs": all_runs, "next": None}).encode())  # as ninja writes it
         return models
+
+    def write_manifest(self, site: str, fingerprints: dict[str, str]) -> None:
+        """``.export-manifest.json``: {"version", "site": fingerprint, "runs": {run id: fingerprint}}."""
+        (self.outdir / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "site": site,
+                                                         "runs": fingerprints}, indent=1, sort_keys=True))
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
