@@ -151,7 +151,7 @@ def _attach_verdicts(con, runs: list[RunSummary]) -> None:
 def list_runs(
     *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
     flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
-    after: str | None = None, limit: int = 50, facet: str | None = None, suite: str | None = None,
+    after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
 ) -> tuple[list[RunSummary], str | None]:
     """Runs matching the filters, ordered by id, one page at a time.
 
@@ -161,6 +161,7 @@ def list_runs(
         after: the last run id of the previous page (keyset cursor).
         facet: a facet spec (``grpo``, ``library:trl``; :func:`facet_clause`): only runs with that facet.
         suite: only runs of that suite.
+        limit: runs per page; None for every matching run in one page (the static export's runs list).
 
     Returns:
         (runs, next cursor or None).
@@ -191,7 +192,10 @@ def list_runs(
         where.append("r.id > ?")
         params.append(after)
     with warehouse.connect() as con:
-        if flagged is None:
+        if limit is None:
+            runs, more = [r for r in _summaries(con, " AND ".join(where), params)
+                          if flagged is None or r.flagged == flagged], False
+        elif flagged is None:
             runs = _summaries(con, " AND ".join(where), params, limit + 1)
             more = len(runs) > limit
             runs = runs[:limit]
@@ -260,6 +264,61 @@ def steps_page(
         for r in rows[:limit]
     ]
     return StepPage(steps, steps[-1].index if len(rows) > limit else None, total)
+
+
+def previous_cursor(
+    run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None, tool: str | None = None,
+    q: str | None = None,
+) -> int | None:
+    """The ``after`` cursor of the page of ``limit`` steps before the page that starts after ``after`` (-1 when
+    that is the first page), None when the page after ``after`` is itself the first. Same filters as steps_page."""
+    if after < 0:
+        return None
+    where, params = _step_filter(run_id, trace, kind, tool, q)
+    with warehouse.connect() as con:
+        row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
+                          [*params, after, limit]).fetchone()
+    return row[0] if row else -1
+
+
+@dataclass
+class IndexedStep:
+    """One step as the static export's in-browser search sees it: ``text`` is the lowercased input and output,
+    cut to the selector's ``chars``; ``elapsed_s`` in seconds or None."""
+
+    index: int
+    kind: str
+    tool: str | None
+    elapsed_s: float | None
+    text: str
+
+
+def step_index(run_id: str, *, trace: str = "agent", chars: int = 400) -> list[IndexedStep]:
+    """Every step of a trace in order, with at most ``chars`` characters of lowercased text (input, then output)."""
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT idx, kind, tool, elapsed_s, lower(left(concat_ws(' ', input, output), ?)) FROM steps "
+            "WHERE run_id = ? AND trace = ? ORDER BY idx", [chars, run_id, trace]).fetchall()
+    return [IndexedStep(*row) for row in rows]
+
+
+def run_fingerprints() -> dict[str, str]:
+    """{run id: md5 hex} for every non-baseline run, over what its pages show beyond the trace itself: the run's
+    content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
+    and overrides. A run whose fingerprint did not change renders to the same bytes."""
+    with warehouse.connect() as con:
+        return dict(con.execute("""
+            SELECT r.id, md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
+                m.agent_name, m.agent_key, m.scaffold,
+                (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
+                        ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
+                (SELECT string_agg(concat_ws(',', v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text,
+                        v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
+                   FROM verdicts v WHERE v.run_id = r.id),
+                (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
+                   FROM verdict_overrides o WHERE o.run_id = r.id)))
+            FROM runs r JOIN methods m ON m.id = r.method WHERE r.method <> 'baseline' ORDER BY r.id
+        """).fetchall())
 
 
 def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
@@ -379,9 +438,9 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
             "instruct": 100 * rows["instruct"] if "instruct" in rows else None}
 
 
-__all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "step_at_time", "evidence_steps", "evaluations",
-           "reference_scores", "trace_names", "tools_used", "run_texts", "run_directory", "checkpoint_path",
-           "override_log", "override_agreement", "latest_cells", "latest_usage"]
+__all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "previous_cursor", "step_index", "run_fingerprints",
+           "step_at_time", "evidence_steps", "evaluations", "reference_scores", "trace_names", "tools_used", "run_texts",
+           "run_directory", "checkpoint_path", "override_log", "override_agreement", "latest_cells", "latest_usage"]
 
 
 @dataclass

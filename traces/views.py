@@ -16,6 +16,7 @@ from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, overoptimism
 from .steps import STEP_KINDS
 
 PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
 _TIME = re.compile(r"^\s*(?:hour\s*)?(\d+(?:\.\d+)?)\s*h?\s*$|^\s*(\d+):([0-5]\d)\s*$", re.I)
 
 
@@ -37,13 +38,15 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&facet=&suite=&latest=&after=``: runs, page by page.
 
     ``facet``: a facet spec (``grpo``, ``library:trl``; ``traces.selectors.facet_clause``); ``latest=1``: only
-    the latest run of each cell (the runs the leaderboard and the analysis page count).
+    the latest run of each cell (the runs the leaderboard and the analysis page count). The static export
+    (``request.static_export``) lists every run on one page; its filters run in the browser.
     """
     filters = {k: request.GET.get(k) or None for k in ("agent", "benchmark", "base_model", "state", "facet", "suite")}
     flagged = _flag(request.GET.get("flagged"))
     latest = request.GET.get("latest") == "1"
+    limit = None if getattr(request, "static_export", False) else PAGE_SIZE
     runs, next_after = selectors.list_runs(**filters, flagged=flagged, latest_only=latest, after=request.GET.get("after"),
-                                           limit=PAGE_SIZE)
+                                           limit=limit)
     query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged"), "latest": "1" if latest else None}.items()
              if v}
     return render(request, "traces/runs.html", {
@@ -55,20 +58,32 @@ def runs_list(request: HttpRequest) -> HttpResponse:
 
 
 def _viewer_params(request: HttpRequest) -> dict:
+    """The trace viewer's state from the URL; ``limit`` (steps per page, 1-500) is "" when it is PAGE_SIZE."""
     kind = request.GET.get("kind") or ""
+    limit = request.GET.get("limit", "")
+    limit = min(max(int(limit), 1), MAX_PAGE_SIZE) if limit.isdigit() else PAGE_SIZE
     return {
         "trace": request.GET.get("trace") or "agent",
         "kind": kind if kind in STEP_KINDS else "",
         "tool": request.GET.get("tool") or "",
         "q": (request.GET.get("q") or "").strip()[:200],
+        "limit": str(limit) if limit != PAGE_SIZE else "",
     }
 
 
+def _base_query(params: dict) -> dict:
+    """The viewer's state as query parameters, defaults left out."""
+    return {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
+
+
+def _filters(params: dict) -> dict:
+    return {"trace": params["trace"], "kind": params["kind"] or None, "tool": params["tool"] or None,
+            "q": params["q"] or None}
+
+
 def _page(run: selectors.RunSummary, params: dict, after: int) -> selectors.StepPage:
-    return selectors.steps_page(
-        run.id, trace=params["trace"], after=after, limit=PAGE_SIZE, kind=params["kind"] or None,
-        tool=params["tool"] or None, q=params["q"] or None, budget_hours=run.budget_hours,
-    )
+    return selectors.steps_page(run.id, after=after, limit=int(params["limit"] or PAGE_SIZE),
+                                budget_hours=run.budget_hours, **_filters(params))
 
 
 def _get_run(run_id: str) -> selectors.RunSummary:
@@ -79,8 +94,8 @@ def _get_run(run_id: str) -> selectors.RunSummary:
 
 
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=``: the run's header, evaluations (old vs new), judge panel
-    with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
+    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&limit=``: the run's header, evaluations (old vs new), judge
+    panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
 
     ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
     that elapsed time.
@@ -95,7 +110,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         if seconds is not None:
             focus = selectors.step_at_time(run.id, seconds, trace=params["trace"])
     page = _page(run, params, (focus - 1) if focus is not None else -1)
-    base_query = {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
+    base_query = _base_query(params)
     timeline = selectors.run_timeline(run)
     found = selectors.run_facets(run.id)
     own = next((f.value_num for f in found if f.facet == "self_score"), None)
@@ -118,15 +133,27 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``/runs/<id>/steps?after=&trace=&kind=&tool=&q=``: one page of steps (the htmx "load more" partial)."""
+    """``/runs/<id>/steps?after=&limit=&trace=&kind=&tool=&q=``: one page of steps after the cursor ``after``.
+
+    To htmx (``HX-Request``) the "load more" partial; otherwise a page of its own with links to the previous and
+    next pages (the no-script fallback, and the static export's ``runs/<id>/steps/<n>.html``).
+    """
     run = _get_run(run_id)
     params = _viewer_params(request)
     after = int(request.GET["after"]) if request.GET.get("after", "").lstrip("-").isdigit() else -1
     page = _page(run, params, after)
-    base_query = {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
-    return render(request, "traces/_steps.html", {
+    base_query = _base_query(params)
+    context = {
         "run": run, "page": page, "params": params, "rule_text": RULE_TEXT, "focus": None,
         "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
+    }
+    if request.headers.get("HX-Request"):
+        return render(request, "traces/_steps.html", context)
+    previous = selectors.previous_cursor(run.id, after=after, limit=int(params["limit"] or PAGE_SIZE),
+                                         **_filters(params))
+    return render(request, "traces/run_steps.html", {
+        **context, "after": after,
+        "previous_query": urlencode({**base_query, "after": previous}) if previous is not None else None,
     })
 
 

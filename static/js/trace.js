@@ -11,7 +11,8 @@
     let i = current(list) + delta;
     if (i < 0) i = 0;
     if (i >= list.length) {
-      const more = document.querySelector("#steps li.load-more button");
+      // The live page loads more in place (htmx button); a static step page links to the next page.
+      const more = document.querySelector("#steps li.load-more button, #steps li.load-more a[rel=next]");
       if (more) more.click();
       i = list.length - 1;
     }

@@ -1,0 +1,23 @@
+"""``python manage.py export_static OUTDIR``: write the public site as static files (see leaderboard.export)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from leaderboard.export import ExportError, export_site
+
+
+class Command(BaseCommand):
+    help = ("Export the public site (leaderboard views, plots, run pages with their steps, JSON twins, assets) as "
+            "plain files with relative links; incremental: unchanged runs are not rendered again.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("outdir", type=Path)
+
+    def handle(self, *args, outdir: Path, **options):
+        try:
+            report = export_site(outdir, progress=lambda message: self.stderr.write(message))
+        except ExportError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"exported {report}")

@@ -1,0 +1,57 @@
+// Static export only (the live site does both on the server): sorts the leaderboard by a clicked column header
+// (a[data-sort], first click in data-first's direction, a second click flips it; empty cells stay last), and
+// filters the runs list by the page's query (?agent=&benchmark=&base_model=&state=&flagged=), like /runs/ does.
+(function () {
+  "use strict";
+
+  function value(cell) {
+    const text = cell ? cell.textContent.trim() : "";
+    const number = parseFloat(text);
+    return isNaN(number) ? (text === "" || text === "–" ? null : text.toLowerCase()) : number;
+  }
+
+  document.addEventListener("click", function (event) {
+    const link = event.target.closest("a[data-sort]");
+    if (!link) return;
+    event.preventDefault();
+    const th = link.closest("th");
+    const table = link.closest("table");
+    const column = Array.from(th.parentNode.children).indexOf(th);
+    const sameColumn = table.dataset.sort === link.dataset.sort;
+    const dir = sameColumn ? (table.dataset.dir === "asc" ? "desc" : "asc") : link.dataset.first;
+    const sign = dir === "asc" ? 1 : -1;
+    const rows = Array.from(table.tBodies[0].rows);
+    rows.sort(function (a, b) {
+      const x = value(a.cells[column]);
+      const y = value(b.cells[column]);
+      if (x === null || y === null) return (x === null) - (y === null);
+      return (x < y ? -1 : x > y ? 1 : 0) * sign;
+    });
+    rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
+    table.dataset.sort = link.dataset.sort;
+    table.dataset.dir = dir;
+  });
+
+  const runs = document.querySelector("table.runs");
+  if (!runs) return;
+  const query = new URLSearchParams(window.location.search);
+  const form = document.querySelector("form.filters");
+  const truthy = {"1": "1", "true": "1", "yes": "1", "0": "0", "false": "0", "no": "0"};
+  query.forEach(function (v, k) { if (form.elements[k]) form.elements[k].value = v; });
+  const want = {
+    agent: query.get("agent"), benchmark: query.get("benchmark"), baseModel: query.get("base_model"),
+    state: query.get("state"), flagged: truthy[(query.get("flagged") || "").toLowerCase()],
+  };
+  let shown = 0;
+  const rows = Array.from(runs.tBodies[0].rows);
+  rows.forEach(function (row) {
+    const d = row.dataset;
+    const match = (!want.agent || d.agent === want.agent || d.method === want.agent)
+      && (!want.benchmark || d.benchmark === want.benchmark) && (!want.baseModel || d.baseModel === want.baseModel)
+      && (!want.state || d.state === want.state) && (!want.flagged || d.flagged === want.flagged);
+    row.hidden = !match;
+    shown += match ? 1 : 0;
+  });
+  const count = document.getElementById("runs-count");
+  if (count) count.textContent = shown + " of " + rows.length + " runs match. " + count.textContent;
+})();
