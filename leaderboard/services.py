@@ -223,7 +223,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
 
     _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, root)
 
-    with warehouse.transaction() as con:
+    def write(con) -> None:
         for table in ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores",
                       "reported_times", "reported_series"):
             column = "id" if table == "suites" else "suite"
@@ -248,6 +248,8 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
         con.executemany(
             "INSERT INTO reported_series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *r) for r in series]
         )
+
+    warehouse.run_in_transaction(write)
     return ImportReport(
         suite=suite_id,
         counts={"benchmarks": len(bench_ids), "base models": len(base_ids), "agents": len(agents),

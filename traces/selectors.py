@@ -143,6 +143,7 @@ def _attach_verdicts(con, runs: list[RunSummary]) -> None:
         run.flags = effective_flags(run.verdicts, run.overrides) if run.method != "baseline" else {}
 
 
+@warehouse.retrying
 def list_runs(
     *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
     flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
@@ -193,6 +194,7 @@ def list_runs(
     return runs, (runs[-1].id if more and runs else None)
 
 
+@warehouse.retrying
 def get_run(run_id: str) -> RunSummary | None:
     """One run with its verdicts, overrides and effective flags, or None."""
     with warehouse.connect() as con:
@@ -200,6 +202,7 @@ def get_run(run_id: str) -> RunSummary | None:
     return found[0] if found else None
 
 
+@warehouse.retrying
 def run_texts(run_id: str) -> dict:
     """The run's long texts: prompt, metrics (dict), parse problems and redaction warnings (lists)."""
     with warehouse.connect() as con:
@@ -226,6 +229,7 @@ def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q:
     return " AND ".join(where), params
 
 
+@warehouse.retrying
 def steps_page(
     run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
@@ -248,6 +252,7 @@ def steps_page(
     return StepPage(steps, steps[-1].index if len(rows) > limit else None, total)
 
 
+@warehouse.retrying
 def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
     """The index of the first step at or after ``seconds`` of elapsed time, else the last step's."""
     with warehouse.connect() as con:
@@ -259,6 +264,7 @@ def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | 
     return row[0]
 
 
+@warehouse.retrying
 def trace_names(run_id: str) -> list[str]:
     """The traces stored for a run: ``agent`` first, then judges (``judge:codex``, ``judge:gpt5_4``, ...)."""
     with warehouse.connect() as con:
@@ -267,6 +273,7 @@ def trace_names(run_id: str) -> list[str]:
     return sorted(names, key=lambda n: (n != "agent", n))
 
 
+@warehouse.retrying
 def tools_used(run_id: str, trace: str = "agent") -> list[str]:
     """Distinct tool names of a trace, for the tool filter."""
     with warehouse.connect() as con:
@@ -275,6 +282,7 @@ def tools_used(run_id: str, trace: str = "agent") -> list[str]:
             [run_id, trace]).fetchall()]
 
 
+@warehouse.retrying
 def evidence_steps(run_id: str) -> list[StepRow]:
     """The agent-trace steps an evidence rule marked suspicious, in order."""
     with warehouse.connect() as con:
@@ -285,6 +293,7 @@ def evidence_steps(run_id: str) -> list[StepRow]:
     return [StepRow(r[0], r[1], r[2], None, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11].split(",")) for r in rows]
 
 
+@warehouse.retrying
 def evaluations(run_id: str) -> list[dict]:
     """Every evaluation of the run, newest first: {id, origin, accuracy (fraction), metrics, provenance, created_at}."""
     with warehouse.connect() as con:
@@ -295,6 +304,7 @@ def evaluations(run_id: str) -> list[dict]:
              "provenance": json.loads(r[4]), "created_at": r[5]} for r in rows]
 
 
+@warehouse.retrying
 def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
     """Percent scores {"base", "instruct"} of the base model (zero-shot) and its official instruct model on one
     benchmark, from the suite's published baselines (the leaderboard's ``reported_cells``), None where absent."""
@@ -335,6 +345,7 @@ class CellRun:
     overridden: bool
 
 
+@warehouse.retrying
 def latest_cells(suite: str) -> list[CellRun]:
     """Every method's latest run per (benchmark, base model) in a suite, with score and effective flags.
 

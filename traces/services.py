@@ -242,7 +242,8 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
     steps = pa.table(
         {name: pa.array([r[i] for r in rows["steps"]], type=typ) for i, (name, typ) in enumerate(zip(STEP_COLUMNS, STEP_TYPES))}
     )
-    with warehouse.transaction() as con:
+
+    def write(con) -> None:
         con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
         con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
         for table in ("runs", "steps", "verdicts"):
@@ -251,8 +252,10 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
         con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                     [run[c] for c in columns])
         con.register("new_steps", steps)
-        con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
-        con.unregister("new_steps")
+        try:
+            con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
+        finally:
+            con.unregister("new_steps")
         if rows["verdicts"]:
             con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows["verdicts"])
         if rows["evaluations"]:
@@ -264,7 +267,38 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
             [run["method"], run["benchmark"], run["base_model"]],
         )
 
+    warehouse.run_in_transaction(write)
 
+
+def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: dict, evaluation_id: str) -> None:
+    """Store one evaluation of a run's checkpoint (a rerun), in one transaction; idempotent by ``evaluation_id``.
+
+    Args:
+        accuracy: the score as a fraction in [0, 1].
+        metrics: the evaluation's metrics (stored as JSON); provenance: how it was produced (job, model path,
+            inspect-ai log...), stored as JSON.
+        evaluation_id: a caller-chosen unique id (e.g. the rerun job's); storing it again replaces the row, so
+            a retried or redelivered result is stored exactly once.
+
+    Raises:
+        LookupError: no run ``run_id``. ValueError: ``accuracy`` outside [0, 1].
+        warehouse.WarehouseUnavailable: the warehouse stayed locked or unreachable; nothing stored.
+    """
+    if not 0.0 <= accuracy <= 1.0:
+        raise ValueError(f"accuracy {accuracy} is not a fraction in [0, 1]")
+    row = (evaluation_id, run_id, "rerun", float(accuracy), json.dumps(metrics), json.dumps(provenance),
+           datetime.now(timezone.utc).replace(tzinfo=None))
+
+    def write(con) -> None:
+        if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
+            raise LookupError(f"no run {run_id}")
+        con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
+        con.execute("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)", list(row))
+
+    warehouse.run_in_transaction(write)
+
+
+@warehouse.retrying
 def _stored_hashes(method: str) -> dict[str, str]:
     with warehouse.connect() as con:
         return dict(con.execute("SELECT run_dir, content_hash FROM runs WHERE method = ?", [method]).fetchall())
