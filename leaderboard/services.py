@@ -233,21 +233,19 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
             [suite_id, suite["name"], suite["metric"], suite["budget_hours"], suite["hardware"],
              suite["scoring_rule"], suite["description"], suite["weights"]["note"]],
         )
-        con.executemany(
-            "INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?)",
+        warehouse.insert_rows(
+            con, "benchmarks",
             [(suite_id, b["id"], b["name"], b["metric"], float(weights[b["id"]]), i) for i, b in enumerate(suite["benchmarks"])],
         )
-        con.executemany(
-            "INSERT INTO base_models VALUES (?, ?, ?, ?, ?, ?)",
+        warehouse.insert_rows(
+            con, "base_models",
             [(suite_id, m["id"], m["hf_id"], m["name"], m["instruct_id"], i) for i, m in enumerate(suite["base_models"])],
         )
-        con.executemany("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, ?, 'published', ?)", [(suite_id, *a) for a in agents])
-        con.executemany("INSERT INTO reported_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *c) for c in cells])
-        con.executemany("INSERT INTO reported_scores VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *s) for s in scores])
-        con.executemany("INSERT INTO reported_times VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *t) for t in times])
-        con.executemany(
-            "INSERT INTO reported_series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *r) for r in series]
-        )
+        warehouse.insert_rows(con, "agents", [(suite_id, *a[:6], "published", a[6]) for a in agents])
+        warehouse.insert_rows(con, "reported_cells", [(suite_id, *c) for c in cells])
+        warehouse.insert_rows(con, "reported_scores", [(suite_id, *s) for s in scores])
+        warehouse.insert_rows(con, "reported_times", [(suite_id, *t) for t in times])
+        warehouse.insert_rows(con, "reported_series", [(suite_id, *r) for r in series])
 
     warehouse.run_in_transaction(write)
     return ImportReport(

@@ -327,6 +327,18 @@ def run_in_transaction(work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
     return _with_retries(unit)
 
 
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], *, columns: str = "",
+                chunk: int = 500) -> None:
+    """Insert ``rows`` (tuples in the table's column order, or ``columns``' order) with one multi-row VALUES
+    statement per ``chunk`` rows: on DuckLake each statement costs a round of catalog work, so ``executemany``
+    (one statement per row) is slow there."""
+    for start in range(0, len(rows), chunk):
+        part = rows[start:start + chunk]
+        marks = ", ".join("(" + ", ".join("?" * len(row)) + ")" for row in part)
+        con.execute(f"INSERT INTO {table} {f'({columns}) ' if columns else ''}VALUES {marks}",
+                    [value for row in part for value in row])
+
+
 def migration_files() -> list[tuple[int, str, Path]]:
     """The migrations on disk as (version, name, path), sorted by version."""
     found = []

@@ -256,10 +256,8 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
             con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
         finally:
             con.unregister("new_steps")
-        if rows["verdicts"]:
-            con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows["verdicts"])
-        if rows["evaluations"]:
-            con.executemany("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)", rows["evaluations"])
+        warehouse.insert_rows(con, "verdicts", rows["verdicts"])
+        warehouse.insert_rows(con, "evaluations", rows["evaluations"])
         con.execute(
             "UPDATE runs SET is_latest = (cluster_id = (SELECT max(r.cluster_id) FROM runs r WHERE r.method = runs.method "
             "AND r.benchmark = runs.benchmark AND r.base_model = runs.base_model)) "
