@@ -6,6 +6,8 @@ from ninja import NinjaAPI
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
 
+from .unavailable import add_api_handlers
+
 api = NinjaAPI(
     title="PostTrainBench Explorer API",
     version="1",
@@ -14,3 +16,4 @@ api = NinjaAPI(
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
+add_api_handlers(api)

@@ -37,10 +37,11 @@ import logging
 import os
 import random
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -138,10 +139,20 @@ def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(f"LOAD {_quote(str(Path(package.__file__).parent / 'extensions' / version / f'{name}.duckdb_extension'))}")
 
 
+def _sqlite_wal(path: str) -> None:
+    """Put the SQLite catalog in write-ahead-log mode (kept in the file): readers then never block the writer's
+    commit. In SQLite's default rollback journal, web processes reading all the time starved the ingest's
+    commits ("database is locked" through 10 s of retries, with 3 workers reading)."""
+    with closing(sqlite3.connect(path, timeout=10)) as con:
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            con.execute("PRAGMA journal_mode=WAL")
+
+
 def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
     """A new in-memory DuckDB with the DuckLake catalog attached as ``wh``."""
     if spec.kind == "ducklake-sqlite":
         Path(spec.catalog).parent.mkdir(parents=True, exist_ok=True)
+        _sqlite_wal(spec.catalog)
     Path(spec.data).mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
@@ -219,7 +230,7 @@ def _with_retries(work: Callable[[], T]) -> T:
     _scope.active = True
     try:
         text = warehouse_spec()
-        deadline = time.monotonic() + float(getattr(settings, "PTB_WAREHOUSE_RETRY_SECONDS", 10))
+        deadline = time.monotonic() + settings.PTB_WAREHOUSE_RETRY_SECONDS
         delay, unreachable = 0.02, 0
         while True:
             try:
