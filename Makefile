@@ -30,11 +30,11 @@ setup: $(VENV)/.web-installed
 
 serve: setup
 	@echo "Serving on http://$(HOST):$(PORT)/"
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	$(BIN)/python manage.py serve --bind $(HOST):$(PORT)
 
 test: $(VENV)/.dev-installed
 	bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) data/*.duckdb data/*.sqlite3 data/broker data/evals staticfiles test-artifacts
+	rm -rf $(VENV) data/*.duckdb data/ducklake data/*.sqlite3 data/broker data/evals staticfiles test-artifacts

@@ -161,6 +161,7 @@ def _labels(rows: list[selectors.Row]) -> dict[str, str]:
     return {r.key: f"{r.agent} ({r.scaffold})" if names.count(r.agent) > 1 else r.agent for r in rows}
 
 
+@warehouse.retrying
 def _agent_times(suite: str) -> tuple[float, list[AgentTime], list[Reference]]:
     """Budget (hours), every agent that has a reported time (rank order), and the baselines' scores."""
     board = selectors.leaderboard(suite=suite)
@@ -228,6 +229,7 @@ def per_benchmark(*, suite: str = "posttrainbench", base_model: str | None = Non
     return PerBenchmark(base_model, board.base_models, board.benchmarks, [scores(r) for r in ranked], references)
 
 
+@warehouse.retrying
 def budget_and_effort(*, suite: str = "posttrainbench") -> BudgetAndEffort:
     """The paper's ablation series as stored by the importer (``reported_series``), scores in percent."""
     with warehouse.connect() as con:

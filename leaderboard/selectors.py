@@ -145,6 +145,7 @@ def suite_models(con, suite: str) -> tuple[list[Benchmark], list[BaseModel]]:
 SOURCES = ("published", "runs", "all")
 
 
+@warehouse.retrying
 def leaderboard(
     *, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank", direction: str = "asc",
     source: str = "published", apply_flags: bool = True, facet: str | None = None,

@@ -227,7 +227,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
 
     _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, root)
 
-    with warehouse.transaction() as con:
+    def write(con) -> None:
         for table in ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores",
                       "reported_times", "reported_series"):
             column = "id" if table == "suites" else "suite"
@@ -237,21 +237,21 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
             [suite_id, suite["name"], suite["metric"], suite["budget_hours"], suite["hardware"],
              suite["scoring_rule"], suite["description"], suite["weights"]["note"]],
         )
-        con.executemany(
-            "INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?)",
+        warehouse.insert_rows(
+            con, "benchmarks",
             [(suite_id, b["id"], b["name"], b["metric"], float(weights[b["id"]]), i) for i, b in enumerate(suite["benchmarks"])],
         )
-        con.executemany(
-            "INSERT INTO base_models VALUES (?, ?, ?, ?, ?, ?)",
+        warehouse.insert_rows(
+            con, "base_models",
             [(suite_id, m["id"], m["hf_id"], m["name"], m["instruct_id"], i) for i, m in enumerate(suite["base_models"])],
         )
-        con.executemany("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, ?, 'published', ?)", [(suite_id, *a) for a in agents])
-        con.executemany("INSERT INTO reported_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *c) for c in cells])
-        con.executemany("INSERT INTO reported_scores VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *s) for s in scores])
-        con.executemany("INSERT INTO reported_times VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *t) for t in times])
-        con.executemany(
-            "INSERT INTO reported_series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *r) for r in series]
-        )
+        warehouse.insert_rows(con, "agents", [(suite_id, *a[:6], "published", a[6]) for a in agents])
+        warehouse.insert_rows(con, "reported_cells", [(suite_id, *c) for c in cells])
+        warehouse.insert_rows(con, "reported_scores", [(suite_id, *s) for s in scores])
+        warehouse.insert_rows(con, "reported_times", [(suite_id, *t) for t in times])
+        warehouse.insert_rows(con, "reported_series", [(suite_id, *r) for r in series])
+
+    warehouse.run_in_transaction(write)
     return ImportReport(
         suite=suite_id,
         counts={"benchmarks": len(bench_ids), "base models": len(base_ids), "agents": len(agents),
@@ -352,26 +352,25 @@ def import_suite(*, suite_id: str) -> ImportReport:
             raise PublishedDataError(f"{path}: note {position} names unknown agent {note['agent']!r}")
         notes.append((note["quantity"], note["description"], note.get("agent"), float(note["value"]), note["unit"],
                       source, position))
-    with warehouse.transaction() as con:
+    def write(con) -> None:
         for table in SUITE_TABLES:
             con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'suites' else 'suite'} = ?", [suite_id])
         con.execute("INSERT INTO suites VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [suite_id, suite["name"], suite["metric"], suite["budget_hours"], suite["hardware"],
                      suite["scoring_rule"], suite["description"], suite.get("weights", {}).get("note", "")])
-        con.executemany("INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?)",
-                        [(suite_id, b["id"], b["name"], b["metric"], w, i)
+        warehouse.insert_rows(con, "benchmarks", [(suite_id, b["id"], b["name"], b["metric"], w, i)
                          for i, (b, w) in enumerate(zip(suite["benchmarks"], weights))])
-        con.executemany("INSERT INTO base_models VALUES (?, ?, ?, ?, ?, ?)",
-                        [(suite_id, m["id"], m["hf_id"], m["name"], m["instruct_id"], i)
+        warehouse.insert_rows(con, "base_models", [(suite_id, m["id"], m["hf_id"], m["name"], m["instruct_id"], i)
                          for i, m in enumerate(suite["base_models"])])
         if agents:
-            con.executemany("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, ?, 'published', ?)",
-                            [(suite_id, *a) for a in agents])
+            warehouse.insert_rows(con, "agents", [(suite_id, *a[:6], "published", a[6]) for a in agents])
         if cells:
-            con.executemany("INSERT INTO reported_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *c) for c in cells])
+            warehouse.insert_rows(con, "reported_cells", [(suite_id, *c) for c in cells])
         if scores:
-            con.executemany("INSERT INTO reported_scores VALUES (?, ?, ?, ?, ?, ?)", [(suite_id, *r) for r in scores])
+            warehouse.insert_rows(con, "reported_scores", [(suite_id, *r) for r in scores])
         if notes:
-            con.executemany("INSERT INTO reported_notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(suite_id, *n) for n in notes])
+            warehouse.insert_rows(con, "reported_notes", [(suite_id, *n) for n in notes])
+
+    warehouse.run_in_transaction(write)
     return ImportReport(suite=suite_id, counts={"benchmarks": len(bench_ids), "base models": len(base_ids),
                                                 "agents": len(agents), "cells": len(cells), "notes": len(notes)})

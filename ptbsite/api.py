@@ -8,6 +8,8 @@ from evaluator.api import worker_router
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
 
+from .unavailable import add_api_handlers
+
 api = NinjaAPI(
     title="PostTrainBench Explorer API",
     version="1",
@@ -18,3 +20,4 @@ api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
 api.add_router("/", evaluator_router)
 api.add_router("/worker", worker_router)
+add_api_handlers(api)

@@ -1,8 +1,8 @@
 """Settings for the PostTrainBench Explorer.
 
 Every setting comes from an environment variable with an embedded default, so a fresh clone runs with no
-external service: a DuckDB file for the warehouse, SQLite for Django's own tables, kombu's filesystem
-transport for Celery.
+external service: DuckLake (a SQLite catalog and a Parquet folder under data/) for the warehouse, SQLite for
+Django's own tables, kombu's filesystem transport for Celery.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ptbsite",
     "leaderboard",
     "traces",
     "evaluator",
@@ -41,6 +42,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "ptbsite.unavailable.ServiceUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "ptbsite.urls"
@@ -70,7 +72,12 @@ DATABASES = {
 }
 
 # The warehouse (runs, scores, steps, verdicts): a DuckDB file path, or a DuckLake spec (see ptbsite.warehouse).
-PTB_WAREHOUSE = os.environ.get("PTB_WAREHOUSE", str(DATA_DIR / "warehouse.duckdb"))
+# Default: DuckLake with a SQLite catalog under data/, which several server processes and an ingest share.
+PTB_WAREHOUSE = os.environ.get(
+    "PTB_WAREHOUSE", f"ducklake:sqlite:{DATA_DIR / 'ducklake' / 'catalog.sqlite'}?data={DATA_DIR / 'ducklake' / 'data'}"
+)
+# How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).
+PTB_WAREHOUSE_RETRY_SECONDS = float(os.environ.get("PTB_WAREHOUSE_RETRY_SECONDS", "10"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

@@ -1,7 +1,9 @@
-"""Shared fixtures: every test session gets its own warehouse file with the published data loaded once."""
+"""Shared fixtures: every test session gets its own warehouse file with the published data loaded once, and
+warehouses of every kind (plain file, DuckLake with a SQLite catalog, DuckLake with a PostgreSQL catalog)."""
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -277,3 +279,70 @@ def worker_settings(settings, live_server, tmp_path: Path):
     settings.PTB_JOB_HEARTBEAT_SECONDS = 1
     settings.PTB_EVAL_LOG_DIR = tmp_path / "evals"
     return settings
+
+
+WAREHOUSE_KINDS = ("file", "ducklake-sqlite", "ducklake-postgres")
+# The server holding DuckLake catalogs in tests: a database of its own per warehouse, dropped at the end.
+POSTGRES_ADMIN = os.environ.get("PTB_TEST_POSTGRES", "host=127.0.0.1 port=5432 user=postgres dbname=postgres")
+
+
+class WarehouseFactory:
+    """Makes empty warehouses of each kind under one folder; PostgreSQL databases named ``ptb_test_<hex>``."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.databases: list[str] = []
+        self.postgres_error: str | None = None
+        self._count = 0
+
+    def postgres_conninfo(self, dbname: str) -> str:
+        return " ".join(p for p in POSTGRES_ADMIN.split() if not p.startswith("dbname=")) + f" dbname={dbname}"
+
+    def _admin(self):
+        import psycopg
+
+        return psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=3)
+
+    def make(self, kind: str) -> str:
+        """A new empty warehouse of ``kind``, as a PTB_WAREHOUSE value; skips the test when PostgreSQL is down."""
+        self._count += 1
+        base = self.folder / f"{kind}-{self._count}"
+        base.mkdir()
+        if kind == "file":
+            return str(base / "warehouse.duckdb")
+        if kind == "ducklake-sqlite":
+            return f"ducklake:sqlite:{base / 'catalog.sqlite'}?data={base / 'data'}"
+        import psycopg
+
+        name = f"ptb_test_{secrets.token_hex(4)}"
+        try:
+            with self._admin() as con:
+                con.execute(f'CREATE DATABASE "{name}"')
+        except psycopg.OperationalError as exc:
+            pytest.skip(f"PostgreSQL unreachable at {POSTGRES_ADMIN!r} ({exc}); .ci/run starts it in CI")
+        self.databases.append(name)
+        return f"ducklake:postgres:{self.postgres_conninfo(name)}?data={base / 'data'}"
+
+    def drop_all(self) -> None:
+        if not self.databases:
+            return
+        warehouse.close_connections()
+        with self._admin() as con:
+            for name in self.databases:
+                con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def warehouse_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarehouseFactory]:
+    factory = WarehouseFactory(tmp_path_factory.mktemp("warehouses"))
+    yield factory
+    factory.drop_all()
+
+
+@pytest.fixture(params=WAREHOUSE_KINDS)
+def any_warehouse(request, warehouse_factory: WarehouseFactory, settings) -> Iterator[str]:
+    """An empty warehouse of each kind in turn (the test runs three times); yields its PTB_WAREHOUSE value."""
+    spec = warehouse_factory.make(request.param)
+    settings.PTB_WAREHOUSE = spec
+    warehouse.reset_migration_cache()
+    yield spec

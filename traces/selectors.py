@@ -148,6 +148,7 @@ def _attach_verdicts(con, runs: list[RunSummary]) -> None:
         run.flags = effective_flags(run.verdicts, run.overrides) if run.method != "baseline" else {}
 
 
+@warehouse.retrying
 def list_runs(
     *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
     flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
@@ -211,6 +212,7 @@ def list_runs(
     return runs, (runs[-1].id if more and runs else None)
 
 
+@warehouse.retrying
 def get_run(run_id: str) -> RunSummary | None:
     """One run with its verdicts, overrides and effective flags, or None."""
     with warehouse.connect() as con:
@@ -218,6 +220,7 @@ def get_run(run_id: str) -> RunSummary | None:
     return found[0] if found else None
 
 
+@warehouse.retrying
 def run_texts(run_id: str) -> dict:
     """The run's long texts: prompt, metrics (dict), parse problems and redaction warnings (lists)."""
     with warehouse.connect() as con:
@@ -244,6 +247,7 @@ def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q:
     return " AND ".join(where), params
 
 
+@warehouse.retrying
 def steps_page(
     run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
@@ -266,6 +270,7 @@ def steps_page(
     return StepPage(steps, steps[-1].index if len(rows) > limit else None, total)
 
 
+@warehouse.retrying
 def previous_cursor(
     run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None, tool: str | None = None,
     q: str | None = None,
@@ -293,6 +298,7 @@ class IndexedStep:
     text: str
 
 
+@warehouse.retrying
 def step_index(run_id: str, *, trace: str = "agent", chars: int = 400) -> list[IndexedStep]:
     """Every step of a trace in order, with at most ``chars`` characters of lowercased text (input, then output)."""
     with warehouse.connect() as con:
@@ -302,6 +308,7 @@ def step_index(run_id: str, *, trace: str = "agent", chars: int = 400) -> list[I
     return [IndexedStep(*row) for row in rows]
 
 
+@warehouse.retrying
 def run_fingerprints() -> dict[str, str]:
     """{run id: md5 hex} for every non-baseline run, over what its pages show beyond the trace itself: the run's
     content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
@@ -321,6 +328,7 @@ def run_fingerprints() -> dict[str, str]:
         """).fetchall())
 
 
+@warehouse.retrying
 def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
     """The index of the first step at or after ``seconds`` of elapsed time, else the last step's."""
     with warehouse.connect() as con:
@@ -332,6 +340,7 @@ def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | 
     return row[0]
 
 
+@warehouse.retrying
 def trace_names(run_id: str) -> list[str]:
     """The traces stored for a run: ``agent`` first, then judges (``judge:codex``, ``judge:gpt5_4``, ...)."""
     with warehouse.connect() as con:
@@ -340,6 +349,7 @@ def trace_names(run_id: str) -> list[str]:
     return sorted(names, key=lambda n: (n != "agent", n))
 
 
+@warehouse.retrying
 def tools_used(run_id: str, trace: str = "agent") -> list[str]:
     """Distinct tool names of a trace, for the tool filter."""
     with warehouse.connect() as con:
@@ -348,6 +358,7 @@ def tools_used(run_id: str, trace: str = "agent") -> list[str]:
             [run_id, trace]).fetchall()]
 
 
+@warehouse.retrying
 def evidence_steps(run_id: str) -> list[StepRow]:
     """The agent-trace steps an evidence rule marked suspicious, in order."""
     with warehouse.connect() as con:
@@ -358,6 +369,7 @@ def evidence_steps(run_id: str) -> list[StepRow]:
     return [StepRow(r[0], r[1], r[2], None, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11].split(",")) for r in rows]
 
 
+@warehouse.retrying
 def evaluations(run_id: str) -> list[dict]:
     """Every evaluation of the run, newest first: {id, origin, accuracy (fraction), metrics, provenance, created_at}."""
     with warehouse.connect() as con:
@@ -368,6 +380,7 @@ def evaluations(run_id: str) -> list[dict]:
              "provenance": json.loads(r[4]), "created_at": r[5]} for r in rows]
 
 
+@warehouse.retrying
 def run_directory(run_id: str) -> Path | None:
     """The run's directory in its results tree, ``<methods.results_root>/<runs.method>/<runs.run_dir>``, or None
     for an unknown run. The path is where ingest found the run; it may since have moved (not checked here)."""
@@ -387,6 +400,7 @@ def checkpoint_path(run_id: str) -> Path | None:
     return run_dir / "final_model" if run_dir else None
 
 
+@warehouse.retrying
 def override_log(run_id: str) -> list[dict]:
     """The run's reviewer overrides, oldest first (the audit log): {kind, previous (flagged | clean | judge_error,
     None on rows older than the column), flagged (the new verdict), reason, reviewer, created_at (naive UTC)}."""
@@ -398,6 +412,7 @@ def override_log(run_id: str) -> list[dict]:
              "reviewer": r[4], "created_at": r[5]} for r in rows]
 
 
+@warehouse.retrying
 def override_agreement() -> dict[str, dict[str, int]]:
     """Judge vs reviewer, per scored kind, over every override in the audit log: ``{kind: {"agreed": n,
     "disagreed": n, "judge_error": n}}``. The judge's verdict is the run's effective flag without overrides;
@@ -427,6 +442,7 @@ def override_agreement() -> dict[str, dict[str, int]]:
     return counts
 
 
+@warehouse.retrying
 def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
     """Percent scores {"base", "instruct"} of the base model (zero-shot) and its official instruct model on one
     benchmark, from the suite's published baselines (the leaderboard's ``reported_cells``), None where absent."""
@@ -467,6 +483,7 @@ class CellRun:
     overridden: bool
 
 
+@warehouse.retrying
 def latest_cells(suite: str) -> list[CellRun]:
     """Every method's latest run per (benchmark, base model) in a suite, with score and effective flags.
 
@@ -501,6 +518,7 @@ class RunUsage:
     cost_usd: float | None
 
 
+@warehouse.retrying
 def latest_usage(suite: str) -> list[RunUsage]:
     """Token and cost usage of every method's latest runs in a suite (baselines excluded), ordered by run id."""
     with warehouse.connect() as con:
@@ -524,6 +542,7 @@ def facet_clause(spec: str) -> tuple[str, list[str]]:
     return "r.id IN (SELECT run_id FROM facets WHERE facet = ?)", [name]
 
 
+@warehouse.retrying
 def runs_with_facet(suite: str, spec: str) -> set[str]:
     """Ids of the suite's runs that have the facet ``spec`` (see :func:`facet_clause`)."""
     clause, values = facet_clause(spec)
@@ -542,6 +561,7 @@ class FacetRow:
     steps: list[int]
 
 
+@warehouse.retrying
 def run_facets(run_id: str) -> list[FacetRow]:
     """The run's facets in rule order (methods, then measured facets as ``traces.facets`` lists them)."""
     order = {name: i for i, name in enumerate(FACET_ORDER)}
@@ -583,6 +603,7 @@ class Timeline:
         return None if self.time_taken_s is None or not self.budget_s else self.time_taken_s / self.budget_s
 
 
+@warehouse.retrying
 def run_timeline(run: RunSummary) -> Timeline:
     """The run's phases, tool calls (with the phase of the stretch holding them) and monitor samples."""
     with warehouse.connect() as con:
@@ -695,6 +716,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+@warehouse.retrying
 def run_facts(suite: str) -> list[RunFacts]:
     """Facts of every latest (non-baseline) run of a suite, ordered by agent then run id."""
     with warehouse.connect() as con:

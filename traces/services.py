@@ -249,7 +249,8 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
     steps = pa.table(
         {name: pa.array([r[i] for r in rows["steps"]], type=typ) for i, (name, typ) in enumerate(zip(STEP_COLUMNS, STEP_TYPES))}
     )
-    with warehouse.transaction() as con:
+
+    def write(con) -> None:
         con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
         con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
         for table in ("runs", "steps", "verdicts"):
@@ -258,12 +259,12 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
         con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                     [run[c] for c in columns])
         con.register("new_steps", steps)
-        con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
-        con.unregister("new_steps")
-        if rows["verdicts"]:
-            con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows["verdicts"])
-        if rows["evaluations"]:
-            con.executemany("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)", rows["evaluations"])
+        try:
+            con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
+        finally:
+            con.unregister("new_steps")
+        warehouse.insert_rows(con, "verdicts", rows["verdicts"])
+        warehouse.insert_rows(con, "evaluations", rows["evaluations"])
         _store_analysis(con, run["id"], rows)
         con.execute(
             "UPDATE runs SET is_latest = (cluster_id = (SELECT max(r.cluster_id) FROM runs r WHERE r.method = runs.method "
@@ -272,6 +273,7 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
             [run["method"], run["benchmark"], run["base_model"]],
         )
 
+    warehouse.run_in_transaction(write)
 
 def _analysis_rows(rid: str, parsed: ParsedTrace, run_dir: Path, redactor: Redactor) -> dict:
     """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``).
@@ -311,6 +313,7 @@ def _store_analysis(con, run_id: str, rows: dict) -> None:
             con.unregister("new_rows")
 
 
+@warehouse.retrying
 def _stored_hashes(method: str) -> dict[str, str]:
     with warehouse.connect() as con:
         return dict(con.execute("SELECT run_dir, content_hash FROM runs WHERE method = ?", [method]).fetchall())
@@ -405,11 +408,14 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
     if not 0.0 <= accuracy <= 1.0:
         raise ValueError(f"accuracy {accuracy} is not a fraction 0..1")
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    with warehouse.transaction() as con:
+
+    def write(con) -> None:
         _require_run(con, run_id)
         con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
         con.execute("INSERT INTO evaluations VALUES (?, ?, 'rerun', ?, ?, ?, ?)",
                     [evaluation_id, run_id, float(accuracy), json.dumps(metrics), json.dumps(provenance), now])
+
+    warehouse.run_in_transaction(write)
 
 
 def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, reviewer: str) -> dict:
@@ -428,7 +434,8 @@ def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, revi
     if not reason.strip() or not reviewer.strip():
         raise ValueError("an override needs a written reason and a reviewer")
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    with warehouse.transaction() as con:
+
+    def write(con) -> str:
         _require_run(con, run_id)
         verdicts = [Verdict(*r) for r in con.execute(
             "SELECT judge, attempt, era, kind, value, flagged, text, note, source_file FROM verdicts WHERE run_id = ?",
@@ -439,6 +446,9 @@ def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, revi
         con.execute(
             "INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at, previous) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, kind, flagged, reason.strip(), reviewer, now, previous])
+        return previous
+
+    previous = warehouse.run_in_transaction(write)
     return {"kind": kind, "previous": previous, "flagged": flagged, "new": "flagged" if flagged else "clean",
             "reason": reason.strip(), "reviewer": reviewer, "created_at": now}
 
@@ -456,11 +466,13 @@ def store_judge_rerun(*, run_id: str, verdicts: list[Verdict]) -> int:
     """
     rows = [(run_id, v.judge, "rerun", v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
             for v in verdicts]
-    with warehouse.transaction() as con:
+
+    def write(con) -> None:
         _require_run(con, run_id)
         for row in rows:
             con.execute("DELETE FROM verdicts WHERE run_id = ? AND judge = ? AND attempt = 'rerun' AND era = ? AND kind = ?",
                         [run_id, row[1], row[3], row[4]])
-        if rows:
-            con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        warehouse.insert_rows(con, "verdicts", rows)
+
+    warehouse.run_in_transaction(write)
     return len(rows)

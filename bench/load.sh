@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Load figures for the site on each warehouse kind: wrk on loopback against the leaderboard, a run page and a
+# deep steps page, each beside the same bytes served as a static file by the same server (WhiteNoise).
+#
+#   bench/load.sh [file|ducklake ...]      (default: both)
+#
+# file      plain DuckDB file, `manage.py serve --workers 1` (the file admits one process)
+# ducklake  DuckLake, SQLite catalog + Parquet folder (the embedded default), `serve --workers $WORKERS`
+#
+# Env: DURATION (wrk -d, default 10s), CONNECTIONS (-c, 8), THREADS (-t, 2), WORKERS (3), PORT (8765),
+# PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
+# `make_demo_results --runs 40 --seed 7` (a ~50 MB, 20,000-step long run), generated once, ingested per kind.
+# Prints requests/s, p50 and p99 latency (ms) per URL and the ratio of each page's requests/s to its static twin.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+DURATION=${DURATION:-10s} CONNECTIONS=${CONNECTIONS:-8} THREADS=${THREADS:-2} WORKERS=${WORKERS:-3} PORT=${PORT:-8765}
+KINDS=${*:-file ducklake}
+OUT=bench/out
+TREE=$OUT/results-40-7
+command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
+mkdir -p "$OUT"
+[ -f "$TREE/SYNTHETIC" ] || "$PY" manage.py make_demo_results "$TREE" --runs 40 --seed 7 >/dev/null
+
+SERVER=
+stop() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; SERVER=; }
+trap stop EXIT
+start() {  # start the server for this kind, wait until it answers
+    "$PY" manage.py serve --workers "$1" --bind "127.0.0.1:$PORT" >"$DATA/serve.log" 2>&1 &
+    SERVER=$!
+    for _ in $(seq 120); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/runs?limit=1" && return; sleep 0.5; done
+    cat "$DATA/serve.log" >&2; exit 1
+}
+measure() {  # label path: one wrk run; prints "label req/s p50 p99 non2xx"
+    local report
+    report=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "http://127.0.0.1:$PORT$2")
+    awk -v label="$1" '
+        function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+        $1 == "50%" { p50 = ms($2) } $1 == "99%" { p99 = ms($2) }
+        /Requests\/sec/ { rps = $2 } /Non-2xx/ { bad = $NF }
+        END { printf "%s %.1f %.1f %.1f %d\n", label, rps, p50, p99, bad }' <<<"$report"
+}
+
+for KIND in $KINDS; do
+    DATA=$OUT/$KIND
+    rm -rf "$DATA" && mkdir -p "$DATA"
+    export PTB_DATA_DIR=$DATA DJANGO_STATIC_ROOT=$DATA/static
+    case $KIND in
+        file) export PTB_WAREHOUSE=$DATA/warehouse.duckdb; N=1 ;;
+        ducklake) unset PTB_WAREHOUSE; N=$WORKERS ;;  # the default: DuckLake, SQLite catalog under $DATA
+        *) echo "unknown kind $KIND" >&2; exit 2 ;;
+    esac
+    "$PY" manage.py migrate --noinput -v0
+    "$PY" manage.py import_published >/dev/null
+    /usr/bin/time -f "ingest: %e s" "$PY" manage.py ingest "$TREE" --quiet 2>&1 | tail -1
+    LONG=$("$PY" manage.py shell -c "
+from traces import selectors
+runs, _ = selectors.list_runs(limit=500)
+print(max(runs, key=lambda r: r.step_count).id)" | tail -n1)
+    declare -A PAGES=([leaderboard]=/ [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
+    # Capture each page's bytes, then restart so WhiteNoise (which indexes files at start) serves them.
+    start "$N"
+    mkdir -p "$DATA/static/bench"
+    for name in leaderboard run steps; do curl -sf "http://127.0.0.1:$PORT${PAGES[$name]}" >"$DATA/static/bench/$name.html"; done
+    stop
+    start "$N"
+    echo "== $KIND warehouse, $N worker(s), wrk -t$THREADS -c$CONNECTIONS -d$DURATION; long run $LONG"
+    printf "%-18s %9s %9s %9s %7s %9s %7s\n" url req/s p50_ms p99_ms non2xx bytes vs_static
+    for name in leaderboard run steps; do
+        page=$(measure "$name" "${PAGES[$name]}")
+        static=$(measure "$name(static)" "/static/bench/$name.html")
+        bytes=$(stat -c %s "$DATA/static/bench/$name.html")
+        read -r l r p50 p99 bad <<<"$page"
+        read -r sl sr sp50 sp99 sbad <<<"$static"
+        printf "%-18s %9s %9s %9s %7s %9s %7s\n" "${PAGES[$name]:0:18}" "$r" "$p50" "$p99" "$bad" "$bytes" \
+            "$(awk -v a="$r" -v b="$sr" 'BEGIN { printf "%.3f", a / b }')"
+        printf "%-18s %9s %9s %9s %7s %9s\n" "static $name" "$sr" "$sp50" "$sp99" "$sbad" "$bytes"
+    done
+    stop
+done
