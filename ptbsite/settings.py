@@ -43,6 +43,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "ptbsite.unavailable.ServiceUnavailableMiddleware",
+    "ptbsite.warehouse.RequestScopeMiddleware",
 ]
 
 ROOT_URLCONF = "ptbsite.urls"

@@ -75,7 +75,7 @@ def test_steps_paging_filters_and_deep_links(client, demo_ingested):
     assert 'id="step-37"' in html and 'class="step kind-' in html
     assert re.search(r'<li class="step [^"]*focus[^"]*"\s+id="step-37"', html)
     assert 'id="step-36"' not in html  # the page starts at the linked step
-    partial = client.get(f"/runs/{run_id}/steps?after=49").content.decode()
+    partial = client.get(f"/runs/{run_id}/steps?after=49", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="step-50"' in partial and "<html" not in partial
     assert client.get(f"/api/runs/{run_id}/steps?kind=nonsense").status_code == 422
 

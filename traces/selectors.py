@@ -597,21 +597,30 @@ class Timeline:
     monitor: list[tuple[float, float, float, float]]
     split: dict[str, float]
     idle_gaps: int
+    calls_total: int = 0  # tool calls in the trace; ``calls`` holds at most MAX_TIMELINE_CALLS of them
 
     @property
     def budget_fraction(self) -> float | None:
         return None if self.time_taken_s is None or not self.budget_s else self.time_taken_s / self.budget_s
 
 
+MAX_TIMELINE_CALLS = 2000  # a 20,000-call trace draws every 11th call: the page stays light
+
+
 @warehouse.retrying
 def run_timeline(run: RunSummary) -> Timeline:
-    """The run's phases, tool calls (with the phase of the stretch holding them) and monitor samples."""
+    """The run's phases, tool calls (with the phase of the stretch holding them; every k-th call when there are
+    more than MAX_TIMELINE_CALLS, ``calls_total`` says how many there are) and monitor samples."""
     with warehouse.connect() as con:
         stretches = con.execute("SELECT phase, start_s, end_s, step_from, step_to FROM phases WHERE run_id = ? "
                                 "ORDER BY start_s", [run.id]).fetchall()
-        calls = con.execute("SELECT idx, elapsed_s, tool, input FROM steps WHERE run_id = ? "
-                            "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL ORDER BY idx",
-                            [run.id]).fetchall()
+        total = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND kind = 'tool_call' "
+                            "AND elapsed_s IS NOT NULL", [run.id]).fetchone()[0]
+        every = -(-total // MAX_TIMELINE_CALLS) if total else 1
+        calls = con.execute("SELECT idx, elapsed_s, tool, input FROM (SELECT idx, elapsed_s, tool, left(input, 200) "
+                            "AS input, row_number() OVER (ORDER BY idx) - 1 AS n FROM steps WHERE run_id = ? "
+                            "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL) "
+                            "WHERE n % ? = 0 ORDER BY idx", [run.id, every]).fetchall()
         samples = con.execute("SELECT t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor WHERE run_id = ? "
                               "ORDER BY t_s", [run.id]).fetchall()
     split = dict.fromkeys(PHASES, 0.0)
@@ -622,7 +631,7 @@ def run_timeline(run: RunSummary) -> Timeline:
         for index, elapsed, tool, text in calls
     ]
     return Timeline(run.id, run.budget_hours * 3600, run.time_taken_s, [tuple(p) for p in stretches], timeline_calls,
-                    [tuple(s) for s in samples], split, sum(1 for p in stretches if p[0] == "idle"))
+                    [tuple(s) for s in samples], split, sum(1 for p in stretches if p[0] == "idle"), total)
 
 
 @dataclass
