@@ -127,3 +127,17 @@ def test_synthetic_runs_are_labelled_on_the_analysis_page(client, demo_ingested)
     html = client.get("/analysis/").content.decode()
     latest = sum(1 for r in report.runs if r.is_latest)
     assert f"{latest} of these {latest} runs are generated demo runs" in html
+
+
+def test_planted_secrets_reach_no_page_and_no_api(client, demo_ingested):
+    report, _, _ = demo_ingested
+    for secret in report.planted_secrets:
+        run_id = layout.run_id(*secret.run_dir.split("/"))
+        marker = secret.value[:24]
+        pages = [client.get(f"/runs/{run_id}/?q=omitted-api-key"), client.get(f"/runs/{run_id}/"),
+                 client.get(f"/api/runs/{run_id}/steps?limit=500"), client.get(f"/api/runs/{run_id}")]
+        for response in pages:
+            assert response.status_code == 200
+            assert marker not in response.content.decode(), (secret.name, response.request["PATH_INFO"])
+        found = client.get(f"/api/runs/{run_id}/steps?q=omitted-api-key&limit=500").json()
+        assert found["total"] >= 1, secret.name  # the redacted line is there, without the key
