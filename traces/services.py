@@ -253,9 +253,13 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
     def write(con) -> None:
         con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
         con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
-        for table in ("runs", "steps", "verdicts"):
-            con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run["id"]])
-        con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run["id"]])
+        # A run stored before is replaced; a new one (the common case) skips the deletes, each a scan of a table
+        # that grows with every run ingested.
+        stored = con.execute("SELECT count(*) FROM runs WHERE id = ?", [run["id"]]).fetchone()[0] > 0
+        if stored:
+            for table in ("runs", "steps", "verdicts", *_ANALYSIS_TYPES):
+                con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run["id"]])
+            con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run["id"]])
         con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                     [run[c] for c in columns])
         con.register("new_steps", steps)
@@ -300,12 +304,12 @@ _ANALYSIS_TYPES = {
 
 
 def _store_analysis(con, run_id: str, rows: dict) -> None:
-    """Replace the run's facets, phases and monitor samples (inside ``store_run``'s transaction).
+    """Insert the run's facets, phases and monitor samples (inside ``store_run``'s transaction, which has
+    deleted an earlier version of the run).
 
     Rows go in as Arrow tables: a 50-hour run has 3,000 monitor samples, too many for row-by-row inserts.
     """
     for table, types in _ANALYSIS_TYPES.items():
-        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         if rows.get(table):
             data = pa.table({f"c{i}": pa.array([r[i] for r in rows[table]], type=t) for i, t in enumerate(types)})
             con.register("new_rows", data)
@@ -347,43 +351,45 @@ def ingest_tree(
         redactor=redactor or Redactor.from_environ(os.environ),
         synthetic=(root / SYNTHETIC_MARKER).exists() if synthetic is None else synthetic,
     )
-    for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-        baseline = method_dir.name.startswith("baseline")
-        if baseline:
-            method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
-            method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
-                          "Baseline evaluations", None, ingester.synthetic, str(root),
-                          datetime.now(timezone.utc).replace(tzinfo=None))
-        else:
-            try:
-                method = layout.parse_method_name(method_dir.name)
-            except layout.LayoutError as exc:
-                report.problems.append(f"{method_dir}: {exc}")
-                continue
-            method_row = ingester.method_row(method, root)
-        known = _stored_hashes(method.raw)
-        for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
-            try:
-                if known.get(run_dir.name) == _content_hash(run_dir):
-                    report.unchanged += 1
+    # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
+    with warehouse.hold_open():
+        for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+            baseline = method_dir.name.startswith("baseline")
+            if baseline:
+                method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
+                method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
+                              "Baseline evaluations", None, ingester.synthetic, str(root),
+                              datetime.now(timezone.utc).replace(tzinfo=None))
+            else:
+                try:
+                    method = layout.parse_method_name(method_dir.name)
+                except layout.LayoutError as exc:
+                    report.problems.append(f"{method_dir}: {exc}")
                     continue
-                rows = ingester.parse_run(method, run_dir, baseline=baseline)
-                store_run(rows, method_row=method_row)
-            except (layout.LayoutError, RunIngestError) as exc:
-                report.failed += 1
-                report.problems.append(str(exc) if str(run_dir) in str(exc) else f"{run_dir}: {exc}")
-                continue
-            except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
-                report.failed += 1
-                report.problems.append(f"{run_dir}: not stored: {type(exc).__name__}: {exc}")
-                log.exception("ingest of %s failed", run_dir)
-                continue
-            report.stored += 1
-            report.steps += len(rows["steps"])
-            report.bytes_read += rows["run"]["trace_bytes"]
-            report.problems += rows["problems"]
-            if progress:
-                progress(f"{method_dir.name}/{run_dir.name}: {rows['run']['state']}, {rows['run']['step_count']} steps")
+                method_row = ingester.method_row(method, root)
+            known = _stored_hashes(method.raw)
+            for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
+                try:
+                    if known.get(run_dir.name) == _content_hash(run_dir):
+                        report.unchanged += 1
+                        continue
+                    rows = ingester.parse_run(method, run_dir, baseline=baseline)
+                    store_run(rows, method_row=method_row)
+                except (layout.LayoutError, RunIngestError) as exc:
+                    report.failed += 1
+                    report.problems.append(str(exc) if str(run_dir) in str(exc) else f"{run_dir}: {exc}")
+                    continue
+                except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+                    report.failed += 1
+                    report.problems.append(f"{run_dir}: not stored: {type(exc).__name__}: {exc}")
+                    log.exception("ingest of %s failed", run_dir)
+                    continue
+                report.stored += 1
+                report.steps += len(rows["steps"])
+                report.bytes_read += rows["run"]["trace_bytes"]
+                report.problems += rows["problems"]
+                if progress:
+                    progress(f"{method_dir.name}/{run_dir.name}: {rows['run']['state']}, {rows['run']['step_count']} steps")
     return report
 
 
