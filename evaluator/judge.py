@@ -33,8 +33,14 @@ class JudgeFailed(RuntimeError):
     """The judge command failed, timed out or wrote no verdict; the message says which."""
 
 
-def judge_configured() -> bool:
-    return bool(settings.PTB_JUDGE_COMMAND)
+def _judge_env() -> dict[str, str]:
+    """The judge's environment: PATH, HOME, locale and PYTHON* variables plus PTB_JUDGE_ENV_* passed on
+    without the prefix (e.g. PTB_JUDGE_ENV_OPENAI_API_KEY for an LLM judge); nothing else of the web process."""
+    keep = {k: v for k, v in os.environ.items()
+            if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") or k.startswith("PYTHON")}
+    keep.update({k.removeprefix("PTB_JUDGE_ENV_"): v for k, v in os.environ.items() if k.startswith("PTB_JUDGE_ENV_")})
+    return keep
+
 
 
 def judge_argv(run_dir: Path) -> list[str]:
@@ -69,14 +75,16 @@ def rerun_judge(*, run_id: str, reviewer: str) -> list[Verdict]:
             work.mkdir()
         before = {p.name for p in work.iterdir()}
         try:
-            done = subprocess.run(argv, cwd=work, capture_output=True, text=True, shell=False,
+            # The judge reads agent-written files: it gets no secret of the web process's environment.
+            done = subprocess.run(argv, cwd=work, capture_output=True, text=True, shell=False, env=_judge_env(),
                                   timeout=settings.PTB_JUDGE_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired as exc:
             raise JudgeFailed(f"the judge command timed out after {exc.timeout} s") from exc
         except OSError as exc:
             raise JudgeFailed(f"the judge command could not start: {exc}") from exc
         if done.returncode != 0:
-            raise JudgeFailed(f"the judge command exited {done.returncode}: {done.stderr[-2000:].strip()}")
+            tail = Redactor.from_environ(os.environ).redact(done.stderr[-2000:].strip())
+            raise JudgeFailed(f"the judge command exited {done.returncode}: {tail}")
         written = [v for v in read_verdicts(work, Redactor.from_environ(os.environ).redact)
                    if v.source_file and v.source_file not in before]
     if not written:

@@ -65,10 +65,6 @@ class RerunJob(models.Model):
         return self.status in self.ACTIVE
 
     @property
-    def progress_fraction(self) -> float | None:
-        """samples_done / samples_total (0..1), None before the worker knows the total."""
-        return self.samples_done / self.samples_total if self.samples_total else None
-
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.splitlines()[-lines:])
 

@@ -7,6 +7,7 @@ worker's report racing each other cannot both win.
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from datetime import timedelta
@@ -22,6 +23,7 @@ from kombu.exceptions import OperationalError
 from ptbsite.celery import app as celery_app
 from traces import selectors as run_selectors
 from traces import services as run_services
+from traces.redaction import Redactor
 
 from .models import RerunJob
 
@@ -46,9 +48,19 @@ def _log_line(text: str) -> str:
     return f"{_now():%Y-%m-%d %H:%M:%S} {text}\n"
 
 
+def _redacted(value: Any) -> Any:
+    """A worker's text or JSON-shaped value with secrets redacted (traces.redaction): workers' logs, reasons and
+    provenance can quote environment dumps or error messages holding keys."""
+    redact = Redactor.from_environ(os.environ).redact
+    if isinstance(value, str):
+        return redact(value)
+    return json.loads(redact(json.dumps(value)))
+
+
 def _append_log(job_id: int, *lines: str) -> None:
     if lines:
-        RerunJob.objects.filter(pk=job_id).update(log=Concat(F("log"), Value("".join(_log_line(x) for x in lines))))
+        text = _redacted("".join(_log_line(x) for x in lines))
+        RerunJob.objects.filter(pk=job_id).update(log=Concat(F("log"), Value(text)))
 
 
 def job_message(job: RerunJob) -> dict[str, Any]:
@@ -231,7 +243,7 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
         _append_log(job_id, f"a worker reported {status} after the job had ended {job.status}; ignored")
         return job
     fields: dict[str, Any] = {"finished_at": _now(), "heartbeat_at": _now(),
-                              "result": {k: v for k, v in report.items() if k != "log"}}
+                              "result": _redacted({k: v for k, v in report.items() if k != "log"})}
     if status == "succeeded" and job.cancel_requested:
         status, report = "cancelled", {**report, "reason": "cancelled before the result was stored"}
     if status == "succeeded":
@@ -240,7 +252,7 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
         except (ValueError, KeyError, TypeError, run_services.UnknownRun) as exc:
             status, report = "failed", {**report, "reason": f"the result could not be stored: {exc}"}
     fields["status"] = status
-    fields["reason"] = "" if status == "succeeded" else str(report.get("reason") or status)
+    fields["reason"] = "" if status == "succeeded" else _redacted(str(report.get("reason") or status))
     updated = RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING).update(**fields)
     if updated:
         _append_log(job_id, f"{status}" + (f": {fields['reason']}" if fields["reason"] else
@@ -259,8 +271,8 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
                   "samples": report.get("samples_done")}
     try:
         run_services.add_evaluation(
-            run_id=job.run_id, accuracy=score, evaluation_id=evaluation_id, provenance=provenance,
-            metrics={"accuracy": score, "stderr": report.get("stderr")},
+            run_id=job.run_id, accuracy=score, evaluation_id=evaluation_id, provenance=_redacted(provenance),
+            metrics={"accuracy": score, "stderr": report.get("stderr")}, partial=job.limit is not None,
         )
     except Exception:
         (Path(settings.PTB_EVAL_LOG_DIR) / stored).unlink(missing_ok=True)

@@ -397,6 +397,7 @@ class Exporter:
             self.write(f"api/runs/{run_id}/{part}.json", self.fetch(f"/api/runs/{run_id}/{part}"))
 
     def remove_run(self, run_id: str) -> None:
+        _safe(run_id, "run id")  # ids also come from the previous manifest: never a path outside OUTDIR
         for path in (self.outdir / "runs" / run_id, self.outdir / "api/runs" / run_id):
             if path.is_dir():
                 shutil.rmtree(path)

@@ -7,6 +7,7 @@ Each builder returns the figure as a JSON-ready dict (``json.loads(fig.to_json()
 from __future__ import annotations
 
 import json
+from html import escape  # names of ingested methods reach plotly's HTML-ish labels: escaped
 from collections.abc import Iterable
 
 import plotly.colors
@@ -223,7 +224,7 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str) -> dict:
             x=[value(p) for p in members], y=[p.score for p in members], mode="markers", name=scaffold,
             marker=dict(size=12, symbol=symbol[scaffold], color=colour[scaffold], line=dict(width=1, color="white")),
             error_y=_std_array(p.score_std for p in members),
-            customdata=[[p.key, p.agent + (" (synthetic)" if p.synthetic else ""), p.scaffold or "", p.runs,
+            customdata=[[p.key, escape(p.agent) + (" (synthetic)" if p.synthetic else ""), escape(p.scaffold or ""), p.runs,
                          f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}", f"{p.score:.1f}"]
                         for p in members],
             hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
@@ -233,7 +234,7 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str) -> dict:
     fig.add_trace(go.Scatter(
         x=[value(p) for p in frontier], y=[p.score for p in frontier], mode="lines+text",
         line=dict(shape="hv", color="#1d2330", width=1.5, dash="dot"), name="Pareto frontier",
-        text=[p.agent for p in frontier], textfont=dict(size=11), hoverinfo="skip", cliponaxis=False,
+        text=[escape(p.agent) for p in frontier], textfont=dict(size=11), hoverinfo="skip", cliponaxis=False,
         textposition=["top right" if i == 0 else "top left" for i in range(len(frontier))],
     ))
     _layout(fig, height=520)

@@ -389,8 +389,6 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
         agents.sort(key=lambda r: r.agent.lower(), reverse=reverse)
     elif sort == "runs":
         agents.sort(key=lambda r: (r.runs, r.average), reverse=reverse)
-    elif sort == "average":
-        agents.sort(key=lambda r: r.average, reverse=reverse)
     elif rows and sort in rows[0].cells:
         agents.sort(key=lambda r: r.cells[sort].score, reverse=reverse)
     baselines.sort(key=lambda r: -r.average)

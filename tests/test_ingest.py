@@ -57,10 +57,9 @@ def test_states_latest_flags_and_labels_match_the_generator(demo_ingested):
                                                           and demo.contamination_verdict != "missing")}
         assert demo.contamination_verdict in contamination, (demo.run_dir, contamination)
         flags = run.flags
-        if demo.flagged_contamination:
-            assert flags["contamination"] == "flagged", demo.run_dir
-        if demo.flagged_model:
-            assert flags["disallowed_model"] == "flagged", demo.run_dir
+        # Both ways: a clean run must not come out flagged ("no contamination detected" contains the flag text).
+        assert (flags["contamination"] == "flagged") == demo.flagged_contamination, demo.run_dir
+        assert (flags["disallowed_model"] == "flagged") == demo.flagged_model, demo.run_dir
         if demo.verdict_note == "manual_flip":
             assert flags["contamination"] is None  # the human's "no " counts as clean
         if demo.verdict_note in ("judge_crashed", "malformed"):

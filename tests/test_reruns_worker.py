@@ -84,6 +84,10 @@ def test_the_rerun_command_waits_and_prints_the_result(
     assert lines[1] == "status: succeeded"
     assert lines[2] == f"new score: {job.new_score:.4f} (accuracy; old 0.2500)"
     assert job.samples_total == 2
+    # Two samples are not the test set: the rerun is kept as partial and the run's score stays the original's.
+    newest = selectors.evaluations(rerun_tree["run_id"])[0]
+    assert (newest["origin"], newest["counts"]) == ("rerun-partial", False)
+    assert selectors.get_run(rerun_tree["run_id"]).score == 25.0
 
 
 def test_a_missing_checkpoint_fails_naming_the_path_and_changes_nothing(

@@ -49,6 +49,7 @@ class RunsOut(Schema):
 class EvaluationOut(Schema):
     id: str
     origin: str
+    counts: bool
     score: float
     provenance: dict
     created_at: datetime
@@ -135,7 +136,7 @@ def run(request, run_id: str):
         "tokens_in": found.tokens_in, "tokens_out": found.tokens_out, "cost_usd": found.cost_usd,
         "trace_format": found.trace_format, "step_count": found.step_count, "base_model_score": refs["base"],
         "instruct_score": refs["instruct"], "overrides": found.overrides,
-        "evaluations": [{"id": e["id"], "origin": e["origin"], "score": 100 * e["accuracy"],
+        "evaluations": [{"id": e["id"], "origin": e["origin"], "counts": e["counts"], "score": 100 * e["accuracy"],
                          "provenance": e["provenance"], "created_at": e["created_at"]} for e in selectors.evaluations(run_id)],
         "evidence": [{"index": s.index, "rules": s.suspicious, "input": s.input} for s in selectors.evidence_steps(run_id)],
     }

@@ -7,6 +7,7 @@ calibration chart.
 from __future__ import annotations
 
 import json
+from html import escape  # plotly reads <a>, <b>, <span style> in hover texts and names: trace text is escaped
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -68,7 +69,7 @@ def timeline(data: Timeline) -> dict:
                                            if data.calls_total > len(data.calls) else ""),
                 "x": [c.elapsed_s / 3600 for c in calls], "y": ["tool calls"] * len(calls),
                 "marker": {"color": colour, "size": 9, "symbol": "line-ns-open"}, "legendgroup": phase,
-                "showlegend": False, "customdata": [[c.index, c.tool or "", c.input[:120]] for c in calls],
+                "showlegend": False, "customdata": [[c.index, escape(c.tool or ""), escape(c.input[:120])] for c in calls],
                 "hovertemplate": "step %{customdata[0]} · %{customdata[1]}<br>%{customdata[2]}<br>%{x:.2f} h"
                                  "<extra></extra>", **_axes(1)})
     if data.monitor:
@@ -98,11 +99,11 @@ def calibration(runs: list[RunFacts]) -> dict:
     for agent in dict.fromkeys(f.run.agent for f in points):
         mine = [f for f in points if f.run.agent == agent]
         fig.add_trace(go.Scatter(
-            name=agent, mode="markers", x=[100 * f.base_score for f in mine], y=[f.ratio for f in mine],
+            name=escape(agent), mode="markers", x=[100 * f.base_score for f in mine], y=[f.ratio for f in mine],
             marker=dict(size=10),
             customdata=[[f.run.id, f.run.benchmark, f.run.base_model, 100 * f.self_score, 100 * f.verified]
                         for f in mine],
-            hovertemplate=f"<b>{agent}</b><br>%{{customdata[1]}} · %{{customdata[2]}}<br>self %{{customdata[3]:.1f}}"
+            hovertemplate=f"<b>{escape(agent)}</b><br>%{{customdata[1]}} · %{{customdata[2]}}<br>self %{{customdata[3]:.1f}}"
                           " vs verified %{customdata[4]:.1f}<br>ratio %{y:.2f}x<extra></extra>"))
     fig.add_hline(y=1, line_dash="dash", line_color="#6b7280")
     fig.update_layout(template="plotly_white", height=420, font=_FONT, margin=dict(l=70, r=20, t=20, b=60),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ptbsite import warehouse
 
-from .facets import METHOD_FACETS, MEASURED_FACETS, PHASES, call_phase, overoptimism
+from .facets import METHOD_FACETS, MEASURED_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
 from .steps import Step
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
@@ -78,6 +78,11 @@ class RunSummary:
         return any(v == "flagged" for v in self.flags.values())
 
     @property
+    def judge_error(self) -> bool:
+        """A scored verdict is missing or malformed (the run falls back to its base model too)."""
+        return any(v == "judge_error" for v in self.flags.values())
+
+    @property
     def budget_fraction(self) -> float | None:
         """Agent time as a fraction of the budget (0..1+), None without time_taken.txt."""
         if self.time_taken_s is None or not self.budget_hours:
@@ -113,7 +118,8 @@ class StepPage:
 
 def _summaries(con, where: str, params: list, limit: int | None = None) -> list[RunSummary]:
     sql = (f"SELECT {', '.join('r.' + c.strip() for c in RUN_COLUMNS.split(','))}, m.agent_name, m.agent_key, m.scaffold, "
-           "(SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id ORDER BY e.created_at DESC LIMIT 1) "
+           "(SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id AND e.origin <> 'rerun-partial' "
+           "ORDER BY e.created_at DESC LIMIT 1) "
            f"FROM runs r JOIN methods m ON m.id = r.method WHERE {where} ORDER BY r.id"
            + (f" LIMIT {int(limit)}" if limit else ""))
     runs = []
@@ -369,15 +375,23 @@ def evidence_steps(run_id: str) -> list[StepRow]:
     return [StepRow(r[0], r[1], r[2], None, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11].split(",")) for r in rows]
 
 
+PARTIAL_ORIGIN = "rerun-partial"  # a rerun on a sample of the test set (``--limit``): shown, never the score
+
+
 @warehouse.retrying
 def evaluations(run_id: str) -> list[dict]:
-    """Every evaluation of the run, newest first: {id, origin, accuracy (fraction), metrics, provenance, created_at}."""
+    """Every evaluation of the run, newest first: {id, origin, accuracy (fraction), metrics, provenance, created_at,
+    counts}; ``counts`` marks the one that is the run's score (the newest that is not a partial rerun)."""
     with warehouse.connect() as con:
         rows = con.execute(
             "SELECT id, origin, accuracy, metrics_json, provenance_json, created_at FROM evaluations "
             "WHERE run_id = ? ORDER BY created_at DESC", [run_id]).fetchall()
-    return [{"id": r[0], "origin": r[1], "accuracy": r[2], "metrics": json.loads(r[3]),
-             "provenance": json.loads(r[4]), "created_at": r[5]} for r in rows]
+    found = [{"id": r[0], "origin": r[1], "accuracy": r[2], "metrics": json.loads(r[3]),
+              "provenance": json.loads(r[4]), "created_at": r[5], "counts": False} for r in rows]
+    counting = next((e for e in found if e["origin"] != PARTIAL_ORIGIN), None)
+    if counting is not None:
+        counting["counts"] = True
+    return found
 
 
 @warehouse.retrying
@@ -623,9 +637,7 @@ def run_timeline(run: RunSummary) -> Timeline:
                             "WHERE n % ? = 0 ORDER BY idx", [run.id, every]).fetchall()
         samples = con.execute("SELECT t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor WHERE run_id = ? "
                               "ORDER BY t_s", [run.id]).fetchall()
-    split = dict.fromkeys(PHASES, 0.0)
-    for phase, start, end, *_ in stretches:
-        split[phase] += end - start
+    split = time_split(Phase(*stretch) for stretch in stretches)
     timeline_calls = [
         TimelineCall(index, elapsed, tool, call_phase(Step(index, "tool_call", tool=tool, input=text)), (text or "")[:200])
         for index, elapsed, tool, text in calls

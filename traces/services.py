@@ -402,11 +402,14 @@ def _require_run(con, run_id: str) -> None:
         raise UnknownRun(f"no run {run_id}")
 
 
-def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: dict, evaluation_id: str) -> None:
+def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: dict, evaluation_id: str,
+                   partial: bool = False) -> None:
     """Store a rerun's score as a new evaluation of the run (origin ``rerun``); earlier evaluations are kept.
 
     ``accuracy`` is a fraction 0..1; the newest evaluation is the run's score (traces.selectors). Storing the
-    same ``evaluation_id`` again replaces that row (a worker's repeated report adds nothing).
+    same ``evaluation_id`` again replaces that row (a worker's repeated report adds nothing). ``partial``: the
+    rerun scored a sample of the test set (a ``limit``), so it is stored with origin ``rerun-partial`` and shown
+    but never becomes the run's score (final scores use the full test set, spec 4.1).
 
     Raises:
         UnknownRun: no such run. ValueError: accuracy outside 0..1.
@@ -418,8 +421,9 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
     def write(con) -> None:
         _require_run(con, run_id)
         con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
-        con.execute("INSERT INTO evaluations VALUES (?, ?, 'rerun', ?, ?, ?, ?)",
-                    [evaluation_id, run_id, float(accuracy), json.dumps(metrics), json.dumps(provenance), now])
+        con.execute("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [evaluation_id, run_id, "rerun-partial" if partial else "rerun", float(accuracy),
+                     json.dumps(metrics), json.dumps(provenance), now])
 
     warehouse.run_in_transaction(write)
 

@@ -114,6 +114,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     timeline = selectors.run_timeline(run)
     found = selectors.run_facets(run.id)
     own = next((f.value_num for f in found if f.facet == "self_score"), None)
+    evaluations = selectors.evaluations(run.id)
     return render(request, "traces/run_detail.html", {
         "facets": found, "facet_text": FACET_TEXT, "timeline": timeline,
         "overoptimism": overoptimism(own, None if run.score is None else run.score / 100),
@@ -122,7 +123,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
         "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
         "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
-        "rule_text": RULE_TEXT, "evaluations": selectors.evaluations(run.id),
+        "rule_text": RULE_TEXT, "evaluations": evaluations,
+        "counted": [e for e in evaluations if e["origin"] != selectors.PARTIAL_ORIGIN],
         "override_log": selectors.override_log(run.id), "scored_kinds": selectors.SCORED_KINDS,
         # Staff controls post to the evaluator's URLs by path (traces does not import evaluator).
         "judge_configured": bool(settings.PTB_JUDGE_COMMAND),
