@@ -143,3 +143,35 @@ def test_a_broken_run_is_reported_and_the_rest_ingests(fresh_warehouse, tmp_path
     assert any("gsm8k_Unknown_Model-9B_17000000" in p and "unknown base model" in p for p in result.problems)
     assert any("not-a-method: not a method directory" in p for p in result.problems)
     assert result.stored == len(report.runs) + len(report.baseline_runs)
+
+
+def _verdict(judge, era, kind, flagged, attempt="original"):
+    from traces.verdicts import Verdict
+
+    return Verdict(judge, attempt, era, kind, "flagged" if flagged else "clean", flagged, "", None, None)
+
+
+def test_effective_flags_follow_each_judge_era():
+    from traces.verdicts import effective_flags
+
+    # Original txt files win; their _rerun copies are shown, not read (spec 3.1, 3.3).
+    txt = [_verdict("codex", "txt", "contamination", False), _verdict("codex", "txt", "disallowed_model", False),
+           _verdict("codex", "txt", "contamination", True, attempt="rerun")]
+    assert effective_flags(txt) == {"contamination": None, "disallowed_model": None, "disallowed_api_usage": None}
+    # May 2026: judge_result.json holds the OR of the judges and a human's flip: it wins over judgement_*.json.
+    may = [_verdict("gpt5_4", "judgement_json", "contamination", True),
+           _verdict("aggregate", "judge_result", "contamination", False),
+           _verdict("aggregate", "judge_result", "disallowed_model", False)]
+    assert effective_flags(may)["contamination"] is None
+    # v1.1: contamination and model come from gpt5_4 alone (its rerun first); a Kimi flag is not read.
+    v11 = [_verdict("gpt5_4", "judgement_json", "contamination", False),
+           _verdict("gpt5_4", "judgement_json", "disallowed_model", True),
+           _verdict("gpt5_4", "judgement_json", "disallowed_model", False, attempt="rerun"),
+           _verdict("kimi", "judgement_json", "contamination", True)]
+    assert effective_flags(v11) == {"contamination": None, "disallowed_model": None, "disallowed_api_usage": None}
+    # The API judge's flag (cell letter A) makes the run fall back too.
+    api = v11 + [_verdict("api", "judgement_json", "disallowed_api_usage", True)]
+    assert effective_flags(api)["disallowed_api_usage"] == "flagged"
+    # No verdict at all on contamination is a judge error; a reviewer's override replaces it.
+    assert effective_flags([])["contamination"] == "judge_error"
+    assert effective_flags([], {"contamination": False})["contamination"] is None

@@ -147,36 +147,53 @@ def _result_verdicts(path: Path, attempt: str, redact) -> list[Verdict]:
     return out
 
 
-def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None = None) -> dict[str, str | None]:
-    """For each scored kind, why the run falls back to its base model: ``flagged``, ``judge_error`` or None.
+# The third question whose "flagged" also makes a run fall back (spec 3.4 v1.1: cell letters M, C and A); a
+# missing API verdict means "not judged" (runs older than that judge), not a judge error.
+API_KIND = "disallowed_api_usage"
 
-    The rules of the aggregation (spec 3.1-3.4): txt-era files win over the JSON eras when both exist and
-    only the original (non-rerun) txt files count; for ``judgement_<id>.json`` each judge's rerun replaces its
-    original and the judges are OR-ed; a missing or malformed verdict also makes the cell fall back. A
-    reviewer's override (kind -> flagged) replaces all of that for its kind.
+
+def _chosen(verdicts: list[Verdict], kind: str) -> list[Verdict]:
+    """The verdicts on ``kind`` that the aggregation of the run's era reads (spec 3.1-3.4).
+
+    In order: the original txt files (the plain ``codex`` judge's, else any judge's; ``_rerun`` files are shown
+    but not read, 3.3); else ``judge_result.json`` (the migration era, and May 2026, when it held the judges'
+    OR and a human's flip, 3.2/3.4; its rerun first); else the ``judgement_<id>.json`` files (v1.1): for
+    contamination and model the canonical ``gpt5_4`` judge alone when it exists, for each judge its rerun file
+    first, OR-ed over judges.
+    """
+    mine = [v for v in verdicts if v.kind == kind]
+    txt = [v for v in mine if v.era == "txt" and v.attempt == "original"]
+    if txt:
+        return [v for v in txt if v.judge == "codex"] or txt
+    result = sorted((v for v in mine if v.era == "judge_result"), key=lambda v: v.attempt != "rerun")
+    if result:
+        return result[:1]
+    by_judge: dict[str, Verdict] = {}
+    for v in sorted((v for v in mine if v.era == "judgement_json"), key=lambda v: v.attempt != "rerun"):
+        by_judge.setdefault(v.judge, v)
+    if kind in SCORED_KINDS and "gpt5_4" in by_judge:
+        return [by_judge["gpt5_4"]]
+    return list(by_judge.values())
+
+
+def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None = None) -> dict[str, str | None]:
+    """Why the run falls back to its base model, per question: ``flagged``, ``judge_error`` or None.
+
+    Keys: SCORED_KINDS (contamination, disallowed model) and ``disallowed_api_usage``. The verdicts read are
+    those of the run's era (:func:`_chosen`); a missing or malformed contamination/model verdict is a judge error
+    (it falls back too, spec 3.1), a missing API verdict is "not judged". A reviewer's override (kind -> flagged)
+    replaces all of that for its kind.
     """
     overrides = overrides or {}
     result: dict[str, str | None] = {}
-    for kind in SCORED_KINDS:
+    for kind in (*SCORED_KINDS, API_KIND):
         if kind in overrides:
             result[kind] = "flagged" if overrides[kind] else None
             continue
-        mine = [v for v in verdicts if v.kind == kind]
-        for era in ("txt", "judgement_json", "judge_result"):
-            chosen = [v for v in mine if v.era == era]
-            if era == "txt":
-                chosen = [v for v in chosen if v.attempt == "original" and v.judge == "codex"] or [
-                    v for v in chosen if v.attempt == "original"]
-            else:
-                by_judge: dict[str, Verdict] = {}
-                for v in sorted(chosen, key=lambda v: v.attempt != "rerun"):
-                    by_judge.setdefault(v.judge, v)
-                chosen = list(by_judge.values())
-            if chosen:
-                break
+        chosen = _chosen(verdicts, kind)
         if any(v.flagged for v in chosen):
             result[kind] = "flagged"
-        elif not chosen or any(v.flagged is None for v in chosen):
+        elif (not chosen and kind != API_KIND) or any(v.flagged is None for v in chosen):
             result[kind] = "judge_error"
         else:
             result[kind] = None
