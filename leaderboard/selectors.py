@@ -358,6 +358,8 @@ def rows_from_runs(
                 fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), finals[me][(m, t)][1])
                            for me in methods for m in view_models if finals[me][(m, t)][1]],
             )
+        if n_runs == 0:
+            continue  # no run of this agent in this view (e.g. none on the chosen base model): no row, no rank
         std = aggregation.sample_std(metrics)
         rows.append(Row(
             key, str(info["name"]), "agent", str(info["scaffold"]), info["effort"], None,

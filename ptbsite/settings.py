@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "ninja",  # serves Swagger UI from its own static files (no CDN) at /api/docs
     "ptbsite",
     "leaderboard",
     "traces",

@@ -111,9 +111,10 @@ def test_hand_built_tree_matches_the_hand_computation(hand_tree):
     assert ("Qwen3-1.7B (claude_claude-opus-4-6_10h_run2)", "missing") in opus.cells["aime2025"].fallbacks
     # The difference to the published Opus 4.6 row (23.16).
     assert opus.delta == pytest.approx(opus.average - 23.162899943863483, abs=1e-6)
-    # A method with an unusual name: its own agent, named after the method without a seed suffix.
+    # A method with an unusual name: its own agent (keyed by the method without a seed suffix), named after its
+    # model config and harness agent.
     odd = rows[ODD]
-    assert odd.agent == ODD and odd.runs == 1 and odd.std is None
+    assert odd.agent == "my-model_v2 (claude_non_api)" and odd.runs == 1 and odd.std is None
     assert odd.average == pytest.approx(method_metric(ODD_CELLS), abs=1e-9)
 
 

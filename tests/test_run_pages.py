@@ -141,3 +141,18 @@ def test_planted_secrets_reach_no_page_and_no_api(client, demo_ingested):
             assert marker not in response.content.decode(), (secret.name, response.request["PATH_INFO"])
         found = client.get(f"/api/runs/{run_id}/steps?q=omitted-api-key&limit=500").json()
         assert found["total"] >= 1, secret.name  # the redacted line is there, without the key
+
+
+def test_a_time_jump_on_a_trace_without_timestamps_says_so(client, demo_ingested):
+    report, _, _ = demo_ingested
+    demo = next(r for r in report.runs if not r.timestamped and r.steps_planned)
+    html = client.get(f"/runs/{_id(demo)}/?at=hour+3").content.decode()
+    assert "This trace has no timestamps, so it cannot be opened at a time" in html
+    assert 'name="at"' not in html  # no time field to offer
+    assert 'focus' not in re.findall(r'<li class="step ([^"]*)"', html)[0]
+
+
+def test_the_api_docs_need_no_cdn(client):
+    html = client.get("/api/docs").content.decode()
+    assert "/static/ninja/swagger-ui-bundle.js" in html
+    assert "cdn" not in html.lower()

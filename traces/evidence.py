@@ -79,12 +79,17 @@ def _fetched_refs(text: str) -> list[str]:
     return [next(g for g in match.groups() if g) for match in _FETCH.finditer(text)]
 
 
+_PATCH_PATHS = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^[AMDR] (/\S+)", re.M)
+
+
 def _written_path(text: str) -> str:
-    """The path a file tool writes (``file_path``/``filePath``/``path`` of its JSON input), else the whole input."""
+    """The paths a file tool writes: ``file_path``/``filePath``/``path`` of its JSON input, the ``*** Add File:``
+    headers of a patch, the ``A /path`` lines of a Codex file change; else the whole input."""
     try:
         data = json.loads(text)
     except ValueError:
-        return text
+        paths = [a or b for a, b in _PATCH_PATHS.findall(text)]
+        return " " + " ".join(paths) if paths else text
     if isinstance(data, dict):
         for key in ("file_path", "filePath", "path", "notebook_path"):
             if isinstance(data.get(key), str):

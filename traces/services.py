@@ -130,7 +130,9 @@ class Ingester:
     def method_row(self, name: layout.MethodName, root: Path) -> tuple:
         known = layout.match_known_agent(name.raw, self.suite.get("published", {}).get("agents", []))
         key = known["key"] if known else name.group
-        display = known["name"] if known else name.group
+        # An agent the suite does not know is named after its model config and harness agent, e.g.
+        # "gpt-5.1-codex-max (codexhigh)"; its key stays the method name without the seed suffix.
+        display = known["name"] if known else f"{name.config} ({name.harness_agent})"
         effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
         return (name.raw, self.suite_id, name.harness_agent, name.config, name.budget_hours, name.gpus,
                 name.experiment, name.scaffold, key, display, effort, self.synthetic, str(root),

@@ -105,9 +105,15 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     focus = None
     if request.GET.get("step", "").isdigit():
         focus = int(request.GET["step"])
-    elif request.GET.get("at"):
+    has_times = run.started_at is not None
+    time_jump_note = None
+    if focus is None and request.GET.get("at"):
         seconds = parse_time_jump(request.GET["at"])
-        if seconds is not None:
+        if seconds is None:
+            time_jump_note = f"{request.GET['at'][:40]!r} is not a time: write hour 7, 7h or 7:30."
+        elif not has_times:
+            time_jump_note = "This trace has no timestamps, so it cannot be opened at a time: jump by step instead."
+        else:
             focus = selectors.step_at_time(run.id, seconds, trace=params["trace"])
     page = _page(run, params, (focus - 1) if focus is not None else -1)
     base_query = _base_query(params)
@@ -123,7 +129,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
         "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
         "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
-        "rule_text": RULE_TEXT, "evaluations": evaluations,
+        "rule_text": RULE_TEXT, "evaluations": evaluations, "has_times": has_times, "time_jump_note": time_jump_note,
         "counted": [e for e in evaluations if e["origin"] != selectors.PARTIAL_ORIGIN],
         "override_log": selectors.override_log(run.id), "scored_kinds": selectors.SCORED_KINDS,
         # Staff controls post to the evaluator's URLs by path (traces does not import evaluator).

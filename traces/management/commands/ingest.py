@@ -16,7 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--suite", default="posttrainbench")
         parser.add_argument("--synthetic", action="store_true", default=None,
                             help="label the runs as synthetic demo data (default: whether ROOT/SYNTHETIC exists)")
-        parser.add_argument("--quiet", action="store_true", help="print only the summary")
+        parser.add_argument("--quiet", action="store_true",
+                            help="print only the summary (the problems are listed on each run's page)")
 
     def handle(self, *args, root: Path, suite: str, synthetic: bool | None, quiet: bool, **options):
         try:
@@ -24,6 +25,7 @@ class Command(BaseCommand):
                                  progress=None if quiet else self.stdout.write)
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from None
-        for problem in report.problems:
-            self.stderr.write(problem)
+        if not quiet:
+            for problem in report.problems:
+                self.stderr.write(problem)
         self.stdout.write(str(report))
