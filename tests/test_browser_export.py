@@ -78,7 +78,7 @@ def test_the_exported_site_works_without_a_server(served, page):
     page.goto(base + f"runs/index.html?agent={run.agent_key}&benchmark={run.benchmark}")
     visible = page.locator("table.runs tbody tr:visible")
     assert 0 < visible.count() < page.locator("table.runs tbody tr").count()
-    assert page.locator('input[name="benchmark"]').input_value() == run.benchmark
+    assert page.locator('select[name="benchmark"]').input_value() == run.benchmark
     page.click(f'tr[data-run="{run.id}"] a')
     page.wait_for_url(f"**/runs/{run.id}/index.html")
     assert page.locator("#steps li.step").count() == STEPS_PER_PAGE

@@ -156,3 +156,10 @@ def test_the_api_docs_need_no_cdn(client):
     html = client.get("/api/docs").content.decode()
     assert "/static/ninja/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower()
+
+
+def test_runs_list_offers_the_filter_values(client, demo_ingested):
+    html = client.get("/runs/?agent=opus-4.6").content.decode()
+    assert '<option value="opus-4.6" selected>Opus 4.6</option>' in html
+    assert '<option value="gsm8k" >gsm8k</option>' in html or '<option value="gsm8k">gsm8k</option>' in html
+    assert '<option value="Qwen3-4B-Base"' in html

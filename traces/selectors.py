@@ -375,6 +375,21 @@ def evidence_steps(run_id: str) -> list[StepRow]:
     return [StepRow(r[0], r[1], r[2], None, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11].split(",")) for r in rows]
 
 
+@warehouse.retrying
+def filter_options() -> dict[str, list[tuple[str, str]]]:
+    """The values the runs list can be filtered by, as (value, label) pairs: ``agents`` (key, display name),
+    ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs, sorted by label."""
+    with warehouse.connect() as con:
+        agents = con.execute("SELECT DISTINCT m.agent_key, m.agent_name FROM runs r JOIN methods m ON m.id = r.method "
+                             "WHERE r.method <> 'baseline' ORDER BY m.agent_name, m.agent_key").fetchall()
+        benchmarks = con.execute("SELECT DISTINCT benchmark FROM runs WHERE method <> 'baseline' "
+                                 "ORDER BY benchmark").fetchall()
+        models = con.execute("SELECT DISTINCT base_model FROM runs WHERE method <> 'baseline' "
+                             "ORDER BY base_model").fetchall()
+    return {"agents": [(k, n) for k, n in agents], "benchmarks": [(b, b) for (b,) in benchmarks],
+            "base_models": [(m, m) for (m,) in models]}
+
+
 PARTIAL_ORIGIN = "rerun-partial"  # a rerun on a sample of the test set (``--limit``): shown, never the score
 
 

@@ -49,7 +49,10 @@ def runs_list(request: HttpRequest) -> HttpResponse:
                                            limit=limit)
     query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged"), "latest": "1" if latest else None}.items()
              if v}
+    options = selectors.filter_options()
     return render(request, "traces/runs.html", {
+        "filter_selects": [("agent", "Agent", options["agents"]), ("benchmark", "Benchmark", options["benchmarks"]),
+                           ("base_model", "Base model", options["base_models"])],
         "runs": runs, "filters": filters, "flagged": request.GET.get("flagged") or "", "latest": latest,
         "next_query": urlencode({**query, "after": next_after}) if next_after else None,
         "states": selectors.STATE_TEXT, "method_facets": [(m, FACET_TEXT[m]) for m in METHOD_FACETS],
