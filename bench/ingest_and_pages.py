@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/ingest_and_pages.py [--runs 40] [--seed 7] [--repe
 Generates a results tree with a ~10 h, 20,000+ step, ~50 MB Claude Code run, ingests it into a fresh warehouse
 file, and prints MB/s and steps/s of the ingest, then the median and p95 latency (ms) of the first and a deep page
 of steps (50 steps, keyset ``after``) for a ~200-step run and the long run: through the selector, through the
-JSON API and through the HTML partial that htmx loads.
+JSON API and through the HTML partial that htmx loads; then the whole run page of both runs.
 """
 from __future__ import annotations
 
@@ -74,6 +74,10 @@ def main() -> None:
             html = _timed(lambda: client.get(f"/runs/{run.id}/steps?after={after}"), args.repeat)
             print(f"{run.id:>12} {run.step_count:>6} {label:>6} {sel[0]:>10.1f} / {sel[1]:<9.1f} "
                   f"{api[0]:>7.1f} / {api[1]:<6.1f} {html[0]:>8.1f} / {html[1]:<6.1f}")
+    for run in (small, long_run):  # the whole run page: header, judge panel, facets, timeline, first steps
+        page = _timed(lambda: client.get(f"/runs/{run.id}/"), args.repeat)
+        size = len(client.get(f"/runs/{run.id}/").content)
+        print(f"run page {run.id} ({run.step_count} steps): p50 {page[0]:.1f} ms, p95 {page[1]:.1f} ms, {size / 1e3:.0f} KB")
 
 
 if __name__ == "__main__":
