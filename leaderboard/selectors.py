@@ -241,8 +241,9 @@ def leaderboard(
     if source in ("runs", "all"):
         base_scores = {(m, t): v[0] for (m, t), v in grid["base-zeroshot"].items()}
         families = {a[0]: a[5] for a in agents}
+        cells = traces_selectors.latest_cells(suite)  # read once: the flag-blind view builds its rows twice
         run_rows = rows_from_runs(suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores,
-                                  base_model=base_model, apply_flags=apply_flags, facet=facet)
+                                  base_model=base_model, apply_flags=apply_flags, facet=facet, cells=cells)
         published_avg = _published_averages(grid, agents, view_models, weights)
         for row in run_rows:
             row.model_family = families.get(row.key)
@@ -251,7 +252,7 @@ def leaderboard(
         if not apply_flags:
             flagged_rows = {r.key: r for r in rows_from_runs(
                 suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores, base_model=base_model,
-                apply_flags=True, facet=facet)}
+                apply_flags=True, facet=facet, cells=cells)}
             ranks_with = _ranks(list(flagged_rows.values()))
             ranks_without = _ranks(run_rows)
             for row in run_rows:
@@ -293,6 +294,7 @@ def _ranks(rows: list[Row]) -> dict[str, int]:
 def rows_from_runs(
     *, suite: str, benchmarks: list[Benchmark], models: list[BaseModel], base_scores: dict[tuple[str, str], float],
     base_model: str | None = None, apply_flags: bool = True, facet: str | None = None,
+    cells: list[traces_selectors.CellRun] | None = None,
 ) -> list[Row]:
     """Leaderboard rows computed from ingested runs by the benchmark's own rules (spec section 4.2-4.4).
 
@@ -316,7 +318,7 @@ def rows_from_runs(
     names = {m.id: m.name for m in models}
     by_method: dict[str, dict[tuple[str, str], object]] = defaultdict(dict)
     agents: dict[str, dict[str, object]] = {}
-    for cell in traces_selectors.latest_cells(suite):
+    for cell in cells if cells is not None else traces_selectors.latest_cells(suite):
         by_method[cell.method][(cell.base_model, cell.benchmark)] = cell
         if keep is not None and cell.run_id not in keep:
             continue

@@ -125,7 +125,7 @@ def runs(request, agent: str | None = None, benchmark: str | None = None, base_m
 @router.get("/runs/{run_id}", response=RunDetailOut, summary="One run with the header of its page")
 def run(request, run_id: str):
     """One run: the list fields plus time used (seconds, fraction of the budget), tokens, cost (USD), the
-    base model's and instruct model's scores (percent), evaluations and the evidence steps."""
+    base model's and instruct model's scores (percent), evaluations and the evidence steps (each input cut to 1,000 characters)."""
     found = selectors.get_run(run_id)
     if found is None:
         raise HttpError(404, f"no run {run_id}")

@@ -364,12 +364,17 @@ def tools_used(run_id: str, trace: str = "agent") -> list[str]:
             [run_id, trace]).fetchall()]
 
 
+EVIDENCE_CHARS = 1000
+
+
 @warehouse.retrying
 def evidence_steps(run_id: str) -> list[StepRow]:
-    """The agent-trace steps an evidence rule marked suspicious, in order."""
+    """The agent-trace steps an evidence rule marked suspicious, in order, with ``input`` cut to EVIDENCE_CHARS
+    characters and no ``output`` (the list names and links the step; the step itself is on its page)."""
     with warehouse.connect() as con:
         rows = con.execute(
-            "SELECT idx, time, elapsed_s, kind, tool, input, output, is_error, tokens_in, tokens_out, line, suspicious "
+            f"SELECT idx, time, elapsed_s, kind, tool, left(input, {EVIDENCE_CHARS}), '', is_error, tokens_in, "
+            "tokens_out, line, suspicious "
             "FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL ORDER BY idx", [run_id]
         ).fetchall()
     return [StepRow(r[0], r[1], r[2], None, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11].split(",")) for r in rows]
