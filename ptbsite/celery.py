@@ -13,7 +13,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 # kombu's filesystem transport (the embedded default) expects its folders to exist.
-for _option in ("data_folder_in", "data_folder_out", "processed_folder"):
+for _option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
     if _folder := app.conf.broker_transport_options.get(_option):
         Path(_folder).mkdir(parents=True, exist_ok=True)
 

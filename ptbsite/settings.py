@@ -126,6 +126,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(_BROKER_DIR / "queue"),
         "data_folder_out": str(_BROKER_DIR / "queue"),
         "processed_folder": str(_BROKER_DIR / "processed"),
+        "control_folder": str(_BROKER_DIR / "control"),  # kombu's default is ./control in the working directory
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")

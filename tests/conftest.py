@@ -127,7 +127,6 @@ def demo_ingested(demo_warehouse_state, demo_tree, settings):
 RERUN_METHOD = "claude_claude-opus-4-6_10h_run1"
 RERUN_RUN_DIR = "gsm8k_Qwen_Qwen3-1.7B-Base_17000001"
 WORKER_TOKEN = "test-worker-token"
-REDIS_TEST_DB = 11
 GSM8K_ROWS = [
     {"input": "What is 2 + 3?", "target": "5"},
     {"input": "What is 10 - 4?", "target": "6"},
@@ -183,13 +182,73 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
     return {"root": root, "run_dir": run_dir, "run_id": run_id(RERUN_METHOD, RERUN_RUN_DIR), "dataset": dataset}
 
 
-def redis_url(db: int = REDIS_TEST_DB, *, flush: bool = False) -> str:
-    url = f"redis://127.0.0.1:6379/{db}"
-    if flush:
+class RedisDatabases:
+    """Redis databases this test run owns, so two test runs on one machine never touch each other's queues.
+
+    A database is claimed only while it is empty, with ``SET ptb-test-claim:<n> <owner> NX EX`` in database 0
+    (a key no other client uses); only claimed databases are ever flushed, and the claims are released at the
+    end of the session. Database 0 itself (the production default) is never claimed."""
+
+    CLAIM_SECONDS = 4 * 3600
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 6379) -> None:
         import redis
 
-        redis.Redis.from_url(url).flushdb()
-    return url
+        self.base = f"redis://{host}:{port}"
+        self._control = redis.Redis.from_url(f"{self.base}/0")
+        self._owner = f"{os.uname().nodename}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.claimed: list[int] = []
+
+    def claim(self) -> int:
+        """Claim one more empty database and return its number; RuntimeError when none of 1-15 is free."""
+        import redis
+
+        for db in range(1, 16):
+            if db in self.claimed:
+                continue
+            if not self._control.set(f"ptb-test-claim:{db}", self._owner, nx=True, ex=self.CLAIM_SECONDS):
+                continue
+            if redis.Redis.from_url(f"{self.base}/{db}").dbsize() == 0:
+                self.claimed.append(db)
+                return db
+            self._control.delete(f"ptb-test-claim:{db}")  # someone else's data lives there: leave it alone
+        raise RuntimeError(f"no free Redis database (1-15) on {self.base}: every one is claimed or holds data")
+
+    def url(self, index: int, *, flush: bool = False) -> str:
+        """The URL of this run's ``index``-th database (claimed on first use); ``flush`` empties it first."""
+        while len(self.claimed) <= index:
+            self.claim()
+        url = f"{self.base}/{self.claimed[index]}"
+        if flush:
+            import redis
+
+            redis.Redis.from_url(url).flushdb()
+        return url
+
+    def release(self) -> None:
+        import redis
+
+        for db in self.claimed:
+            redis.Redis.from_url(f"{self.base}/{db}").flushdb()
+            if self._control.get(f"ptb-test-claim:{db}") == self._owner.encode():
+                self._control.delete(f"ptb-test-claim:{db}")
+        self.claimed.clear()
+
+
+_REDIS: RedisDatabases | None = None
+
+
+def redis_url(index: int = 0, *, flush: bool = False) -> str:
+    """The URL of this test run's ``index``-th own Redis database (0: the module workers' queue)."""
+    global _REDIS
+    if _REDIS is None:
+        _REDIS = RedisDatabases()
+    return _REDIS.url(index, flush=flush)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _REDIS is not None:
+        _REDIS.release()
 
 
 def use_broker(monkeypatch: pytest.MonkeyPatch, url: str) -> str:

@@ -137,7 +137,7 @@ def test_a_running_job_can_be_cancelled(
 def test_a_worker_killed_mid_job_leaves_the_job_failed(
     worker_settings, rerun_tree: dict, staff_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    url = use_broker(monkeypatch, redis_url(12, flush=True))  # its own queue: the module's worker must not take it
+    url = use_broker(monkeypatch, redis_url(1, flush=True))  # its own queue: the module's worker must not take it
     worker = CeleryWorker(url, tmp_path / "doomed-worker.log")
     try:
         worker_settings.PTB_JOB_STALE_SECONDS = 3
