@@ -92,7 +92,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             b.trace.model = event.get("model") if isinstance(event.get("model"), str) else None
             b.add("system", no, time, output="init",
                   input=compact({k: event[k] for k in _INIT_KEYS if k in event}))
-        elif kind == "system" and event.get("subtype") in _SYSTEM_TYPES:
+        elif kind == "system" and isinstance(event.get("subtype"), str) and event["subtype"] in _SYSTEM_TYPES:
             label, keys = _SYSTEM_TYPES[event["subtype"]]
             b.add("system", no, time, label=label, output=_summary(event, keys) or label, input=compact(event))
         elif kind == "rate_limit_event":
