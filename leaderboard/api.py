@@ -85,9 +85,9 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
     ``suite``: a suite id (``posttrainbench``, ``frogsgame``); ``metric`` and each benchmark's ``metric`` come from
     it. ``facet`` (``grpo``, ``library:trl``): runs rows count only runs with that facet (a cell whose run lacks it
     takes the base model's score, reason ``facet``). ``notes``: the suite source's reported observations.
-    An empty ``dir``, ``source`` or ``flags`` (a form's unset field) means its default.
+    An empty ``sort``, ``dir``, ``source`` or ``flags`` (a form's unset field) means its default.
     """
-    flags, source, dir = flags or "apply", source or "published", dir or "asc"
+    flags, source, dir, sort = flags or "apply", source or "published", dir or "asc", sort or "rank"
     if suite not in suite_ids():
         raise HttpError(404, f"no suite {suite}")
     try:

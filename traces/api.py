@@ -195,7 +195,7 @@ def steps(request, run_id: str, after: int = -1, limit: int = 50,
     """Steps with index > ``after`` (keyset cursor), at most ``limit`` (1-500); ``kind`` one of system, assistant,
     thinking, tool_call, tool_result, result, text; ``q`` a case-insensitive search of input and output;
     ``trace`` ``agent`` or a judge trace (``judge:codex``). ``elapsed_s``/``remaining_s`` in seconds. Each input
-    and output holds at most 2,000,000 / (2 x limit) characters (2,000 at least): a page is bounded in size
+    and output holds at most 1,000,000 / (2 x limit) characters (1,000 at least): a page is bounded in size
     whatever the trace holds; ``*_not_shown`` says how many bytes are left out."""
     found = selectors.get_run(run_id)
     if found is None:

@@ -138,10 +138,10 @@ def _not_shown(shown: str | None, total: int | None) -> int:
 
 # One page of steps shows at most this many characters of step text in all (inputs and outputs together): each
 # field gets PAGE_TEXT_CHARS / (2 * steps per page), at least MIN_FIELD_CHARS, so a page of 50 steps shows up to
-# 20,000 characters of each input and output, one of 500 steps 2,000. With the page's fixed markup that bounds a
+# 10,000 characters of each input and output, one of 500 steps 1,000. With the page's fixed markup that bounds a
 # page in bytes whatever the trace holds (tests/test_trace_integrity.py measures it).
-PAGE_TEXT_CHARS = 2_000_000
-MIN_FIELD_CHARS = 2_000
+PAGE_TEXT_CHARS = 1_000_000
+MIN_FIELD_CHARS = 1_000
 
 
 def field_chars(limit: int) -> int:
