@@ -149,3 +149,45 @@ test_parse_trace_never_raises_gemini = _property("gemini")
 test_parse_trace_never_raises_opencode = _property("opencode")
 test_parse_trace_never_raises_codex_text = _property("codex_text")
 test_parse_trace_never_raises_text = _property("text")
+
+
+# --- whole runs: any such trace, with any metrics.json, is stored (never "not stored") ----------------------------
+
+INGEST_EXAMPLES = 30
+FORMAT_METHODS = {"claude_code": "claude_claude-opus-4-6_10h_run1", "codex_exec": "codex_gpt-5.1-codex-max_10h_v4_seed1",
+                  "codex_protocol": "codex_gpt-5.1-codex-max_10h_final_v3", "codex_text": "codexhigh_gpt-5.1-codex-max_10h",
+                  "gemini": "gemini_models_gemini-3-pro-preview_10h_v5", "opencode": "opencode_opencode_kimi-k2.5_10h_run2",
+                  "text": "claude_claude-opus-4-6_10h_run2"}
+metrics_text = st.one_of(st.builds(lambda v: json.dumps({"accuracy": v}), json_value),
+                         st.sampled_from(['{"accuracy": "0.5"}', '{"accuracy": 0.25}', "[1]", "{", "",
+                                          '{"accuracy": ' + "[" * 2000 + "]" * 2000 + "}"]))
+
+
+def test_any_trace_ingests_as_a_stored_run(fresh_warehouse, tmp_path_factory):
+    from itertools import count
+
+    from traces.layout import run_id
+    from traces.services import ingest_tree
+    from traces import selectors
+
+    clusters = count(17000001)
+
+    @settings(max_examples=INGEST_EXAMPLES, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=st.data(), fmt=st.sampled_from(sorted(FORMAT_METHODS)), metrics=metrics_text,
+           invalid=st.binary(max_size=3))
+    def ingest_one(data, fmt, metrics, invalid):
+        raw = data.draw(trace_text(fmt))
+        root = tmp_path_factory.mktemp("tree")
+        run_dir = f"gsm8k_Qwen_Qwen3-1.7B-Base_{next(clusters)}"
+        path = root / FORMAT_METHODS[fmt] / run_dir
+        path.mkdir(parents=True)
+        (path / "solve_out.txt").write_bytes(raw.encode("utf-8", "surrogatepass") + invalid)
+        (path / "metrics.json").write_text(metrics)
+        (path / "time_taken.txt").write_text("01:00:00\n")
+        (path / "judge_output.json").write_bytes(data.draw(trace_text("codex_exec")).encode("utf-8", "surrogatepass"))
+        report = ingest_tree(root=root)
+        assert (report.stored, report.failed) == (1, 0), report.problems
+        assert selectors.get_run(run_id(FORMAT_METHODS[fmt], run_dir)) is not None
+
+    ingest_one()
