@@ -4,11 +4,14 @@ Usage: .venv/bin/python bench/redaction.py [--repeat 5]
 
 Renders the ~50 MB long Claude Code trace of the demo generator once, then times, side by side in one run, the
 current ``Redactor().redact_counted`` and the anchor: the nine shape rules that shipped before issue 13 (copied
-below as they were), one compiled pattern each way. Prints MB/s of both and the ratio (current / anchor).
+below as they were), one compiled pattern each way. Prints MB/s of both and the ratio (current / anchor), and how
+many of the planted fake keys of ``tests/test_planted_secrets.py`` (one or more per shape family) each rule set
+leaves unredacted.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import sys
@@ -17,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")  # the planted keys live in a test module
 
 _KEY_CHAR = "[A-Za-z0-9_-]"
 ANCHOR_SHAPES = (  # traces/redaction.py before issue 13
@@ -30,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from traces.demo_traces import EpisodeFlavour, TraceEnding, plan_episode, render_trace  # noqa: F401
+    from traces.demo_traces import EpisodeFlavour, plan_episode, render_trace
     from traces.redaction import RULES, Redactor
 
     rng = random.Random(7)
@@ -55,6 +59,12 @@ def main() -> None:
     for name in ("anchor", "current"):
         print(f"{name:8s} {mb / best[name]:8.1f} MB/s  (best of {args.repeat}: {best[name]:.3f} s)")
     print(f"ratio current / anchor throughput: {best['anchor'] / best['current']:.2f}")
+    from tests.test_planted_secrets import ALL
+
+    for name, redact in (("anchor", lambda t: anchor.sub("<omitted-api-key>", t)), ("current", current.redact)):
+        left = sorted({family for family, text, secret in ALL if secret in redact(text)})
+        print(f"planted keys ({len(ALL)}, {len({f for f, _, _ in ALL})} families) left unredacted by {name}: "
+              f"{sum(secret in redact(text) for _, text, secret in ALL)} ({', '.join(left) or 'none'})")
 
 
 if __name__ == "__main__":
