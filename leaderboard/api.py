@@ -1,6 +1,8 @@
 """JSON twins of the leaderboard and plot pages (django-ninja router, mounted under /api/)."""
 from __future__ import annotations
 
+from typing import Literal
+
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
@@ -69,7 +71,8 @@ class LeaderboardOut(Schema):
 
 @router.get("/leaderboard", response=LeaderboardOut, summary="The leaderboard rows, as on /")
 def leaderboard(request, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank",
-                dir: str = "asc", source: str = "published", flags: str = "apply", facet: str | None = None):
+                dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
+                flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None):
     """Rows of the leaderboard for the average over base models (default) or one ``base_model`` id.
 
     ``source``: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs), ``all``.
@@ -82,9 +85,9 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
     ``suite``: a suite id (``posttrainbench``, ``frogsgame``); ``metric`` and each benchmark's ``metric`` come from
     it. ``facet`` (``grpo``, ``library:trl``): runs rows count only runs with that facet (a cell whose run lacks it
     takes the base model's score, reason ``facet``). ``notes``: the suite source's reported observations.
+    An empty ``sort``, ``dir``, ``source`` or ``flags`` (a form's unset field) means its default.
     """
-    if flags not in ("apply", "ignore"):
-        raise HttpError(422, "flags must be apply or ignore")
+    flags, source, dir, sort = flags or "apply", source or "published", dir or "asc", sort or "rank"
     if suite not in suite_ids():
         raise HttpError(404, f"no suite {suite}")
     try:

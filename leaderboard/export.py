@@ -244,6 +244,8 @@ class Exporter:
         if path == "/runs/":
             only("agent", "benchmark", "base_model", "state", "flagged")
             return "runs/index.html", urlencode(query), ""  # filtered in the browser
+        if re.fullmatch(r"/runs/[^/]+/steps/\d+/text", path):
+            return LIVE_ONLY, "", ""  # the whole text of a long step output is served by the live site
         match = re.fullmatch(r"/runs/([^/]+)/(steps)?", path)
         if match:
             run_id = _safe(match[1], "run id")
@@ -430,7 +432,8 @@ LIVE_ONLY_PAGE = """<!doctype html>
 <body><h1>This view needs the live site</h1>
 <p>This is a static copy of the PostTrainBench Explorer. Views computed by the server on request are not in it:
 facet filters (runs that used GRPO, LoRA, ...), suites other than the default one, the runs list narrowed to the
-latest runs, server-side search of whole steps, and the API docs. Open the same link on the live site.</p>
+latest runs, server-side search of whole steps, the whole text of step outputs too long for a page, and the API
+docs. Open the same link on the live site.</p>
 <p><a href="index.html">Back to the leaderboard</a></p></body></html>
 """
 

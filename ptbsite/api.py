@@ -1,20 +1,109 @@
-"""The JSON API: one NinjaAPI that mounts each app's router. OpenAPI docs at /api/docs."""
+"""The JSON API: one NinjaAPI that mounts each app's router. OpenAPI docs at /api/docs.
+
+The contract the OpenAPI document states, and ``tests/test_api_contract.py`` checks with schemathesis:
+
+* Times are time-zone aware: the warehouse stores naive UTC, the answers carry the zone (``...Z``), as the
+  schema's ``date-time`` format requires (:class:`UTCJSONRenderer`).
+* Error answers are documented on every operation that can give them (:meth:`ExplorerAPI.get_openapi_schema`),
+  all with the body ``{"detail": <message or list of validation errors>}``: 422 (a parameter or body failed
+  validation) on every operation that takes any, 404 (no such run, job, suite or base model) on those that
+  look one up, 403 (staff or worker credentials missing) on the staff and worker endpoints, 503 (the warehouse
+  or the job queue is unavailable; ``Retry-After`` says when to try again) on every operation, and the
+  evaluator's own 400 / 409 / 502 where its views raise them.
+"""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from typing import Any
+
 from ninja import NinjaAPI
+from ninja.renderers import JSONRenderer
+from ninja.responses import NinjaJSONEncoder
 
 from evaluator.api import router as evaluator_router
 from evaluator.api import worker_router
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
 
-from .unavailable import add_api_handlers
+from .unavailable import RETRY_AFTER_S, add_api_handlers
 
-api = NinjaAPI(
+
+class UTCJSONEncoder(NinjaJSONEncoder):
+    """Ninja's encoder, with naive datetimes (the warehouse's UTC) written as UTC: ``2026-04-05T10:00:00Z``."""
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, datetime) and o.tzinfo is None:
+            o = o.replace(tzinfo=timezone.utc)
+        return super().default(o)
+
+
+class UTCJSONRenderer(JSONRenderer):
+    encoder_class = UTCJSONEncoder
+
+
+ERROR_SCHEMA = {
+    "title": "Error", "type": "object", "required": ["detail"],
+    "properties": {"detail": {"title": "Detail", "anyOf": [
+        {"type": "string"}, {"type": "array", "items": {"type": "object"}}]}},
+}
+ERROR_TEXT = {
+    400: "The request is well-formed but cannot be done (the message says why).",
+    403: "Staff only (a staff session with CSRF, or Authorization: Token <key>); worker endpoints: "
+         "Authorization: Bearer <worker token>.",
+    404: "No such run, step, job, suite or base model.",
+    409: "The judge is already running on this run.",
+    422: "A parameter or the body failed validation (detail lists the errors, or says which value is wrong).",
+    502: "The judge command failed.",
+    503: "The warehouse or the job queue is unavailable; try again after Retry-After seconds.",
+}
+# Statuses an evaluator view raises beyond the rules below: (method, path) -> statuses.
+EXTRA_STATUSES = {
+    ("post", "/api/reruns"): (400,),
+    ("post", "/api/runs/{run_id}/overrides"): (400,),
+    ("post", "/api/runs/{run_id}/judge"): (409, 502),
+    ("post", "/api/worker/jobs/{job_id}/finish"): (400,),
+}
+# Operations without a path parameter that still look something up by a query parameter.
+LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis/method-mix",
+                      "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use"}
+CREDENTIAL_TAGS = {"reruns", "worker"}  # the evaluator's staff router and worker router
+
+
+class ExplorerAPI(NinjaAPI):
+    """NinjaAPI whose OpenAPI document lists the error answers each operation can give (module docstring)."""
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
+        schema = super().get_openapi_schema(*args, **kwargs)
+        schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+        for path, operations in schema["paths"].items():
+            for method, operation in operations.items():
+                statuses = {503}
+                if operation.get("parameters") or operation.get("requestBody"):
+                    statuses.add(422)
+                if "{" in path or path in LOOKUP_QUERY_PATHS:
+                    statuses.add(404)
+                if CREDENTIAL_TAGS & set(operation.get("tags", [])):
+                    statuses.add(403)
+                statuses.update(EXTRA_STATUSES.get((method, path), ()))
+                responses = operation.setdefault("responses", {})
+                for status in sorted(statuses):
+                    answer = {"description": ERROR_TEXT[status],
+                              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    if status == 503:
+                        answer["headers"] = {"Retry-After": {
+                            "description": f"seconds to wait ({RETRY_AFTER_S})", "schema": {"type": "integer"}}}
+                    if status not in responses and str(status) not in responses:
+                        responses[status] = answer  # ninja keys responses by int status
+        return schema
+
+
+api = ExplorerAPI(
     title="PostTrainBench Explorer API",
     version="1",
     description="Leaderboard, runs, traces and verdicts of post-training benchmark suites. "
-    "Every HTML page of the site has a JSON twin here with the same query behind it.",
+    "Every HTML page of the site has a JSON twin here with the same query behind it. Times are UTC, with the "
+    "zone. Errors answer {\"detail\": ...} with the statuses each operation lists.",
+    renderer=UTCJSONRenderer(),
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)

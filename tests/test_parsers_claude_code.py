@@ -57,7 +57,9 @@ def test_it_parses_a_whole_session():
              line=8),
         Step(7, "tool_result", time=T1, tool="Read", output="no such file", is_error=True, call_id="toolu_2", line=9),
         Step(8, "result", output="Done.", tokens_in=3, tokens_out=3, cost_usd=1.5, line=10),
-        Step(9, "system", output='{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}', line=11),
+        # issue 13: a rate_limit_event is a typed, labelled step (it was a raw JSON system step)
+        Step(9, "system", input='{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}',
+             output="status: allowed", line=11, label="rate limit"),
         Step(10, "result", output="Late.", tokens_in=40, tokens_out=50, cost_usd=2.25, line=12),
     ]
 

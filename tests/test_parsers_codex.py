@@ -66,10 +66,13 @@ def test_exec_json_items_keep_their_completed_version():
         Step(14, "system", time=t(12), output='{"type":"thread.started","thread_id":"th1"}', line=15),
         Step(15, "assistant", time=t(13), output="Again.", line=16),
         Step(16, "system", time=t(14), output='{"type":"turn.completed","usage":{"input_tokens":200,'
-             '"cached_input_tokens":0,"output_tokens":20}}', tokens_in=200, tokens_out=20, line=17),
+             '"cached_input_tokens":0,"output_tokens":20}}', tokens_in=100, tokens_out=10, line=17),
         Step(17, "text", time=t(15), output="stream disconnected", is_error=True, line=18),
     ]
-    assert (trace.tokens_in, trace.tokens_out) == (300, 30)
+    # issue 13 (spec 2.3 corrected): turn.completed.usage is the thread's running total, and the reprompt resumes
+    # thread th1, so the run used 200 / 20 (the last snapshot) and the second turn 100 / 10 (it was 300 / 30 and
+    # 200 / 20 when snapshots were summed).
+    assert (trace.tokens_in, trace.tokens_out) == (200, 20)
 
 
 def test_exec_json_is_detected_after_stderr_noise_whatever_the_hint():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Router, Schema
 from ninja.errors import HttpError
@@ -13,6 +14,7 @@ from .facets import IDLE_GAP_S
 from .steps import STEP_KINDS
 
 router = Router(tags=["runs"])
+KindFilter = Literal[STEP_KINDS + ("",)]  # a step kind, or "" for all (a form's unset field)
 
 
 class VerdictOut(Schema):
@@ -62,6 +64,13 @@ class EvidenceOut(Schema):
 
 
 class RunDetailOut(RunOut):
+    """One run with its page's header. ``secrets_redacted``: secrets ingest replaced by ``<omitted-api-key>`` in
+    the run's files; ``chars_replaced``: invalid UTF-8 sequences and lone surrogates replaced by U+FFFD (both null
+    for runs stored before they were counted); ``trace_incomplete``: why the agent trace is damaged or unfinished
+    (null when it is not; a scored run still counts); ``unknown_events``: event types the parser could not
+    render, with counts; ``problems``: the first ingest problems (``file:line: message``), ``problem_count`` all
+    of them; ``evidence``: the first evidence steps, ``evidence_count`` all of them."""
+
     run_dir: str
     cluster_id: int
     state_detail: str
@@ -78,17 +87,35 @@ class RunDetailOut(RunOut):
     overrides: dict[str, bool]
     evaluations: list[EvaluationOut]
     evidence: list[EvidenceOut]
+    evidence_count: int
+    secrets_redacted: int | None
+    chars_replaced: int | None
+    trace_incomplete: str | None
+    unknown_events: dict[str, int]
+    problems: list[str]
+    problem_count: int
 
 
 class StepOut(Schema):
+    """One step. ``input``/``output`` are cut to what the page size allows; ``input_bytes``/``output_bytes`` are
+    the whole texts' UTF-8 sizes and ``*_not_shown`` the bytes left out, served whole by
+    ``/api/runs/{run_id}/steps/{index}/text``. ``call_id`` pairs a tool call with its result; ``label`` names a
+    typed event (rate limit, api retry, task started, compaction summary, ...)."""
+
     index: int
     time: datetime | None
     elapsed_s: float | None
     remaining_s: float | None
     kind: str
+    label: str | None
     tool: str | None
+    call_id: str | None
     input: str | None
     output: str
+    input_bytes: int | None
+    output_bytes: int | None
+    input_not_shown: int
+    output_not_shown: int
     is_error: bool
     suspicious: list[str]
 
@@ -97,6 +124,21 @@ class StepsOut(Schema):
     steps: list[StepOut]
     next: int | None
     total: int
+
+
+class StepTextOut(Schema):
+    """Bytes ``[offset, end)`` of a step field's whole text (UTF-8, cut at character boundaries) and
+    ``next_offset``, the ``offset`` of the next range (null at the end)."""
+
+    run_id: str
+    trace: str
+    index: int
+    field: str
+    offset: int
+    end: int
+    total_bytes: int
+    next_offset: int | None
+    text: str
 
 
 def _run_out(run: selectors.RunSummary) -> dict:
@@ -130,6 +172,7 @@ def run(request, run_id: str):
     if found is None:
         raise HttpError(404, f"no run {run_id}")
     refs = selectors.reference_scores(found.suite, found.base_model, found.benchmark)
+    texts = selectors.run_texts(run_id)
     return {
         **_run_out(found), "run_dir": found.run_dir, "cluster_id": found.cluster_id, "state_detail": found.state_detail,
         "time_taken_s": found.time_taken_s, "budget_hours": found.budget_hours, "budget_fraction": found.budget_fraction,
@@ -139,23 +182,44 @@ def run(request, run_id: str):
         "evaluations": [{"id": e["id"], "origin": e["origin"], "counts": e["counts"], "score": 100 * e["accuracy"],
                          "provenance": e["provenance"], "created_at": e["created_at"]} for e in selectors.evaluations(run_id)],
         "evidence": [{"index": s.index, "rules": s.suspicious, "input": s.input} for s in selectors.evidence_steps(run_id)],
+        "evidence_count": selectors.evidence_count(run_id),
+        **{k: texts[k] for k in ("secrets_redacted", "chars_replaced", "trace_incomplete", "unknown_events",
+                                 "problems", "problem_count")},
     }
 
 
 @router.get("/runs/{run_id}/steps", response=StepsOut, summary="One page of a run's trace")
-def steps(request, run_id: str, after: int = -1, limit: int = 50, kind: str | None = None, tool: str | None = None,
-          q: str | None = None, trace: str = "agent"):
+def steps(request, run_id: str, after: int = -1, limit: int = 50,
+          kind: KindFilter | None = None,
+          tool: str | None = None, q: str | None = None, trace: str = "agent"):
     """Steps with index > ``after`` (keyset cursor), at most ``limit`` (1-500); ``kind`` one of system, assistant,
     thinking, tool_call, tool_result, result, text; ``q`` a case-insensitive search of input and output;
-    ``trace`` ``agent`` or a judge trace (``judge:codex``). ``elapsed_s``/``remaining_s`` in seconds."""
+    ``trace`` ``agent`` or a judge trace (``judge:codex``). ``elapsed_s``/``remaining_s`` in seconds. Each input
+    and output holds at most 1,000,000 / (2 x limit) characters (1,000 at least): a page is bounded in size
+    whatever the trace holds; ``*_not_shown`` says how many bytes are left out."""
     found = selectors.get_run(run_id)
     if found is None:
         raise HttpError(404, f"no run {run_id}")
-    if kind and kind not in STEP_KINDS:
-        raise HttpError(422, f"kind must be one of {', '.join(STEP_KINDS)}")
     page = selectors.steps_page(run_id, trace=trace, after=after, limit=max(1, min(limit, 500)), kind=kind, tool=tool,
                                 q=q, budget_hours=found.budget_hours)
-    return {"steps": [s.__dict__ | {"suspicious": s.suspicious} for s in page.steps], "next": page.next, "total": page.total}
+    return {"steps": [s.__dict__ | {"input_not_shown": s.input_not_shown, "output_not_shown": s.output_not_shown}
+                      for s in page.steps], "next": page.next, "total": page.total}
+
+
+@router.get("/runs/{run_id}/steps/{index}/text", response=StepTextOut, summary="The whole text of one step, range by range")
+def step_text(request, run_id: str, index: int, field: Literal["input", "output"] = "output", trace: str = "agent",
+              offset: int = 0, length: int = selectors.MAX_TEXT_RANGE):
+    """Bytes ``offset`` to ``offset + length`` (UTF-8, at most 1 MiB per request, cut at character boundaries)
+    of the whole ``field`` of step ``index``, also when ingest stored it cut (outputs over 256 KiB are stored cut,
+    the whole text compressed). Follow ``next_offset`` for the rest."""
+    if selectors.get_run(run_id) is None:
+        raise HttpError(404, f"no run {run_id}")
+    found = selectors.step_text(run_id, trace=trace, index=index, field=field, offset=max(0, offset),
+                                length=max(1, length))
+    if found is None:
+        raise HttpError(404, f"no step {index} in trace {trace} of run {run_id}")
+    return {"run_id": run_id, "trace": trace, "index": index, "field": field, "offset": found.offset,
+            "end": found.end, "total_bytes": found.total_bytes, "next_offset": found.next_offset, "text": found.text}
 
 
 class FacetOut(Schema):

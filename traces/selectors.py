@@ -6,6 +6,7 @@ Step pages use keyset pagination on (run, trace, idx): ``after`` is the last ind
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from ptbsite import warehouse
 
 from .facets import METHOD_FACETS, MEASURED_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
+from .services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
 from .steps import Step
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
@@ -92,7 +94,12 @@ class RunSummary:
 
 @dataclass
 class StepRow:
-    """One stored step; ``elapsed_s``/``remaining_s`` in seconds (remaining from the run's budget)."""
+    """One stored step; ``elapsed_s``/``remaining_s`` in seconds (remaining from the run's budget).
+
+    ``input``/``output`` hold what the page shows (cut, see :func:`steps_page`); ``input_bytes``/``output_bytes``
+    are the UTF-8 sizes of the whole texts, so ``*_not_shown`` bytes are left out (:func:`step_text` serves
+    them). ``label`` names a typed event (``rate limit``, ``compaction summary``); ``call_id`` pairs a tool call
+    with its result."""
 
     index: int
     time: datetime | None
@@ -107,6 +114,39 @@ class StepRow:
     tokens_out: int | None
     line: int | None
     suspicious: list[str]
+    call_id: str | None = None
+    label: str | None = None
+    input_bytes: int | None = None
+    output_bytes: int | None = None
+
+    @property
+    def input_not_shown(self) -> int:
+        """Bytes (UTF-8) of the whole input that ``input`` leaves out."""
+        return _not_shown(self.input, self.input_bytes)
+
+    @property
+    def output_not_shown(self) -> int:
+        """Bytes (UTF-8) of the whole output that ``output`` leaves out."""
+        return _not_shown(self.output, self.output_bytes)
+
+
+def _not_shown(shown: str | None, total: int | None) -> int:
+    if shown is None or total is None:
+        return 0
+    return max(0, total - len(shown.encode("utf-8", "surrogatepass")))
+
+
+# One page of steps shows at most this many characters of step text in all (inputs and outputs together): each
+# field gets PAGE_TEXT_CHARS / (2 * steps per page), at least MIN_FIELD_CHARS, so a page of 50 steps shows up to
+# 10,000 characters of each input and output, one of 500 steps 1,000. With the page's fixed markup that bounds a
+# page in bytes whatever the trace holds (tests/test_trace_integrity.py measures it).
+PAGE_TEXT_CHARS = 1_000_000
+MIN_FIELD_CHARS = 1_000
+
+
+def field_chars(limit: int) -> int:
+    """Characters of each step input and output a page of ``limit`` steps shows (see PAGE_TEXT_CHARS)."""
+    return max(MIN_FIELD_CHARS, PAGE_TEXT_CHARS // (2 * max(1, limit)))
 
 
 @dataclass
@@ -228,15 +268,29 @@ def get_run(run_id: str) -> RunSummary | None:
 
 @warehouse.retrying
 def run_texts(run_id: str) -> dict:
-    """The run's long texts: prompt, metrics (dict), parse problems and redaction warnings (lists)."""
+    """The run's long texts and what ingest did to its files: ``prompt`` (cut to TEXT_SHOWN characters;
+    ``prompt_not_shown``: characters left out), ``metrics`` (dict, None when absent or too long to show),
+    ``problems`` (at most PROBLEMS_SHOWN; ``problem_count``: all of them), ``redaction_warnings`` (list),
+    ``secrets_redacted`` and ``chars_replaced`` (counts, None for runs stored before they were counted),
+    ``trace_incomplete`` (why the agent trace is incomplete, else None) and ``unknown_events`` ({type: count})."""
     with warehouse.connect() as con:
         row = con.execute(
-            "SELECT prompt, metrics_json, problems, redaction_warnings FROM runs WHERE id = ?", [run_id]
+            "SELECT left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
+            "problems, redaction_warnings, secrets_redacted, chars_replaced, trace_incomplete, unknown_events "
+            "FROM runs WHERE id = ?", [TEXT_SHOWN, TEXT_SHOWN, run_id]
         ).fetchone()
     if row is None:
         return {}
-    return {"prompt": row[0], "metrics": json.loads(row[1]) if row[1] else None,
-            "problems": json.loads(row[2]), "redaction_warnings": json.loads(row[3])}
+    problems = json.loads(row[3])
+    return {"prompt": row[0], "prompt_not_shown": (row[1] or 0) - len(row[0] or ""),
+            "metrics": json.loads(row[2]) if row[2] else None, "problems": problems[:PROBLEMS_SHOWN],
+            "problem_count": len(problems), "redaction_warnings": json.loads(row[4])[:PROBLEMS_SHOWN],
+            "secrets_redacted": row[5], "chars_replaced": row[6], "trace_incomplete": row[7],
+            "unknown_events": json.loads(row[8]) if row[8] else {}}
+
+
+TEXT_SHOWN = 100_000  # characters of a run's prompt (and of its metrics.json) a run page and its API twin show
+PROBLEMS_SHOWN = 500  # ingest problems listed on a run page and in its API twin (the count says how many)
 
 
 def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q: str | None) -> tuple[str, list]:
@@ -259,21 +313,85 @@ def steps_page(
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
 ) -> StepPage:
     """One page of a trace's steps with index > ``after``, filtered by kind, tool and a case-insensitive text
-    search ``q`` over input and output (server-side)."""
+    search ``q`` over input and output (server-side). Each input and output is cut to :func:`field_chars`
+    characters for ``limit`` steps (``*_not_shown`` says how many bytes are left out), so a page is bounded in
+    size whatever the trace holds."""
     where, params = _step_filter(run_id, trace, kind, tool, q)
     budget_s = budget_hours * 3600 if budget_hours else None
+    chars = field_chars(limit)
     with warehouse.connect() as con:
         rows = con.execute(
-            "SELECT idx, time, elapsed_s, kind, tool, input, output, is_error, tokens_in, tokens_out, line, suspicious "
-            f"FROM steps WHERE {where} AND idx > ? ORDER BY idx LIMIT ?", [*params, after, limit + 1]
+            "SELECT idx, time, elapsed_s, kind, tool, left(input, ?), left(output, ?), is_error, tokens_in, "
+            "tokens_out, line, suspicious, call_id, label, coalesce(input_bytes, strlen(input)), "
+            "coalesce(output_bytes, strlen(output)) "
+            f"FROM steps WHERE {where} AND idx > ? ORDER BY idx LIMIT ?", [chars, chars, *params, after, limit + 1]
         ).fetchall()
         total = con.execute(f"SELECT count(*) FROM steps WHERE {where}", params).fetchone()[0]
     steps = [
         StepRow(r[0], r[1], r[2], (budget_s - r[2]) if (budget_s and r[2] is not None) else None, r[3], r[4], r[5],
-                r[6], r[7], r[8], r[9], r[10], r[11].split(",") if r[11] else [])
+                r[6], r[7], r[8], r[9], r[10], r[11].split(",") if r[11] else [], r[12], r[13], r[14], r[15])
         for r in rows[:limit]
     ]
     return StepPage(steps, steps[-1].index if len(rows) > limit else None, total)
+
+
+MAX_TEXT_RANGE = 1024 * 1024  # bytes of a step's whole text one request serves at most
+
+
+@dataclass
+class TextRange:
+    """Bytes ``[offset, end)`` of a step field's whole text (UTF-8), decoded as ``text``; ``total_bytes`` is the
+    whole text's size; ``next_offset`` the offset of the next range, None at the end."""
+
+    offset: int
+    end: int
+    total_bytes: int
+    text: str
+
+    @property
+    def next_offset(self) -> int | None:
+        return self.end if self.end < self.total_bytes else None
+
+
+@warehouse.retrying
+def step_text(run_id: str, *, trace: str, index: int, field: str, offset: int = 0,
+              length: int = MAX_TEXT_RANGE) -> TextRange | None:
+    """A range of the WHOLE text of one step's ``field`` (``input`` | ``output``), also when ingest stored it
+    cut (``traces.services.STEP_TEXT_CAP``): bytes from ``offset`` (UTF-8; moved forward to a character start),
+    at most ``length`` (capped at MAX_TEXT_RANGE; the end moved back to a character start). Reads only the
+    compressed chunks of ``step_texts`` that hold the range. None for an unknown step; an absent input is "".
+
+    Raises:
+        ValueError: ``field`` is neither ``input`` nor ``output``.
+    """
+    if field not in ("input", "output"):
+        raise ValueError("field must be input or output")
+    offset, length = max(0, offset), max(0, min(length, MAX_TEXT_RANGE))
+    with warehouse.connect() as con:
+        row = con.execute(
+            f"SELECT {field}, coalesce({field}_bytes, strlen({field})) FROM steps WHERE run_id = ? AND trace = ? "
+            "AND idx = ?", [run_id, trace, index]).fetchone()
+        if row is None:
+            return None
+        stored = (row[0] or "").encode("utf-8", "surrogatepass")
+        total = row[1] or 0
+        base, data = 0, stored
+        if total > len(stored) and offset < total:
+            first, last = offset // TEXT_CHUNK, min(offset + length + 4, total - 1) // TEXT_CHUNK
+            chunks = con.execute(
+                "SELECT chunk, data FROM step_texts WHERE run_id = ? AND trace = ? AND idx = ? AND field = ? "
+                "AND chunk BETWEEN ? AND ? ORDER BY chunk", [run_id, trace, index, field, first, last]).fetchall()
+            if len(chunks) == last - first + 1:
+                base, data = first * TEXT_CHUNK, b"".join(zlib.decompress(c[1]) for c in chunks)
+            else:  # the whole text is not stored (cannot happen for rows ingested since issue 13): what there is
+                total = len(stored)
+    start = min(offset, total)
+    while start < total and start - base < len(data) and 0x80 <= data[start - base] < 0xC0:
+        start += 1  # a continuation byte: the character began before the range
+    end = min(start + length, total)
+    while start < end < total and end - base < len(data) and 0x80 <= data[end - base] < 0xC0:
+        end -= 1  # do not cut the last character
+    return TextRange(start, end, total, data[start - base:end - base].decode("utf-8", "replace"))
 
 
 @warehouse.retrying
@@ -365,19 +483,29 @@ def tools_used(run_id: str, trace: str = "agent") -> list[str]:
 
 
 EVIDENCE_CHARS = 1000
+EVIDENCE_LIMIT = 200  # evidence steps listed on a run page and in its API twin (evidence_count says how many)
 
 
 @warehouse.retrying
-def evidence_steps(run_id: str) -> list[StepRow]:
-    """The agent-trace steps an evidence rule marked suspicious, in order, with ``input`` cut to EVIDENCE_CHARS
-    characters and no ``output`` (the list names and links the step; the step itself is on its page)."""
+def evidence_steps(run_id: str, limit: int = EVIDENCE_LIMIT) -> list[StepRow]:
+    """The first ``limit`` agent-trace steps an evidence rule marked suspicious, in order, with ``input`` cut to
+    EVIDENCE_CHARS characters and no ``output`` (the list names and links the step; the step itself is on its
+    page)."""
     with warehouse.connect() as con:
         rows = con.execute(
             f"SELECT idx, time, elapsed_s, kind, tool, left(input, {EVIDENCE_CHARS}), '', is_error, tokens_in, "
             "tokens_out, line, suspicious "
-            "FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL ORDER BY idx", [run_id]
-        ).fetchall()
+            "FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL ORDER BY idx LIMIT ?",
+            [run_id, limit]).fetchall()
     return [StepRow(r[0], r[1], r[2], None, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11].split(",")) for r in rows]
+
+
+@warehouse.retrying
+def evidence_count(run_id: str) -> int:
+    """How many agent-trace steps an evidence rule marked suspicious."""
+    with warehouse.connect() as con:
+        return con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL",
+                           [run_id]).fetchone()[0]
 
 
 @warehouse.retrying
@@ -489,7 +617,7 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
 
 
 __all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "previous_cursor", "step_index", "run_fingerprints",
-           "step_at_time", "evidence_steps", "evaluations", "reference_scores", "trace_names", "tools_used", "run_texts",
+           "step_at_time", "evidence_steps", "evidence_count", "step_text", "field_chars", "evaluations", "reference_scores", "trace_names", "tools_used", "run_texts",
            "run_directory", "checkpoint_path", "override_log", "override_agreement", "latest_cells", "latest_usage"]
 
 

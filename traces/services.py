@@ -4,15 +4,23 @@ runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 ``ingest_tree`` walks a PostTrainBench results tree (spec section 1) and stores each run (method, names,
 state, time, prompt, metrics, verdicts of every era, the judge's trace and the agent's trace as typed steps),
 each run in its own transaction: a run is stored with all its steps or not at all. Every text is redacted
-(``traces.redaction``) before it is parsed or stored.
+(``traces.redaction``) before it is parsed or stored, and the run records how many secrets that replaced.
+
+Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD (counted per run), NUL
+characters the visible U+2400. A step's input or output longer than :data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is
+stored cut at that size in the steps table (the pages say how many bytes are not shown); the whole text is kept
+in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK` bytes, and served range by range
+(``traces.selectors.step_text``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import math
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +33,8 @@ from ptbsite.suites import load_suite
 
 from . import evidence, facets, layout
 from .monitor import parse_monitor
-from .parsers import parse_trace
+from .parsers import parse_trace, storable
+from .parsers.framing import decode, loads
 from .redaction import Redactor
 from .steps import ParsedTrace
 from .verdicts import SCORED_KINDS, Verdict, effective_flags, read_verdicts
@@ -40,6 +49,8 @@ _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
 _HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 SYNTHETIC_MARKER = "SYNTHETIC"  # a file at the results root that marks a generated (demo) tree
+STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
+TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
 
 
 @dataclass
@@ -68,8 +79,51 @@ def _hours_minutes_seconds(text: str) -> int | None:
     return int(match[1]) * 3600 + int(match[2]) * 60 + int(match[3]) if match else None
 
 
-def _read(path: Path, redactor: Redactor) -> str | None:
-    return redactor.redact(path.read_text(errors="replace")) if path.is_file() else None
+@dataclass
+class _Counts:
+    """What reading one run's files replaced: secrets (redacted) and characters (invalid UTF-8 -> U+FFFD)."""
+
+    secrets: int = 0
+    replaced: int = 0
+
+
+def _read(path: Path, redactor: Redactor, counts: _Counts | None = None) -> str | None:
+    """The file's text, decoded (invalid UTF-8 -> U+FFFD) and redacted, counting both into ``counts``; None when
+    it is not a file."""
+    if not path.is_file():
+        return None
+    text, replaced = decode(path.read_bytes())
+    text, secrets = redactor.redact_counted(text)
+    if counts is not None:
+        counts.secrets += secrets
+        counts.replaced += replaced
+    return text
+
+
+def read_accuracy(metrics: dict | None, path: Path) -> tuple[float | None, str | None]:
+    """``(accuracy, problem)`` of a parsed ``metrics.json`` (spec 4.1: ``accuracy`` is a fraction in [0, 1]).
+
+    A number (not a bool) is the score; a string holding a finite number (``"0.85"``) is parsed. Anything else
+    under ``accuracy`` (text, NaN, a number outside 0..1, a bool, a list) is no score and a problem naming the
+    file and the value; a missing ``accuracy`` is no score without a problem. Raises nothing.
+    """
+    if metrics is None or "accuracy" not in metrics:
+        return None, None
+    value = metrics["accuracy"]
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is not None and math.isfinite(number) and 0.0 <= number <= 1.0:
+        return number, None
+    shown = json.dumps(value, ensure_ascii=False)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    why = "is not a number" if number is None else "is not a fraction between 0 and 1"
+    return None, f"{path}: accuracy {shown} {why}; counted as no score"
 
 
 def _content_hash(run_dir: Path) -> str:
@@ -91,8 +145,8 @@ def derive_state(run_dir: Path, trace_text: str, metrics: dict | None) -> tuple[
     """(state, human-readable detail) of a run from its files (spec section 1.3, "Run-level states").
 
     Precedence: CUDA failure, timed out (``error.log`` starts with ``Terminated`` or the diagnostics say so),
-    never finished (no ``time_taken.txt``), scored (numeric ``accuracy``), API limit (marker strings in the
-    trace), evaluation failed (``final_model/`` present), no final model.
+    never finished (no ``time_taken.txt``), scored (an ``accuracy`` :func:`read_accuracy` accepts), API limit
+    (marker strings in the trace), evaluation failed (``final_model/`` present), no final model.
     """
     error_log = (run_dir / "error.log").read_text(errors="replace") if (run_dir / "error.log").is_file() else ""
     output_log = (run_dir / "output.log").read_text(errors="replace") if (run_dir / "output.log").is_file() else ""
@@ -103,7 +157,7 @@ def derive_state(run_dir: Path, trace_text: str, metrics: dict | None) -> tuple[
     if not (run_dir / "time_taken.txt").is_file():
         detail = "killed (out of memory)" if "Killed" in error_log else "no time_taken.txt"
         return "never_finished", f"the agent never finished: {detail}"
-    if metrics is not None and isinstance(metrics.get("accuracy"), (int, float)):
+    if read_accuracy(metrics, run_dir / "metrics.json")[0] is not None:
         return "scored", "metrics.json holds the score"
     marker = next((m for m in API_LIMIT_MARKERS if m in trace_text), None)
     if marker:
@@ -150,40 +204,52 @@ class Ingester:
         is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
         rid = layout.run_id(method.raw, run_dir.name)
         problems: list[str] = []
+        counts = _Counts()
 
-        metrics_text = _read(run_dir / "metrics.json", self.redactor)
+        metrics_text = _read(run_dir / "metrics.json", self.redactor, counts)
         metrics = None
         if metrics_text is not None:
             try:
-                metrics = json.loads(metrics_text)
+                metrics = loads(metrics_text)
                 if not isinstance(metrics, dict):
                     raise ValueError("not a JSON object")
             except ValueError as exc:
                 problems.append(f"{run_dir / 'metrics.json'}: unreadable ({exc}); counted as no score")
                 metrics = None
+        accuracy, accuracy_problem = read_accuracy(metrics, run_dir / "metrics.json")
+        if accuracy_problem:
+            problems.append(accuracy_problem)
 
         trace_path = next((run_dir / n for n in ("solve_out.txt", "trace.txt", "solve_parsed.txt")
                            if (run_dir / n).is_file()), None)
         raw_size = trace_path.stat().st_size if trace_path else 0
-        trace_text = _read(trace_path, self.redactor) if trace_path else ""
+        trace_text = _read(trace_path, self.redactor, counts) if trace_path else ""
         parsed = parse_trace(trace_text, source=trace_path.name if trace_path else "", scaffold=method.harness_agent) \
             if trace_path else ParsedTrace(format="none")
         problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
         warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
+        replaced = counts.replaced + parsed.replaced_chars
 
         state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, trace_text, metrics)
-        accuracy = metrics.get("accuracy") if metrics and isinstance(metrics.get("accuracy"), (int, float)) else None
         context = self.contexts[run_name.benchmark]
-        steps = list(self._step_rows(rid, "agent", parsed, context))
+        texts: list[tuple] = []
+        steps = list(self._step_rows(rid, "agent", parsed, context, texts))
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
             if m or path.name == "judgement.log":
                 judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
-                judge_parsed = parse_trace(_read(path, self.redactor) or "", source=path.name)
+                judge_parsed = parse_trace(_read(path, self.redactor, counts) or "", source=path.name)
+                replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
-                steps += list(self._step_rows(rid, judge, judge_parsed, None))
-        verdicts = [] if baseline else read_verdicts(run_dir, self.redactor.redact)
-        time_taken = _read(run_dir / "time_taken.txt", self.redactor)
+                steps += list(self._step_rows(rid, judge, judge_parsed, None, texts))
+
+        def redact_verdict(text: str) -> str:
+            redacted, n = self.redactor.redact_counted(text)
+            counts.secrets += n
+            return redacted
+
+        verdicts = [] if baseline else read_verdicts(run_dir, redact_verdict)
+        time_taken = _read(run_dir / "time_taken.txt", self.redactor, counts)
         times = [s.time for s in parsed.steps if s.time is not None]
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
@@ -195,7 +261,7 @@ class Ingester:
             "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
             "budget_hours": method.budget_hours, "accuracy": accuracy,
             "metrics_json": json.dumps(metrics) if metrics is not None else None,
-            "prompt": _read(run_dir / "prompt.txt", self.redactor),
+            "prompt": _read(run_dir / "prompt.txt", self.redactor, counts),
             "has_final_model": (run_dir / "final_model").is_dir(), "eval_attempts": eval_attempts,
             "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
             "trace_bytes": raw_size, "step_count": len(parsed.steps),
@@ -203,6 +269,8 @@ class Ingester:
             "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
             "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
             "synthetic": self.synthetic, "content_hash": _content_hash(run_dir), "ingested_at": now,
+            "trace_incomplete": parsed.incomplete,
+            "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
         }
         evaluations = []
         if accuracy is not None:
@@ -214,16 +282,68 @@ class Ingester:
                                 scored_at.replace(tzinfo=None)))
         verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
                         for v in verdicts]
-        return {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
-                **_analysis_rows(rid, parsed, run_dir, self.redactor)}
+        rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
+                "texts": texts, **_analysis_rows(rid, parsed, run_dir, self.redactor, counts)}
+        replaced += _make_rows_storable(rows)
+        run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
+        return rows
 
-    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, context) -> Iterator[tuple]:
+    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, context, texts: list[tuple]) -> Iterator[tuple]:
+        """Rows of the steps table for one parsed trace; the whole text of any field cut at STEP_TEXT_CAP is
+        appended to ``texts`` as step_texts rows."""
         start = next((s.time for s in parsed.steps if s.time is not None), None)
         for s in parsed.steps:
             marks = evidence.mark(s.kind, s.tool, s.input, context) if context else []
             elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
-            yield (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, s.input, s.output, s.is_error,
-                   s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marks) or None)
+            stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
+            stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
+            yield (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
+                   s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marks) or None,
+                   s.label, input_bytes, output_bytes)
+
+
+def utf8_size(text: str | None) -> int | None:
+    """Bytes of ``text`` in UTF-8 (None for None); ASCII text is not encoded to count it."""
+    if text is None:
+        return None
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _capped(text: str | None, key: tuple, texts: list[tuple]) -> tuple[str | None, int | None]:
+    """``(text to store in the steps table, UTF-8 size of the whole text)``: a text over STEP_TEXT_CAP bytes is
+    cut there (at a character boundary) and its whole bytes go to ``texts`` as zlib chunks of TEXT_CHUNK."""
+    size = utf8_size(text)
+    if text is None or size <= STEP_TEXT_CAP:
+        return text, size
+    data = text.encode("utf-8")
+    for n in range(0, len(data), TEXT_CHUNK):
+        texts.append((*key, n // TEXT_CHUNK, zlib.compress(data[n:n + TEXT_CHUNK], 6)))
+    return data[:STEP_TEXT_CAP].decode("utf-8", "ignore"), size
+
+
+def _make_rows_storable(rows: dict) -> int:
+    """Make every string of the run's rows but the steps (already made storable by the parsers) storable
+    (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
+    surrogates replaced."""
+    replaced = 0
+    run = rows["run"]
+    for key, value in run.items():
+        if isinstance(value, str):
+            run[key], n = storable(value)
+            replaced += n
+    for table in ("verdicts", "evaluations", "facets", "phases"):
+        fixed_rows = []
+        for row in rows.get(table, []):
+            fixed = []
+            for value in row:
+                if isinstance(value, str):
+                    value, n = storable(value)
+                    replaced += n
+                fixed.append(value)
+            fixed_rows.append(tuple(fixed))
+        rows[table] = fixed_rows
+    rows["problems"] = [storable(p)[0] for p in rows["problems"]]
+    return replaced
 
 
 def _naive(moment: datetime | None) -> datetime | None:
@@ -234,10 +354,12 @@ def _naive(moment: datetime | None) -> datetime | None:
 
 
 STEP_COLUMNS = ["run_id", "trace", "idx", "time", "elapsed_s", "kind", "tool", "input", "output", "is_error",
-                "call_id", "tokens_in", "tokens_out", "cost_usd", "line", "suspicious"]
+                "call_id", "tokens_in", "tokens_out", "cost_usd", "line", "suspicious", "label", "input_bytes",
+                "output_bytes"]
 STEP_TYPES = [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float64(), pa.string(), pa.string(),
               pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
-              pa.string()]
+              pa.string(), pa.string(), pa.int64(), pa.int64()]
+TEXT_TYPES = [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()]
 
 
 def store_run(rows: dict, *, method_row: tuple) -> None:
@@ -259,16 +381,23 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
         # that grows with every run ingested.
         stored = con.execute("SELECT count(*) FROM runs WHERE id = ?", [run["id"]]).fetchone()[0] > 0
         if stored:
-            for table in ("runs", "steps", "verdicts", *_ANALYSIS_TYPES):
+            for table in ("runs", "steps", "step_texts", "verdicts", *_ANALYSIS_TYPES):
                 con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run["id"]])
             con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run["id"]])
         con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                     [run[c] for c in columns])
         con.register("new_steps", steps)
         try:
-            con.execute("INSERT INTO steps SELECT * FROM new_steps ORDER BY trace, idx")
+            con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
         finally:
             con.unregister("new_steps")
+        if rows.get("texts"):
+            texts = pa.table({f"c{i}": pa.array([r[i] for r in rows["texts"]], type=t) for i, t in enumerate(TEXT_TYPES)})
+            con.register("new_texts", texts)
+            try:
+                con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
+            finally:
+                con.unregister("new_texts")
         warehouse.insert_rows(con, "verdicts", rows["verdicts"])
         warehouse.insert_rows(con, "evaluations", rows["evaluations"])
         _store_analysis(con, run["id"], rows)
@@ -281,7 +410,7 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
 
     warehouse.run_in_transaction(write)
 
-def _analysis_rows(rid: str, parsed: ParsedTrace, run_dir: Path, redactor: Redactor) -> dict:
+def _analysis_rows(rid: str, parsed: ParsedTrace, run_dir: Path, redactor: Redactor, counts: _Counts) -> dict:
     """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``).
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
@@ -291,7 +420,7 @@ def _analysis_rows(rid: str, parsed: ParsedTrace, run_dir: Path, redactor: Redac
     phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in facets.phases(parsed.steps)]
     path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log") if p.is_file()),
                 None)
-    samples = parse_monitor(_read(path, redactor) or "") if path else []
+    samples = parse_monitor(_read(path, redactor, counts) or "") if path else []
     origin = next((s.time for s in parsed.steps if s.time is not None), None) or (samples[0].time if samples else None)
     monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
                      s.gpu_mem_total_mib) for s in samples]

@@ -32,6 +32,8 @@ class Step:
         tokens_in / tokens_out: usage attributed to this step (counted once per API message), else None.
         cost_usd: cost in US dollars attributed to this step (OpenCode step_finish, Claude result), else None.
         line: 1-based line number in the source file of the event that started the step.
+        label: what a typed event is when its kind alone does not say it (``rate limit``, ``api retry``,
+            ``task started``, ``compaction summary``, ...), shown beside the kind; None for ordinary steps.
     """
 
     index: int
@@ -46,6 +48,7 @@ class Step:
     tokens_out: int | None = None
     cost_usd: float | None = None
     line: int | None = None
+    label: str | None = None
 
 
 @dataclass(slots=True)
@@ -75,6 +78,13 @@ class ParsedTrace:
         cost_usd: run total in US dollars when the trace carries it, else None.
         model: the model id the trace names (init event, banner), else None.
         problems: broken lines (file, line number, message); the rest of the trace still parsed.
+        incomplete: why the trace is damaged or unfinished (no final result or summary event, the last line cut
+            off mid-event, a step without its closing event), else None. A run with an incomplete trace still
+            counts when it was scored.
+        unknown_events: event (or item) types the parser has no rendering for -> how many it met; each was
+            kept as a ``system`` step holding the event as compact JSON.
+        replaced_chars: characters that could not be stored and were replaced by U+FFFD: invalid UTF-8 byte
+            sequences and lone UTF-16 surrogates (JSON ``"\\ud83d"``, an emoji cut in half).
     """
 
     format: str
@@ -85,3 +95,6 @@ class ParsedTrace:
     cost_usd: float | None = None
     model: str | None = None
     problems: list[ParseProblem] = field(default_factory=list)
+    incomplete: str | None = None
+    unknown_events: dict[str, int] = field(default_factory=dict)
+    replaced_chars: int = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.utils.http import urlencode
 
@@ -132,6 +132,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
         "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
         "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
+        "evidence_count": selectors.evidence_count(run.id),
         "rule_text": RULE_TEXT, "evaluations": evaluations, "has_times": has_times, "time_jump_note": time_jump_note,
         "counted": [e for e in evaluations if e["origin"] != selectors.PARTIAL_ORIGIN],
         "override_log": selectors.override_log(run.id), "scored_kinds": selectors.SCORED_KINDS,
@@ -166,6 +167,29 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
         **context, "after": after,
         "previous_query": urlencode({**base_query, "after": previous}) if previous is not None else None,
     })
+
+
+def run_step_text(request: HttpRequest, run_id: str, index: int) -> HttpResponse:
+    """``/runs/<id>/steps/<index>/text?field=output&trace=&offset=``: the whole text of one step field as plain
+    text (never HTML: ``text/plain`` with ``nosniff``), at most ``selectors.MAX_TEXT_RANGE`` bytes from
+    ``offset``; headers ``X-Text-Range: <offset>-<end>/<total bytes>`` and, when there is more, a ``Link`` to the
+    next range."""
+    run = _get_run(run_id)
+    field = request.GET.get("field", "output")
+    if field not in ("input", "output"):
+        return HttpResponseBadRequest("field must be input or output", content_type="text/plain; charset=utf-8")
+    offset = int(request.GET["offset"]) if request.GET.get("offset", "").isdigit() else 0
+    trace = request.GET.get("trace") or "agent"
+    found = selectors.step_text(run.id, trace=trace, index=index, field=field, offset=offset)
+    if found is None:
+        raise Http404(f"no step {index} in trace {trace}")
+    response = HttpResponse(found.text, content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["X-Text-Range"] = f"{found.offset}-{found.end}/{found.total_bytes}"
+    if found.next_offset is not None:
+        query = urlencode({"field": field, **({"trace": trace} if trace != "agent" else {}), "offset": found.next_offset})
+        response["Link"] = f'<{request.path}?{query}>; rel="next"'
+    return response
 
 
 def _suite(request: HttpRequest) -> str:

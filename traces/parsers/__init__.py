@@ -6,16 +6,20 @@ Formats (module: id): ``claude_code``, ``codex_exec``, ``codex_protocol``, ``cod
 """
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Iterable
 from itertools import islice
 
-from traces.steps import ParsedTrace
+from traces.steps import ParsedTrace, ParseProblem
 
 from . import claude_code, codex_exec, codex_protocol, codex_text, gemini, opencode, text
 from .detect import FAR_WINDOW, detect_lines
-from .framing import Line, frame_lines
+from .framing import Line, frame_lines, frame_trace
 
-__all__ = ["PARSERS", "detect_format", "parse_trace"]
+log = logging.getLogger(__name__)
+
+__all__ = ["PARSERS", "detect_format", "parse_trace", "storable"]
 
 PARSERS: dict[str, Callable[[Iterable[Line], str], ParsedTrace]] = {
     "claude_code": claude_code.parse,
@@ -38,11 +42,68 @@ def parse_trace(text_or_lines: str | bytes | Iterable[str], *, source: str = "so
     only breaks ties in detection.
 
     Returns a :class:`ParsedTrace` whose ``steps[i].index == i``, with run totals (tokens, USD) when the trace
-    carries them and broken lines listed in ``problems``. Never raises on bad content (a trace is data: nothing
-    in it is executed); a trailing line cut off at the time limit is dropped.
+    carries them and broken lines listed in ``problems``. A trailing line cut off at the time limit is dropped,
+    reported as a problem, and makes the trace ``incomplete``. Every string of the result can be stored: lone
+    surrogates become U+FFFD (counted in ``replaced_chars`` with undecodable bytes) and NUL characters become the
+    visible U+2400 (``␀``).
+
+    Never raises on content (a trace is data: nothing in it is executed): should a format module fail on some
+    input all the same, the trace is parsed as plain text with a problem naming the failure (and the failure is
+    logged; tests/test_parsers_properties.py fuzzes every format to keep that path unused).
     """
-    lines = frame_lines(text_or_lines)
-    return PARSERS[detect_lines(lines, scaffold)](lines, source)
+    framed = frame_trace(text_or_lines)
+    lines = framed.lines
+    fmt = detect_lines(lines, scaffold)
+    try:
+        trace = PARSERS[fmt](lines, source)
+    except Exception as exc:  # noqa: BLE001 - last line of defence, see the docstring
+        log.exception("the %s parser failed on %s", fmt, source)
+        trace = text.parse(lines, source)
+        trace.problems.insert(0, ParseProblem(source, 1, f"the {fmt} parser failed ({type(exc).__name__}: "
+                                                         f"{str(exc)[:200]}): the trace is shown as plain text"))
+    if framed.cut_line is not None:
+        trace.problems.append(ParseProblem(source, framed.cut_line, "the trace ends inside this event (cut off, "
+                                                                    "e.g. killed at the time limit): dropped"))
+        trace.incomplete = trace.incomplete or "the last line is cut off mid-event"
+    trace.replaced_chars += framed.replaced + _make_storable(trace)
+    return trace
+
+
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
+NUL_SHOWN = "\u2400"  # SYMBOL FOR NULL: a NUL kept visible
+
+
+def _fix(match: re.Match[str]) -> str:
+    return NUL_SHOWN if match.group() == "\x00" else "\ufffd"
+
+
+def storable(value: str) -> tuple[str, int]:
+    """``(value, lone surrogates replaced)``: lone UTF-16 surrogates (which UTF-8 cannot encode) -> U+FFFD,
+    NUL -> U+2400 (shown, not counted). Raises nothing."""
+    if _UNSTORABLE.search(value) is None:
+        return value, 0
+    fixed = _UNSTORABLE.sub(_fix, value)
+    return fixed, sum(1 for c in value if "\ud800" <= c <= "\udfff")
+
+
+def _make_storable(trace: ParsedTrace) -> int:
+    """Make every string of ``trace`` storable in place (:func:`storable`); returns the surrogates replaced."""
+    replaced = 0
+    for step in trace.steps:
+        for name in ("tool", "input", "output", "call_id", "label"):
+            value = getattr(step, name)
+            if value:
+                fixed, n = storable(value)
+                if fixed is not value:
+                    setattr(step, name, fixed)
+                    replaced += n
+    if trace.model:
+        trace.model, n = storable(trace.model)
+        replaced += n
+    for problem in trace.problems:
+        problem.message, n = storable(problem.message)
+        replaced += n
+    return replaced
 
 
 def detect_format(text_or_lines: str | bytes | Iterable[str], *, scaffold: str | None = None) -> str:

@@ -6,7 +6,12 @@ Conventions every format module follows (spec section 2):
   lines become ONE ``text`` step (joined with ``"\\n"``; ``line``/``time`` of the first); a blank line ends the
   run and is not a step.
 * A line that starts with ``{`` but is not valid JSON is a :class:`ParseProblem` and its own ``text`` step; the
-  rest of the trace still parses. Valid JSON that is not an object is plain text.
+  rest of the trace still parses. Valid JSON that is not an object is plain text. A line nested deeper than
+  ``framing.MAX_JSON_DEPTH`` is not parsed: a problem, and kept as a ``text`` step.
+* A line split by an event written into its middle (Claude Code writes a ``rate_limit_event`` asynchronously:
+  ``{A-first-half{B}\n A-second-half}``, anthropics/claude-code issue 49640) gives back both events: the
+  injected one B, and A rejoined from its halves; both halves are reported as problems with their line numbers.
+  When the halves do not rejoin, each half is a problem and a ``text`` step.
 * ``tokens_in`` counts every prompt token the model read, cached or not; ``tokens_out`` every generated token,
   reasoning included.
 """
@@ -20,7 +25,9 @@ from typing import Any
 
 from traces.steps import ParsedTrace, ParseProblem, Step, StepKind
 
-from .framing import Line
+from .framing import Line, TooDeep, loads
+
+MAX_INJECTED_TRIES = 64  # candidate start columns tried when looking for an event written into a broken line
 
 
 class TraceBuilder:
@@ -85,6 +92,16 @@ class TraceBuilder:
         """Record a :class:`ParseProblem` at ``line`` of this source."""
         self.trace.problems.append(ParseProblem(self.source, line, message))
 
+    def unknown(self, name: Any) -> None:
+        """Count one event (or item) of a type this format has no rendering for (``ParsedTrace.unknown_events``)."""
+        key = name if isinstance(name, str) else "(no type)" if name is None else compact(name)[:80]
+        self.trace.unknown_events[key] = self.trace.unknown_events.get(key, 0) + 1
+
+    def incomplete(self, reason: str) -> None:
+        """Mark the trace incomplete (``ParsedTrace.incomplete``); the first reason given is kept."""
+        if self.trace.incomplete is None:
+            self.trace.incomplete = reason
+
     def finish(self) -> ParsedTrace:
         """Close the open run and return the trace."""
         self.close_run()
@@ -102,9 +119,22 @@ def _labels(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, datetime | None, dict[str, Any]]]:
-    """Yield ``(line_no, time, event)`` for each JSON-object line; other lines go to ``b`` as text or problems."""
-    loads = json.loads
-    for no, time, text in lines:
+    """Yield ``(line_no, time, event)`` for each JSON-object line; other lines go to ``b`` as text or problems.
+
+    Broken lines are repaired where the damage has a known shape (module docstring): an event injected into the
+    middle of another, or an event broken over two lines; what cannot be repaired is a problem and a text step.
+    """
+    it = iter(lines)
+    peeked: Line | None = None
+    while True:
+        if peeked is not None:
+            no, time, text = peeked
+            peeked = None
+        else:
+            try:
+                no, time, text = next(it)
+            except StopIteration:
+                return
         if text[:1] != "{":
             stripped = text.lstrip()
             if stripped[:1] != "{":
@@ -113,14 +143,76 @@ def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, d
             text = stripped
         try:
             event = loads(text)
-        except ValueError as exc:
-            b.problem(no, f"broken JSON line: {exc}")
+        except TooDeep as exc:
+            b.problem(no, f"{exc}: kept as text")
             b.add("text", no, time, output=text)
+            continue
+        except ValueError as exc:
+            following = next(it, None)
+            recovered, consumed = _repair(b, no, time, text, exc, following)
+            if not consumed:
+                peeked = following
+            yield from recovered
             continue
         if isinstance(event, dict):
             yield no, time, event
         else:
             b.text_line(no, time, text)
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object, else None (invalid, too deep, or not an object)."""
+    try:
+        value = loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _repair(b: TraceBuilder, no: int, time: datetime | None, text: str, exc: ValueError, following: Line | None
+            ) -> tuple[list[tuple[int, datetime | None, dict[str, Any]]], bool]:
+    """Events recovered from broken line ``no`` (and maybe the line after it), and whether that next line was
+    used. Problems and text steps for whatever is not recovered."""
+    injected_at, injected = None, None
+    start = 1
+    for _ in range(MAX_INJECTED_TRIES):
+        start = text.find('{"', start)
+        if start < 0:
+            break
+        injected = _object(text[start:])
+        if injected is not None:
+            injected_at = start
+            break
+        start += 1
+    head = text[:injected_at] if injected_at is not None else text
+    nxt_no, nxt_time, nxt_text = following if following is not None else (None, None, "")
+    tail_like = following is not None and not nxt_text.lstrip().startswith("{") and nxt_text.rstrip().endswith("}")
+    rejoined = _object(head + nxt_text) if following is not None and not nxt_text.lstrip().startswith("{") else None
+    if injected is not None:
+        if rejoined is not None:
+            b.problem(no, f"an event was written into the middle of this line's event (column {injected_at + 1}); "
+                          f"the injected event is kept and the split event rejoined with line {nxt_no}")
+            b.problem(nxt_no, f"second half of the event split at line {no}: rejoined")
+            return [(no, time, rejoined), (no, time, injected)], True
+        b.problem(no, f"first half of an event split by an event written into it at column {injected_at + 1}: "
+                      "kept as text; the injected event is kept")
+        b.add("text", no, time, output=head)
+        if tail_like:
+            b.problem(nxt_no, f"second half of the event split at line {no}: kept as text")
+            b.add("text", nxt_no, nxt_time, output=nxt_text)
+            return [(no, time, injected)], True
+        return [(no, time, injected)], False
+    if rejoined is not None:
+        b.problem(no, f"an event broken over lines {no}-{nxt_no}: rejoined")
+        b.problem(nxt_no, f"second half of the event broken at line {no}: rejoined")
+        return [(no, time, rejoined)], True
+    b.problem(no, f"broken JSON line: {exc}")
+    b.add("text", no, time, output=text)
+    if tail_like:
+        b.problem(nxt_no, f"looks like the rest of the broken event on line {no}: kept as text")
+        b.add("text", nxt_no, nxt_time, output=nxt_text)
+        return [], True
+    return [], False
 
 
 def as_list(value: Any) -> list[Any]:

@@ -11,9 +11,16 @@ Agents ``claude``, ``claude_non_api*``, ``glm5``, ``qwen3max``. Mapping of event
 * ``user`` content -> ``tool_result`` (paired to its tool_call by ``tool_use_id``; tool name from the call) or
   ``text`` (injected user text). Time from ``timestamp`` when the line has no prefix.
 * ``result`` -> ``result`` (output: final text, else subtype; is_error; cost and usage). Run totals come from
-  the LAST result event; without any, tokens are summed over messages and cost is unknown.
-* Anything else (``rate_limit_event``, other ``system`` subtypes, unknown blocks) -> ``system`` with the event
-  as compact JSON.
+  the LAST result event; without any, tokens are summed over messages and cost is unknown, and the trace is
+  ``incomplete`` ("no final result event").
+* Typed events -> ``system`` steps with a ``label`` and a readable output (input: the event as compact JSON):
+  ``rate_limit_event`` (label ``rate limit``: status, limit type, reset time), and the ``system`` subtypes
+  ``api_retry`` (``api retry``: attempt of max, delay, error), ``task_started`` / ``task_progress`` /
+  ``task_updated`` / ``task_notification`` (background tasks: ``task started`` ..., with task id, description,
+  status, summary), ``compact_boundary`` (``compaction``: trigger, tokens before), ``status``, ``hook_started`` /
+  ``hook_response``.
+* Anything else (unknown event types, other ``system`` subtypes, unknown content blocks) -> ``system`` with the
+  event as compact JSON, counted in ``unknown_events``.
 
 Usage: ``tokens_in = input_tokens + cache_creation_input_tokens + cache_read_input_tokens``,
 ``tokens_out = output_tokens``.
@@ -26,10 +33,24 @@ from typing import Any
 
 from traces.steps import ParsedTrace, Step
 
-from ._builder import TraceBuilder, as_list, as_text, compact, int_or_none, iso_time, json_events, tool_input, usd
+from ._builder import (TraceBuilder, as_list, as_text, compact, epoch_ms_time, int_or_none, iso_time, json_events,
+                       tool_input, usd)
 from .framing import Line
 
 _INIT_KEYS = ("model", "cwd", "permissionMode", "apiKeySource", "claude_code_version", "session_id")
+# system subtype -> (label, keys shown in the readable output, in order)
+_SYSTEM_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "api_retry": ("api retry", ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")),
+    "task_started": ("task started", ("task_id", "task_type", "description", "tool_use_id")),
+    "task_progress": ("task progress", ("task_id", "description", "last_tool_name")),
+    "task_updated": ("task updated", ("task_id", "status", "description", "patch")),
+    "task_notification": ("task notification", ("task_id", "status", "summary", "output_file")),
+    "compact_boundary": ("compaction", ("compact_metadata",)),
+    "status": ("status", ("status",)),
+    "hook_started": ("hook", ("hook_name", "hook_event")),
+    "hook_response": ("hook", ("hook_name", "hook_event", "exit_code", "outcome")),
+}
+_RATE_LIMIT_KEYS = ("status", "rateLimitType", "utilization", "resetsAt", "isUsingOverage", "overageStatus")
 
 
 def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
@@ -71,8 +92,18 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             b.trace.model = event.get("model") if isinstance(event.get("model"), str) else None
             b.add("system", no, time, output="init",
                   input=compact({k: event[k] for k in _INIT_KEYS if k in event}))
+        elif kind == "system" and isinstance(event.get("subtype"), str) and event["subtype"] in _SYSTEM_TYPES:
+            label, keys = _SYSTEM_TYPES[event["subtype"]]
+            b.add("system", no, time, label=label, output=_summary(event, keys) or label, input=compact(event))
+        elif kind == "rate_limit_event":
+            info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else {}
+            b.add("system", no, time, label="rate limit", output=_summary(info, _RATE_LIMIT_KEYS) or "rate limit",
+                  input=compact(event))
         else:
+            b.unknown(f"system {event.get('subtype')}" if kind == "system" else kind)
             b.add("system", no, time, output=compact(event))
+    if last_result is None and b.trace.steps:
+        b.incomplete("no final result event")
     trace = b.finish()
     if last_result is not None:
         trace.tokens_in, trace.tokens_out = usage_tokens(last_result.get("usage"))
@@ -102,6 +133,7 @@ def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[st
             steps.append(b.add("tool_call", no, time, tool=name, input=tool_input(block.get("input")),
                                call_id=call_id))
         else:
+            b.unknown(f"assistant block {block.get('type') if isinstance(block, dict) else type(block).__name__}")
             steps.append(b.add("system", no, time, output=compact(block)))
     msg_id = message.get("id")
     if "usage" not in message or not steps:
@@ -124,7 +156,23 @@ def _user(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, An
         elif isinstance(block, dict) and block.get("type") == "text":
             b.add("text", no, time, output=as_text(block.get("text")))
         else:
+            b.unknown(f"user block {block.get('type') if isinstance(block, dict) else type(block).__name__}")
             b.add("system", no, time, output=compact(block))
+
+
+def _summary(values: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """``key: value`` pairs of the ``keys`` present in ``values``, joined with ``"; "``; epoch-second
+    ``resetsAt`` shown as UTC time. Raises nothing."""
+    parts = []
+    for key in keys:
+        value = values.get(key)
+        if value is None or value == "":
+            continue
+        if key == "resetsAt" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            moment = epoch_ms_time(value * 1000)
+            value = moment.strftime("%Y-%m-%d %H:%M UTC") if moment else value
+        parts.append(f"{key}: {value if isinstance(value, str) else compact(value)}")
+    return "; ".join(parts)
 
 
 def _sum(values: Iterable[int | None]) -> int | None:

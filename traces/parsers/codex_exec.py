@@ -49,8 +49,14 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """
     b = TraceBuilder("codex_exec", source)
     items: dict[str | int, _Item] = {}
+    thread: str | None = None
+    snapshots: dict[str | None, tuple[int | None, int | None]] = {}  # thread id -> last usage snapshot
+    open_turn: int | None = None  # line of a turn.started not yet completed
     for no, time, event in json_events(lines, b):
         etype = event.get("type")
+        if etype == "session.created":  # older codex exec --json
+            etype = "thread.started"
+            event = {**event, "thread_id": event.get("thread_id", event.get("session_id"))}
         item = event.get("item")
         if etype in ("item.started", "item.updated", "item.completed") and isinstance(item, dict):
             key = item.get("id") if isinstance(item.get("id"), (str, int)) else None  # id-less: never merged
@@ -59,28 +65,62 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
                 state = _Item()
                 if key is not None:
                     items[key] = state
-            _apply(b, no, time, item, state)
+            _apply(b, no, time, _current_names(item), state)
             state.done = state.done or etype == "item.completed"
         elif etype == "turn.completed":
+            open_turn = None
             usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
-            tokens_in, tokens_out = int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens"))
-            b.trace.tokens_in = add_tokens(b.trace.tokens_in, tokens_in)
-            b.trace.tokens_out = add_tokens(b.trace.tokens_out, tokens_out)
-            b.add("system", no, time, output=compact(event), tokens_in=tokens_in, tokens_out=tokens_out)
+            snapshot = (int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens")))
+            before = snapshots.get(thread, (None, None))
+            if snapshot != (None, None):
+                snapshots[thread] = snapshot
+            b.add("system", no, time, output=compact(event), tokens_in=_delta(snapshot[0], before[0]),
+                  tokens_out=_delta(snapshot[1], before[1]))
         elif etype in ("turn.failed", "error"):
+            if etype == "turn.failed":
+                open_turn = None
             error = event.get("error")
             message = error.get("message") if isinstance(error, dict) else event.get("message")
             b.add("text", no, time, output=as_text(message) or compact(event), is_error=True)
-        elif etype != "turn.started":
+        elif etype == "turn.started":
+            open_turn = no
+        else:
             if etype == "thread.started":
                 items.clear()
+                thread_id = event.get("thread_id")
+                thread = thread_id if isinstance(thread_id, str) else thread
+            else:
+                b.unknown(etype)
             b.add("system", no, time, output=compact(event))
+    for tokens_in, tokens_out in snapshots.values():
+        b.trace.tokens_in = add_tokens(b.trace.tokens_in, tokens_in)
+        b.trace.tokens_out = add_tokens(b.trace.tokens_out, tokens_out)
+    if open_turn is not None:
+        b.incomplete(f"the turn started at line {open_turn} has no turn.completed")
     return b.finish()
+
+
+def _delta(now: int | None, before: int | None) -> int | None:
+    """A turn's own usage from two running totals (the whole snapshot when there is no earlier one, or when the
+    total went down, i.e. a new count)."""
+    if now is None:
+        return None
+    return now - before if before is not None and now >= before else now
+
+
+def _current_names(item: dict[str, Any]) -> dict[str, Any]:
+    """An item with the older field names (``item_type``, ``assistant_message``) renamed to the current ones."""
+    itype = item.get("type", item.get("item_type"))
+    if itype == "assistant_message":
+        itype = "agent_message"
+    return item if itype == item.get("type") else {**item, "type": itype}
 
 
 def _apply(b: TraceBuilder, no: int, time: datetime | None, item: dict[str, Any], state: _Item) -> None:
     """Create the item's steps on first sight, else update them in place with the newer version."""
     kind, fields, result = _render(item)
+    if state.main is None and kind == "system":
+        b.unknown(f"item {item.get('type')}")
     if state.main is None:
         state.main = b.add(kind, no, time, **fields)
     else:

@@ -15,8 +15,10 @@ Mapping of ``msg.type`` to steps:
 * ``error`` and ``turn_aborted`` -> ``text`` with is_error; ``warning`` -> ``text``.
 * ``token_count`` -> no step, folded into run totals: the last cumulative total (``session`` or
   ``info.total_token_usage``) when present, else the sum of per-turn counts (``turn`` or flat fields).
-* ``session_configured`` -> ``system`` (sets ``model``); ``task_started``/``turn_started`` are markers: no step.
-  A config line without ``msg`` and unknown types -> ``system`` with compact JSON.
+* ``session_configured`` -> ``system`` (sets ``model``); ``task_started``/``turn_started`` are markers: no step;
+  one not followed by its ``task_complete``/``turn_complete`` makes the trace ``incomplete``.
+  A config line without ``msg`` and unknown types -> ``system`` with compact JSON (unknown types counted in
+  ``unknown_events``).
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     tools: dict[str, str] = {}  # call_id -> tool of the begin event
     chunks: dict[str, list[str]] = {}  # call_id -> streamed output
     cumulative: tuple[int | None, int | None] | None = None
+    open_task: int | None = None  # line of a task_started not yet completed
     for no, time, event in json_events(lines, b):
         msg = event.get("msg")
         if not isinstance(msg, dict):
@@ -65,8 +68,14 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
                 b.trace.tokens_out = add_tokens(b.trace.tokens_out, totals[1][1])
         elif mtype == "exec_command_output_delta":
             chunks.setdefault(str(msg.get("call_id")), []).append(_chunk_text(msg.get("chunk")))
-        elif mtype not in ("task_started", "turn_started"):
+        elif mtype in ("task_started", "turn_started"):
+            open_task = no
+        else:
+            if mtype in ("task_complete", "turn_complete"):
+                open_task = None
             _event(b, no, time, mtype, msg, tools, chunks)
+    if open_task is not None:
+        b.incomplete(f"the task started at line {open_task} has no task_complete")
     trace = b.finish()
     if cumulative is not None:
         trace.tokens_in, trace.tokens_out = cumulative
@@ -128,6 +137,7 @@ def _event(b: TraceBuilder, no: int, time: datetime | None, mtype: Any, msg: dic
         b.add("system", no, time, output="session_configured",
               input=compact({k: msg[k] for k in _SESSION_KEYS if k in msg}))
     else:
+        b.unknown(mtype)
         b.add("system", no, time, output=compact(msg))
 
 

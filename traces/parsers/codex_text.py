@@ -16,6 +16,8 @@ Mapping to steps (the text of a block is its lines joined with ``"\\n"``, surrou
 * ``tokens used`` -> ``result`` (output: the number as printed); the numbers are summed into the trace's
   ``tokens_total`` (one per ``codex exec`` process: each ``resume`` prints its own);
 * lines outside any block (noise such as ``Reading additional input from stdin...``) -> ``text`` runs.
+
+A session (from its banner) that never prints ``tokens used`` makes the trace ``incomplete``.
 """
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     b = TraceBuilder("codex_text", source)
     block: _Block | None = None
     banner: list[str] | None = None  # key: value lines while inside the banner
+    session_line: int | None = None  # line of the last banner
+    session_done = False  # that session printed its tokens used
     for no, time, text in lines:
         time, text, old = _old_prefix(time, text)
         stripped = text.strip()
@@ -89,7 +93,9 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         if stripped.startswith("OpenAI Codex v"):
             b.add("system", no, time, output=stripped)
             banner = []
+            session_line, session_done = no, False
         elif tokens:
+            session_done = True
             _tokens_used(b, no, time, tokens.group(1))
         elif header:
             block = _Block(header[0], header[1], no, time)
@@ -102,11 +108,16 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             b.text_line(no, time, text)
         elif block.kind == "result":  # the number after "tokens used"
             if stripped:
+                session_done = True
                 _tokens_used(b, block.line, block.time, stripped)
                 block = None
         else:
             block.lines.append(text)
+    if block is not None and block.kind == "result":
+        session_done = True  # "tokens used" was the last line: its number is missing, not the session's end
     _flush(b, block)
+    if session_line is not None and not session_done:
+        b.incomplete(f"the session started at line {session_line} never printed tokens used")
     return b.finish()
 
 

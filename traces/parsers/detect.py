@@ -2,8 +2,8 @@
 
 Each of the first :data:`WINDOW` framed lines votes for at most one format:
 
-* a line starting ``{"type":"thread.started"`` (or any ``thread.*`` / ``turn.*`` / ``item.*`` event) ->
-  ``codex_exec``, which wins outright (spec 2.3: judge and codex traces carry a few other JSON lines of stderr);
+* a line starting ``{"type":"thread.started"`` (or any ``thread.*`` / ``turn.*`` / ``item.*`` event, or the
+  older ``session.created``) -> ``codex_exec``, which wins outright (spec 2.3: judge and codex traces carry a few other JSON lines of stderr);
 * ``{"id": .., "msg": {..}}`` -> ``codex_protocol``;
 * ``sessionID`` with ``part`` or ``error`` -> ``opencode``;
 * ``system``/``init``, or ``assistant``/``user`` with a ``message`` object -> ``claude_code``;
@@ -17,11 +17,10 @@ none: ``codex_text`` when the scaffold hint is a codex agent, else ``text``. Con
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 
-from .framing import Line
+from .framing import Line, loads
 
 WINDOW = 200
 FAR_WINDOW = 5000
@@ -47,13 +46,13 @@ def classify_line(text: str) -> str | None:
     if text.startswith('{"type":"thread.started"'):
         return "codex_exec"
     try:
-        event = json.loads(text)
-    except ValueError:
+        event = loads(text)
+    except ValueError:  # broken, or nested too deep to parse
         return None
     if not isinstance(event, dict):
         return None
     etype = event.get("type")
-    if isinstance(etype, str) and etype.startswith(("thread.", "turn.", "item.")):
+    if isinstance(etype, str) and (etype.startswith(("thread.", "turn.", "item.")) or etype == "session.created"):
         return "codex_exec"
     if "id" in event and isinstance(event.get("msg"), dict):
         return "codex_protocol"

@@ -10,9 +10,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 Line = tuple[int, datetime | None, str]
+
+MAX_JSON_DEPTH = 100  # arrays/objects nested deeper than this are not parsed: the line is kept as text
+_BRACKETS = re.compile(r"[\[\]{}]")
+_ESCAPE = re.compile(r"\\.", re.S)
 
 # Anchored and fixed-width: cannot backtrack.
 _PREFIX = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z\] ")
@@ -38,34 +44,73 @@ def parse_prefix(raw: str) -> tuple[datetime | None, str]:
     return time, raw[_PREFIX_LEN:]
 
 
-def frame_lines(source: str | bytes | Iterable[str]) -> list[Line]:
-    """Split a raw trace into framed lines ``[(line_no, time, text), ...]`` (spec 2.1).
+def too_deep(text: str) -> bool:
+    """Whether JSON ``text`` nests arrays and objects deeper than :data:`MAX_JSON_DEPTH` (brackets inside strings
+    not counted). Linear; a line with fewer brackets than the limit is not even scanned. Raises nothing."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for i, part in enumerate(_ESCAPE.sub("", text).split('"')):
+        if i % 2:  # inside a string
+            continue
+        for bracket in _BRACKETS.findall(part):
+            depth += 1 if bracket in "[{" else -1
+            if depth > MAX_JSON_DEPTH:
+                return True
+    return False
 
-    ``source`` is the whole file as text (bytes are decoded as UTF-8, undecodable bytes replaced), or an iterable
-    of lines as read from a text file (each keeping its ``"\\n"``). Lines are split on ``"\\n"`` only (a ``"\\r"``
-    before it is dropped) so that U+2028 and other exotic separators inside JSON strings never split an event.
 
-    Trailing partial line: a trace killed at the time limit can end mid-line. When the file does not end in
-    ``"\\n"`` and its last line starts with ``{`` but is not valid JSON, that line is a cut-off event and is
-    dropped. A last unterminated line that is valid JSON or plain text is complete enough to keep (a process that
-    prints ``Terminated`` without newline, a final event flushed without its newline).
+class TooDeep(ValueError):
+    """A JSON text nested deeper than :data:`MAX_JSON_DEPTH` (parsing it could exhaust the stack)."""
 
-    Time of a line: its prefix; consecutive lines usually share a second, so parsed prefixes are cached.
-    Raises nothing.
-    """
+
+def loads(text: str) -> Any:
+    """``json.loads`` bounded in nesting: raises :class:`TooDeep` (a ValueError) for text nested deeper than
+    :data:`MAX_JSON_DEPTH`, ``ValueError`` for invalid JSON; never ``RecursionError``."""
+    if too_deep(text):
+        raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except RecursionError:  # too_deep already refused such text; kept for a shallow call stack's sake
+        raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+
+
+@dataclass
+class Framed:
+    """A framed trace: ``lines`` as :func:`frame_lines` gives them; ``cut_line``: the number of a trailing line
+    cut off mid-event (dropped from ``lines``), else None; ``replaced``: undecodable byte sequences replaced by
+    U+FFFD while decoding bytes (0 for text input)."""
+
+    lines: list[Line]
+    cut_line: int | None = None
+    replaced: int = 0
+
+
+def decode(data: bytes) -> tuple[str, int]:
+    """``(text, replaced)``: UTF-8 ``data`` decoded with every invalid byte sequence replaced by U+FFFD, and how
+    many were replaced (U+FFFD already encoded in ``data`` not counted). Raises nothing."""
+    text = data.decode("utf-8", errors="replace")
+    return text, text.count("\ufffd") - data.count("\ufffd".encode())
+
+
+def frame_trace(source: str | bytes | Iterable[str]) -> Framed:
+    """Frame a raw trace (:func:`frame_lines`) and say what framing dropped or repaired (:class:`Framed`)."""
+    replaced = 0
     if isinstance(source, bytes):
-        text = source.decode("utf-8", errors="replace")
+        text, replaced = decode(source)
     elif isinstance(source, str):
         text = source
     else:
         text = "".join(source)
     if not text:
-        return []
+        return Framed([], None, replaced)
     raws = text.split("\n")
+    cut = None
     if raws[-1] == "":
         raws.pop()  # the file ends in "\n": no partial line
     elif _is_cut_off_event(raws[-1]):
         raws.pop()
+        cut = len(raws) + 1
 
     lines: list[Line] = []
     cache: dict[str, datetime | None] = {}
@@ -80,7 +125,25 @@ def frame_lines(source: str | bytes | Iterable[str]) -> list[Line]:
             lines.append((no, time, raw[_PREFIX_LEN:] if time is not None else raw))
         else:
             lines.append((no, None, raw))
-    return lines
+    return Framed(lines, cut, replaced)
+
+
+def frame_lines(source: str | bytes | Iterable[str]) -> list[Line]:
+    """Split a raw trace into framed lines ``[(line_no, time, text), ...]`` (spec 2.1).
+
+    ``source`` is the whole file as text (bytes are decoded as UTF-8, undecodable bytes replaced), or an iterable
+    of lines as read from a text file (each keeping its ``"\\n"``). Lines are split on ``"\\n"`` only (a ``"\\r"``
+    before it is dropped) so that U+2028 and other exotic separators inside JSON strings never split an event.
+
+    Trailing partial line: a trace killed at the time limit can end mid-line. When the file does not end in
+    ``"\\n"`` and its last line starts with ``{`` but is not valid JSON, that line is a cut-off event and is
+    dropped. A last unterminated line that is valid JSON or plain text is complete enough to keep (a process that
+    prints ``Terminated`` without newline, a final event flushed without its newline).
+
+    Time of a line: its prefix; consecutive lines usually share a second, so parsed prefixes are cached.
+    :func:`frame_trace` also reports the dropped line. Raises nothing.
+    """
+    return frame_trace(source).lines
 
 
 def _is_cut_off_event(raw: str) -> bool:
@@ -89,7 +152,9 @@ def _is_cut_off_event(raw: str) -> bool:
     if not text.startswith("{"):
         return False
     try:
-        json.loads(text)
+        loads(text)
+    except TooDeep:
+        return False  # complete, only too deep to parse: kept (and reported) as text
     except ValueError:
         return True
     return False

@@ -9,7 +9,8 @@ Stream-json events to steps:
   call_id = tool_id); ``tool_result`` -> ``tool_result`` paired by tool_id (output, else the error message;
   is_error when status is not ``success``, or without status when an error is given).
 * ``error`` -> ``text`` with is_error; ``result`` -> ``result`` (output: status; tokens of ``stats``); run
-  totals from the last ``result``. Unknown events -> ``system`` with compact JSON.
+  totals from the last ``result``; a stream-json trace without one is ``incomplete``. Unknown events ->
+  ``system`` with compact JSON, counted in ``unknown_events``.
 
 API-log objects (``method`` + ``response``: a chunk or a list of chunks) -> per part: ``text`` -> ``assistant``
 (``thinking`` when ``thought: true``), ``functionCall`` -> ``tool_call``, ``functionResponse`` ->
@@ -39,6 +40,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     b = TraceBuilder("gemini", source)
     tools: dict[str, str] = {}
     last_stats: dict[str, Any] | None = None
+    streaming = False  # a stream-json trace (not the API-log shape): it should end with a result event
     for no, time, event in json_events(lines, b):
         time = time or iso_time(event.get("timestamp"))
         etype = event.get("type")
@@ -74,7 +76,11 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         elif "response" in event and "method" in event:
             _api_response(b, no, time, event["response"])
         else:
+            b.unknown(etype)
             b.add("system", no, time, output=compact(event))
+        streaming = streaming or etype in ("init", "message", "tool_use", "tool_result")
+    if streaming and last_stats is None:
+        b.incomplete("no final result event")
     trace = b.finish()
     if last_stats is not None:
         trace.tokens_in = int_or_none(last_stats.get("input_tokens"))

@@ -5,7 +5,8 @@ from django import template
 
 register = template.Library()
 PREVIEW_LINES = 6
-FULL_LIMIT = 100_000  # characters of one output rendered in the page; the API has the whole text
+PREVIEW_CHARS = 1_200  # characters of an output's preview
+FULL_LIMIT = 100_000  # characters of one output rendered in the page (the selector already cut it to fewer)
 
 
 @register.filter
@@ -20,8 +21,8 @@ def hms(seconds: float | None) -> str:
 
 @register.filter
 def preview(text: str | None) -> str:
-    """The first PREVIEW_LINES lines of a text."""
-    return "\n".join((text or "").splitlines()[:PREVIEW_LINES])
+    """The first PREVIEW_LINES lines of a text, at most PREVIEW_CHARS characters."""
+    return "\n".join((text or "")[:PREVIEW_CHARS * 2].splitlines()[:PREVIEW_LINES])[:PREVIEW_CHARS]
 
 
 @register.filter
@@ -45,3 +46,9 @@ def clipped(text: str | None) -> str:
 def percent(fraction: float | None) -> str:
     """A fraction 0..1 as percent with one decimal; "" for None."""
     return "" if fraction is None else f"{100 * fraction:.1f}"
+
+
+@register.filter
+def sum_values(values) -> int:
+    """The sum of an iterable of numbers (a dict's ``values``)."""
+    return sum(values)
