@@ -136,6 +136,12 @@ class Leaderboard:
         }
 
     @property
+    def published_has_std(self) -> bool:
+        """Whether a published row has a spread at all (a suite whose source gives no std shows no definition)."""
+        return any(r.std is not None or any(c.std is not None for c in r.cells.values())
+                   for r in self.rows if r.source == "published")
+
+    @property
     def cell_std_text(self) -> dict[str, str]:
         """The "±" under a benchmark in a few words, per row source (the hover text of a cell)."""
         if self.base_model is not None:

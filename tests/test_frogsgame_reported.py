@@ -121,3 +121,20 @@ def test_a_fact_naming_an_agent_the_suite_does_not_list_is_rejected(fresh_wareho
     monkeypatch.setattr("leaderboard.services.SUITES_DIR", tmp_path)
     with pytest.raises(PublishedDataError, match=r"reported.facts\[18\]: names unknown agent 'opus-9'"):
         import_published(suite_id="frogsgame")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_frogsgame_pages_in_a_browser(frogs, live_server, page):
+    from .conftest import ARTIFACTS
+
+    page.goto(live_server.url + "/?suite=frogsgame")
+    assert page.locator('tr[data-agent="opus-4.8"] td.avg').inner_text().strip() == "30.9"
+    assert page.locator('tr[data-agent="gpt-5.5"] td.avg').inner_text().strip() == "9.7"
+    fact = page.locator('table.reported-facts tr[data-quantity="overoptimism"][data-agent="opus-4.8"] td.figure')
+    assert fact.inner_text().strip() == "4.9x"
+    page.screenshot(path=ARTIFACTS / "frogsgame-leaderboard.png", full_page=True)
+    page.goto(live_server.url + "/analysis/?suite=frogsgame")
+    assert page.locator('#reported table[data-topic="training_signal"] tr').count() == 7  # header + 6 figures
+    page.screenshot(path=ARTIFACTS / "frogsgame-analysis.png", full_page=True)
+    assert page.js_errors == []
