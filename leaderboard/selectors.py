@@ -111,6 +111,7 @@ class Leaderboard:
     scoring_rule: str = ""
     facet: str | None = None
     reported: list[ReportedFact] = field(default_factory=list)
+    reported_named_only: list[str] = field(default_factory=list)  # agents the source gives figures but no score
     fallback_baselines: list[FallbackBaseline] = field(default_factory=list)
 
     @property
@@ -149,21 +150,6 @@ class Leaderboard:
         return {"published": "mean over base models of the per-cell std over runs",
                 "runs": "std over runs of the mean over base models"}
 
-    @property
-    def reported_named_only(self) -> list[str]:
-        """Agents the source speaks of without a leaderboard score (their facts are listed, no row is made)."""
-        ranked = {r.key for r in self.rows if r.source == "published"}
-        seen = []
-        for f in self.reported:
-            if f.agent is not None and f.agent not in ranked and f.agent_name not in seen:
-                seen.append(f.agent_name)
-        return seen
-
-    @property
-    def scoring_text(self) -> str:
-        """What is scored, in words (``SCORING_RULE_TEXT``), e.g. "the best submitted checkpoint"."""
-        return SCORING_RULE_TEXT.get(self.scoring_rule, self.scoring_rule)
-
 
 @dataclass(frozen=True)
 class ReportedFact:
@@ -189,6 +175,7 @@ class ReportedFact:
 
     @property
     def topic_text(self) -> str:
+        """The topic in words (FACT_TOPIC_TEXT), e.g. "Training signal"."""
         return FACT_TOPIC_TEXT.get(self.topic, self.topic)
 
     @property
@@ -229,6 +216,7 @@ class FallbackBaseline:
 
     @property
     def text(self) -> str:
+        """Where the fallback scores come from, in words, as the leaderboard page says it."""
         if self.kind == "tree":
             extra = (f"; for {self.published_cells} cell{'s' if self.published_cells != 1 else ''} it lacks, the "
                      "published zero-shot baseline") if self.published_cells else ""
@@ -390,7 +378,13 @@ def leaderboard(
     return Leaderboard(suite, suite_row[0], benchmarks, models, base_model, sort, direction, rows, suite_row[1],
                        derived, source, apply_flags, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
-                       reported=reported, fallback_baselines=fallback_baselines)
+                       reported=reported, fallback_baselines=fallback_baselines,
+                       reported_named_only=_named_only(reported, {a[0] for a in agents}))
+
+
+def _named_only(facts: list[ReportedFact], scored: set[str]) -> list[str]:
+    """Names of the agents the source gives figures for but no score (no leaderboard row), in order."""
+    return list(dict.fromkeys(f.agent_name for f in facts if f.agent is not None and f.agent not in scored))
 
 
 def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:

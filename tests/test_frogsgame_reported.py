@@ -138,3 +138,9 @@ def test_the_frogsgame_pages_in_a_browser(frogs, live_server, page):
     assert page.locator('#reported table[data-topic="training_signal"] tr').count() == 7  # header + 6 figures
     page.screenshot(path=ARTIFACTS / "frogsgame-analysis.png", full_page=True)
     assert page.js_errors == []
+
+
+def test_the_runs_view_still_names_only_fable_5_as_unscored(frogs):
+    from leaderboard import selectors
+
+    assert selectors.leaderboard(suite="frogsgame", source="runs").reported_named_only == ["Claude Fable 5"]

@@ -199,3 +199,15 @@ def test_demo_tree_numbers_recomputed_from_the_generator(demo_ingested):
         assert rows[key].average == pytest.approx(statistics.mean(metrics), abs=1e-9), key
         assert rows[key].runs == len(metrics)
         assert rows[key].synthetic is True
+
+
+def test_reingesting_an_unchanged_tree_regroups_its_methods(hand_tree, tmp_path):
+    """A warehouse filled before the suite's method lists changed (here: Opus 4.6's seed stored under a glob-era
+    key) gets the suite's current agent on the next ingest, though no run changed."""
+    with warehouse.connect() as con:
+        con.execute("UPDATE methods SET agent_key = 'claude_claude-opus-4-6_10h', agent_name = 'old' WHERE id = ?", [A])
+    assert "claude_claude-opus-4-6_10h" in _rows()
+    report = ingest_tree(root=tmp_path / "results", synthetic=False)
+    assert (report.stored, report.unchanged) == (0, 10)
+    rows = _rows()
+    assert "claude_claude-opus-4-6_10h" not in rows and rows["opus-4.6"].runs == 2
