@@ -150,6 +150,11 @@ class Leaderboard:
         return {"published": "mean over base models of the per-cell std over runs",
                 "runs": "std over runs of the mean over base models"}
 
+    @property
+    def scoring_text(self) -> str:
+        """What is scored, in words (``SCORING_RULE_TEXT``), e.g. "the best submitted checkpoint"."""
+        return SCORING_RULE_TEXT.get(self.scoring_rule, self.scoring_rule)
+
 
 @dataclass(frozen=True)
 class ReportedFact:

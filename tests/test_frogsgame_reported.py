@@ -140,7 +140,10 @@ def test_the_frogsgame_pages_in_a_browser(frogs, live_server, page):
     assert page.js_errors == []
 
 
-def test_the_runs_view_still_names_only_fable_5_as_unscored(frogs):
+def test_the_runs_view_still_names_only_fable_5_as_unscored(frogs, client):
     from leaderboard import selectors
 
     assert selectors.leaderboard(suite="frogsgame", source="runs").reported_named_only == ["Claude Fable 5"]
+    html = client.get("/?suite=frogsgame&source=runs").content.decode()
+    assert "scored: the best submitted checkpoint." in html
+    assert "Claude Fable 5: figures below, but no score in the source, so no leaderboard row." in html
