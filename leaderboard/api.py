@@ -36,6 +36,7 @@ class RowOut(Schema):
     std: float | None
     runs: int
     scores: dict[str, float]
+    stds: dict[str, float | None]
     fallbacks: dict[str, list[FallbackOut]]
     source: str
     n_runs: int
@@ -43,15 +44,37 @@ class RowOut(Schema):
     overridden: bool
     delta: float | None
     rank_change: int | None
+    baseline_source: str | None
 
 
-class NoteOut(Schema):
-    quantity: str
-    description: str
+class FactOut(Schema):
+    topic: str
     agent: str | None
-    value: float
-    unit: str
+    agent_name: str | None
+    quantity: str
+    value: float | None
+    value_max: float | None
+    out_of: float | None
+    unit: str | None
+    scope: str | None
+    display: str
+    description: str
+    quote: str
     source: str
+
+
+class FallbackBaselineOut(Schema):
+    results_root: str
+    kind: str
+    tree_cells: int
+    published_cells: int
+    methods: int
+    text: str
+
+
+def fact_out(f: selectors.ReportedFact) -> dict:
+    """One reported fact as JSON (``FactOut``): the stored fields plus ``display``, the figure as the page shows it."""
+    return {**f.__dict__, "display": f.display}
 
 
 class LeaderboardOut(Schema):
@@ -61,7 +84,9 @@ class LeaderboardOut(Schema):
     budget_hours: float | None
     scoring_rule: str
     facet: str | None
-    notes: list[NoteOut]
+    reported: list[FactOut]
+    std_notes: dict[str, str]
+    fallback_baselines: list[FallbackBaselineOut]
     base_model: str | None
     source: str
     apply_flags: bool
@@ -78,13 +103,20 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
     ``source``: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs), ``all``.
     ``flags``: ``apply`` (flagged runs score as their base model) or ``ignore`` (raw scores; runs rows then carry
     ``rank_change`` = rank with flags minus rank without).
-    ``average``, ``std``, ``scores`` and ``delta`` are percent (0-100); ``std`` is null for single-run agents
-    and baselines; ``rank`` is null for baselines; ``fallbacks`` lists, per benchmark, the base models whose
-    cell holds the base model's zero-shot score, with the reason; ``n_runs`` counts the ingested runs behind a
-    runs row; ``delta`` is a runs row minus the published row of the same agent.
+    ``average``, ``std``, ``scores``, ``stds`` and ``delta`` are percent (0-100); ``std`` is null for single-run
+    agents and baselines; ``stds`` is the "±" under each benchmark, defined per row source in ``std_notes``
+    (published rows: mean over base models of the per-cell std; runs rows: std over runs of the benchmark's
+    model mean; one base model: the per-cell std); ``rank`` is null for baselines; ``fallbacks`` lists, per
+    benchmark, the base models whose cell holds the base model's zero-shot score, with the reason; ``n_runs``
+    counts the ingested runs behind a runs row; ``delta`` is a runs row minus the published row of the same
+    agent; ``baseline_source`` (runs rows): whose zero-shot scores stand in, ``tree`` (the results tree's own
+    ``baseline_zeroshot/`` runs), ``published``, ``mixed`` or ``none``; ``fallback_baselines`` says it per
+    results tree.
     ``suite``: a suite id (``posttrainbench``, ``frogsgame``); ``metric`` and each benchmark's ``metric`` come from
     it. ``facet`` (``grpo``, ``library:trl``): runs rows count only runs with that facet (a cell whose run lacks it
-    takes the base model's score, reason ``facet``). ``notes``: the suite source's reported observations.
+    takes the base model's score, reason ``facet``). ``reported``: what the suite's source reports besides the
+    scores (method counts, training signal, calibration, notes), as it reports it: ``value`` null for a
+    statement without a number, ``unit`` ``fraction`` (``display`` shows percent) or ``x`` or a count's noun.
     An empty ``sort``, ``dir``, ``source`` or ``flags`` (a form's unset field) means its default.
     """
     flags, source, dir, sort = flags or "apply", source or "published", dir or "asc", sort or "rank"
@@ -104,7 +136,9 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
         "budget_hours": board.budget_hours,
         "scoring_rule": board.scoring_rule,
         "facet": board.facet,
-        "notes": [n.__dict__ for n in board.notes],
+        "reported": [fact_out(f) for f in board.reported],
+        "std_notes": board.std_notes,
+        "fallback_baselines": [{**b.__dict__, "text": b.text} for b in board.fallback_baselines],
         "base_model": board.base_model,
         "source": board.source,
         "apply_flags": board.apply_flags,
@@ -115,12 +149,13 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
                 "reasoning_effort": r.reasoning_effort, "kind": r.kind, "average": r.average, "std": r.std,
                 "runs": r.runs,
                 "scores": {bid: c.score for bid, c in r.cells.items()},
+                "stds": r.stds,
                 "fallbacks": {
                     bid: [{"base_model": m, "reason": reason} for m, reason in c.fallbacks]
                     for bid, c in r.cells.items() if c.fallbacks
                 },
                 "source": r.source, "n_runs": r.n_runs, "synthetic": r.synthetic, "overridden": r.overridden,
-                "delta": r.delta, "rank_change": r.rank_change,
+                "delta": r.delta, "rank_change": r.rank_change, "baseline_source": r.baseline_source,
             }
             for r in board.rows
         ],

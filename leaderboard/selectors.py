@@ -25,6 +25,8 @@ FALLBACK_TEXT = {
     "api_limit": "the agent hit its API limit",
     "facet": "the run did not use the filtered facet",
 }
+FACT_TOPIC_TEXT = {"score": "Score", "methods": "Methods", "training_signal": "Training signal",
+                   "calibration": "Calibration", "note": "Note"}
 SCORING_RULE_TEXT = {"final_model": "the final model", "best_checkpoint": "the best submitted checkpoint"}
 
 
@@ -80,6 +82,12 @@ class Row:
     overridden: bool = False        # a reviewer overrode a verdict of a run behind the row
     delta: float | None = None      # runs row minus the published row of the same agent, percent points
     rank_change: int | None = None  # flag-blind view: rank with flags applied minus rank without
+    baseline_source: str | None = None  # runs rows: where the fallback scores came from: tree | published | mixed
+
+    @property
+    def stds(self) -> dict[str, float | None]:
+        """Benchmark id -> the "±" under that benchmark (percent; definitions in ``Leaderboard.std_notes``)."""
+        return {bid: cell.std for bid, cell in self.cells.items()}
 
 
 @dataclass
@@ -102,7 +110,45 @@ class Leaderboard:
     hardware: str = ""
     scoring_rule: str = ""
     facet: str | None = None
-    notes: list[ReportedNote] = field(default_factory=list)
+    reported: list[ReportedFact] = field(default_factory=list)
+    reported_named_only: list[str] = field(default_factory=list)  # agents the source gives figures but no score
+    fallback_baselines: list[FallbackBaseline] = field(default_factory=list)
+
+    @property
+    def std_notes(self) -> dict[str, str]:
+        """What "±" means in this view, per row source (``published`` / ``runs``): the two views define the spread
+        under a benchmark differently, and this says which is which."""
+        if self.base_model is None:
+            return {
+                "published": "± of the average: the published sample std (n-1) over the agent's runs of its weighted "
+                             "metric (single_metrics_aggregated.csv). ± under a benchmark: the mean over base models of "
+                             "the per-cell sample std over runs (aggregated_std_<agent>.csv), the website's display "
+                             "convention, not a pooled std.",
+                "runs": "± of the average: the sample std (n-1) over the agent's runs (seeds) of the weighted metric, as "
+                        "single_metrics_aggregated.csv. ± under a benchmark: the sample std over runs of that "
+                        "benchmark's mean over base models.",
+            }
+        return {
+            "published": "± of the score: sqrt(sum over benchmarks of weight² × std²) of this base model's per-cell "
+                         "stds, the website's error bar for one model. ± under a benchmark: the per-cell sample std "
+                         "over runs (aggregated_std_<agent>.csv).",
+            "runs": "± of the score: the sample std (n-1) over the agent's runs of its weighted score on this base "
+                    "model. ± under a benchmark: the per-cell sample std over runs (as aggregated_std_<agent>.csv).",
+        }
+
+    @property
+    def published_has_std(self) -> bool:
+        """Whether a published row has a spread at all (a suite whose source gives no std shows no definition)."""
+        return any(r.std is not None or any(c.std is not None for c in r.cells.values())
+                   for r in self.rows if r.source == "published")
+
+    @property
+    def cell_std_text(self) -> dict[str, str]:
+        """The "±" under a benchmark in a few words, per row source (the hover text of a cell)."""
+        if self.base_model is not None:
+            return {"published": "per-cell std over runs", "runs": "per-cell std over runs"}
+        return {"published": "mean over base models of the per-cell std over runs",
+                "runs": "std over runs of the mean over base models"}
 
     @property
     def scoring_text(self) -> str:
@@ -111,15 +157,78 @@ class Leaderboard:
 
 
 @dataclass(frozen=True)
-class ReportedNote:
-    """A reported observation of the suite's source that is not a per-agent score (e.g. a quoted ratio)."""
+class ReportedFact:
+    """A figure or statement of the suite's source (table ``reported_facts``), exactly as the source gives it.
 
-    quantity: str
-    description: str
+    ``value`` None: a statement without a number (e.g. "roughly a 3x improvement" is kept as a note, not a
+    figure); ``value_max``: the upper end of a range; ``out_of``: "2 of 8" -> 8; ``unit``: ``fraction`` (shown
+    as percent), ``x`` (a ratio), or a count's noun; ``quote``: the source's words.
+    """
+
+    topic: str
     agent: str | None
-    value: float
-    unit: str
+    agent_name: str | None
+    quantity: str
+    value: float | None
+    value_max: float | None
+    out_of: float | None
+    unit: str | None
+    scope: str | None
+    description: str
+    quote: str
     source: str
+
+    @property
+    def topic_text(self) -> str:
+        """The topic in words (FACT_TOPIC_TEXT), e.g. "Training signal"."""
+        return FACT_TOPIC_TEXT.get(self.topic, self.topic)
+
+    @property
+    def display(self) -> str:
+        """The figure as text: ``30.9%``, ``4.9x``, ``0-4 steps``, ``2 of 8 trials``, ``512 rollouts``; "" for a
+        statement without a number."""
+        if self.value is None:
+            return ""
+
+        def number(v: float) -> str:
+            return f"{v:,.0f}" if float(v).is_integer() else f"{v:g}"
+
+        if self.unit == "fraction":
+            return f"{100 * self.value:.1f}%"
+        if self.unit == "x":
+            return f"{number(self.value)}x"
+        text = number(self.value) + (f"-{number(self.value_max)}" if self.value_max is not None else "")
+        if self.out_of is not None:
+            text += f" of {number(self.out_of)}"
+        return f"{text} {self.unit}" if self.unit else text
+
+
+@dataclass(frozen=True)
+class FallbackBaseline:
+    """Where the base-model scores that stand in for failed, flagged or missing runs come from, per results tree.
+
+    ``kind``: ``tree`` (the tree's own ``baseline_zeroshot/`` runs, as upstream's ``aggregate_final.py``),
+    ``published`` (the suite's published zero-shot baseline; the tree has none) or ``none`` (no baseline at all:
+    a fallback cell scores 0). ``tree_cells``: cells the tree's baseline scores; ``published_cells``: cells of
+    the suite's grid it lacks (or left unscored), for which the published baseline stands in.
+    """
+
+    results_root: str
+    kind: str
+    tree_cells: int
+    published_cells: int
+    methods: int
+
+    @property
+    def text(self) -> str:
+        """Where the fallback scores come from, in words, as the leaderboard page says it."""
+        if self.kind == "tree":
+            extra = (f"; for {self.published_cells} cell{'s' if self.published_cells != 1 else ''} it lacks, the "
+                     "published zero-shot baseline") if self.published_cells else ""
+            return f"this tree's own baseline_zeroshot/ runs ({self.tree_cells} cells){extra}"
+        if self.kind == "published":
+            return "the published zero-shot baseline (the tree has no baseline_zeroshot/ runs)"
+        return "none: the suite has no zero-shot baseline, so a cell that falls back scores 0"
 
 
 class UnknownBaseModel(ValueError):
@@ -179,9 +288,7 @@ def leaderboard(
     with warehouse.connect() as con:
         suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
                                 "FROM suites WHERE id = ?", [suite]).fetchone()
-        notes = [ReportedNote(*row) for row in con.execute(
-            "SELECT quantity, description, agent, value, unit, source FROM reported_notes WHERE suite = ? "
-            "ORDER BY position", [suite]).fetchall()]
+        reported = _reported_facts(con, suite)
         benchmarks, models = suite_models(con, suite)
         agents = con.execute(
             "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
@@ -238,12 +345,16 @@ def leaderboard(
                 row_cells, source="published")
         )
 
+    fallback_baselines: list[FallbackBaseline] = []
     if source in ("runs", "all"):
         base_scores = {(m, t): v[0] for (m, t), v in grid["base-zeroshot"].items()}
         families = {a[0]: a[5] for a in agents}
         cells = traces_selectors.latest_cells(suite)  # read once: the flag-blind view builds its rows twice
+        trees = traces_selectors.tree_baselines(suite)
+        fallback_baselines = _fallback_baselines(cells, trees, base_scores, model_ids, list(weights))
         run_rows = rows_from_runs(suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores,
-                                  base_model=base_model, apply_flags=apply_flags, facet=facet, cells=cells)
+                                  base_model=base_model, apply_flags=apply_flags, facet=facet, cells=cells,
+                                  tree_base=trees)
         published_avg = _published_averages(grid, agents, view_models, weights)
         for row in run_rows:
             row.model_family = families.get(row.key)
@@ -252,7 +363,7 @@ def leaderboard(
         if not apply_flags:
             flagged_rows = {r.key: r for r in rows_from_runs(
                 suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores, base_model=base_model,
-                apply_flags=True, facet=facet, cells=cells)}
+                apply_flags=True, facet=facet, cells=cells, tree_base=trees)}
             ranks_with = _ranks(list(flagged_rows.values()))
             ranks_without = _ranks(run_rows)
             for row in run_rows:
@@ -272,7 +383,13 @@ def leaderboard(
     return Leaderboard(suite, suite_row[0], benchmarks, models, base_model, sort, direction, rows, suite_row[1],
                        derived, source, apply_flags, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
-                       notes=notes)
+                       reported=reported, fallback_baselines=fallback_baselines,
+                       reported_named_only=_named_only(reported, {a[0] for a in agents}))
+
+
+def _named_only(facts: list[ReportedFact], scored: set[str]) -> list[str]:
+    """Names of the agents the source gives figures for but no score (no leaderboard row), in order."""
+    return list(dict.fromkeys(f.agent_name for f in facts if f.agent is not None and f.agent not in scored))
 
 
 def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:
@@ -291,21 +408,67 @@ def _ranks(rows: list[Row]) -> dict[str, int]:
     return {r.key: i for i, r in enumerate(ordered, start=1)}
 
 
+FACT_COLUMNS = ("topic, agent, agent_name, quantity, value, value_max, out_of, unit, scope, description, quote, "
+                "source")
+
+
+def _reported_facts(con, suite: str) -> list[ReportedFact]:
+    return [ReportedFact(*row) for row in con.execute(
+        f"SELECT {FACT_COLUMNS} FROM reported_facts WHERE suite = ? ORDER BY position", [suite]).fetchall()]
+
+
+@warehouse.retrying
+def reported_facts(suite: str, topic: str | None = None) -> list[ReportedFact]:
+    """What the suite's source reports besides leaderboard scores (``reported.facts`` of the suite file), in the
+    file's order; only ``topic`` (score | methods | training_signal | calibration | note) when given."""
+    with warehouse.connect() as con:
+        facts = _reported_facts(con, suite)
+    return [f for f in facts if topic is None or f.topic == topic]
+
+
+def _fallback_baselines(cells, trees, published: dict[tuple[str, str], float], model_ids: list[str],
+                        bench_ids: list[str]) -> list[FallbackBaseline]:
+    """Per results root behind the rows computed from runs, which baseline supplies their fallback scores."""
+    methods: dict[str, set[str]] = defaultdict(set)
+    for cell in cells:
+        methods[cell.results_root].add(cell.method)
+    out = []
+    for root in sorted(methods):
+        tree = trees.get(root)
+        grid = [(m, t) for m in model_ids for t in bench_ids]
+        if tree is not None:
+            scored = sum(1 for key in grid if tree.scores.get(key) is not None)
+            out.append(FallbackBaseline(root, "tree", scored, len(grid) - scored, len(methods[root])))
+        else:
+            out.append(FallbackBaseline(root, "published" if published else "none", 0, len(grid) if published else 0,
+                                        len(methods[root])))
+    return out
+
+
 def rows_from_runs(
     *, suite: str, benchmarks: list[Benchmark], models: list[BaseModel], base_scores: dict[tuple[str, str], float],
     base_model: str | None = None, apply_flags: bool = True, facet: str | None = None,
     cells: list[traces_selectors.CellRun] | None = None,
+    tree_base: dict[str, traces_selectors.TreeBaseline] | None = None,
 ) -> list[Row]:
     """Leaderboard rows computed from ingested runs by the benchmark's own rules (spec section 4.2-4.4).
 
     Per method (one sweep), the latest run of each (benchmark, base model) counts; a missing, unfinished,
     model-less, failed or flagged cell takes the base model's zero-shot score (``aggregation.final_cell``) and
-    is marked with the reason. Methods of one agent (repeated seeds, grouped by agent key) are averaged: each
-    method's metric = mean over the view's base models of the weighted sum over benchmarks; the row's average =
-    mean of the metrics, std = their sample std (n-1, None for one method), ``runs`` = number of methods.
+    is marked with the reason. Methods of one agent (its explicit method list in the suite file, upstream's
+    ``HARDCODED_AGENT_MAP``) are averaged: each method's metric = mean over the view's base models of the
+    weighted sum over benchmarks; the row's average = mean of the metrics, std = their sample std (n-1, None for
+    one method), ``runs`` = number of methods. Per benchmark: score = mean over methods of the view's model mean,
+    std = sample std over methods of it (in a one-model view, the per-cell std of ``aggregated_std_<agent>.csv``).
     Percent out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
 
-    A suite without base-model baselines (no ``base_scores`` for a cell) takes 0 for a cell that falls back.
+    Fallback scores: a method's cells take its results tree's own ``baseline_zeroshot/`` scores (``tree_base``,
+    by results root, as ``aggregate_final.py`` reads ``aggregated_baseline_zeroshot.csv``); where the tree has
+    none, or lacks the cell, ``base_scores`` (the published zero-shot baseline). A suite without any baseline
+    takes 0 for a cell that falls back. ``baseline_source`` says which one the row's methods used.
+
+    Two rows with the same display name (unlisted methods of one model and harness) get their method names
+    appended, so that no two rows read alike.
 
     ``facet`` (e.g. ``grpo``): only runs with that facet count. A cell whose latest run lacks it falls back to the
     base model's score like a missing run, with reason ``facet``, so the weighted average keeps its meaning
@@ -313,13 +476,16 @@ def rows_from_runs(
     counts the runs with the facet.
     """
     keep = traces_selectors.runs_with_facet(suite, facet) if facet else None
+    tree_base = tree_base or {}
     weights = {b.id: b.weight for b in benchmarks}
     view_models = [base_model] if base_model else [m.id for m in models]
     names = {m.id: m.name for m in models}
     by_method: dict[str, dict[tuple[str, str], object]] = defaultdict(dict)
+    roots: dict[str, str] = {}
     agents: dict[str, dict[str, object]] = {}
     for cell in cells if cells is not None else traces_selectors.latest_cells(suite):
         by_method[cell.method][(cell.base_model, cell.benchmark)] = cell
+        roots[cell.method] = cell.results_root
         if keep is not None and cell.run_id not in keep:
             continue
         info = agents.setdefault(cell.agent_key, {"name": cell.agent_name, "scaffold": cell.scaffold,
@@ -328,6 +494,12 @@ def rows_from_runs(
         info["methods"].add(cell.method)
         info["overridden"] = info["overridden"] or cell.overridden
         info["synthetic"] = info["synthetic"] and cell.synthetic
+
+    def base_of(method: str, model: str, benchmark: str) -> float:
+        tree = tree_base.get(roots[method])
+        own = tree.scores.get((model, benchmark)) if tree is not None else None
+        return own if own is not None else base_scores.get((model, benchmark), 0.0)
+
     rows = []
     for key, info in agents.items():
         methods = sorted(info["methods"])
@@ -338,7 +510,7 @@ def rows_from_runs(
             for m in view_models:
                 for t in weights:
                     run = by_method[method].get((m, t))
-                    base = base_scores.get((m, t), 0.0)
+                    base = base_of(method, m, t)
                     if run is not None and keep is not None and run.run_id not in keep:
                         finals[method][(m, t)] = (base, "facet")
                         continue
@@ -363,11 +535,20 @@ def rows_from_runs(
         if n_runs == 0:
             continue  # no run of this agent in this view (e.g. none on the chosen base model): no row, no rank
         std = aggregation.sample_std(metrics)
+        own = {roots[me] in tree_base for me in methods}
         rows.append(Row(
             key, str(info["name"]), "agent", str(info["scaffold"]), info["effort"], None,
             100 * aggregation.mean(metrics), None if std is None else 100 * std, len(methods), row_cells,
             source="runs", n_runs=n_runs, synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
+            baseline_source="mixed" if len(own) > 1 else "tree" if own == {True} else "published" if base_scores
+            else "none",
         ))
+    seen: dict[str, int] = defaultdict(int)
+    for row in rows:
+        seen[row.agent] += 1
+    for row in rows:
+        if seen[row.agent] > 1:
+            row.agent = f"{row.agent} [{', '.join(sorted(agents[row.key]['methods']))}]"
     return rows
 
 

@@ -304,7 +304,8 @@ def _check_complete(cells, agent_keys, base_ids, bench_ids, root: Path) -> None:
 
 
 SUITE_TABLES = ("suites", "benchmarks", "base_models", "agents", "reported_cells", "reported_scores", "reported_times",
-                "reported_series", "reported_notes")
+                "reported_series", "reported_facts")
+FACT_TOPICS = ("score", "methods", "training_signal", "calibration", "note")
 
 
 def import_suite(*, suite_id: str) -> ImportReport:
@@ -312,15 +313,20 @@ def import_suite(*, suite_id: str) -> ImportReport:
 
     The suite file gives benchmarks (``weight`` each; equal weights where none is given), base models, budget,
     hardware, scoring rule, and ``reported``: ``source`` (where the numbers come from), ``agents`` (per-agent
-    rows: ``key``, ``name``, ``scaffold``, ``model_family``, ``reasoning_effort``, ``cells``: a list of
-    ``{base_model, benchmark, value, std}`` with fractions, one per (base model, benchmark); optional ``average``,
-    ``std`` and ``runs`` for the headline) and ``notes`` (observations that are not per-agent scores:
-    ``quantity``, ``description``, ``agent`` key or null, ``value``, ``unit``). Replaces the suite's rows in one
-    transaction; running it twice stores the same rows.
+    rows of the leaderboard: ``key``, ``name``, ``scaffold``, ``model_family``, ``reasoning_effort``, ``cells``:
+    a list of ``{base_model, benchmark, value, std}`` with fractions, one per (base model, benchmark); optional
+    ``average``, ``std`` and ``runs`` for the headline), ``named_agents`` (agents the source speaks of without
+    a score: ``key``, ``name``, ``model_family``; no leaderboard row) and ``facts``: what the source reports
+    besides scores, each ``{topic, agent (key or null), quantity, value (number or null for a statement), unit,
+    description, quote}`` plus optional ``value_max`` (a range's upper end), ``out_of`` ("2 of 8") and
+    ``scope`` ("best trial"); ``topic`` is one of FACT_TOPICS. Nothing is derived: a figure the source does not
+    give is not in the file and not stored. Replaces the suite's rows in one transaction; running it twice stores
+    the same rows.
 
     Raises:
         PublishedDataError: no such suite, an agent without a cell for every (base model, benchmark), a value
-            that is not a fraction, or a note naming an unknown agent; the message names the suite file.
+            that is not a fraction, a fact with an unknown topic or agent or a non-numeric value; the message
+            names the suite file.
     """
     path = SUITES_DIR / f"{suite_id}.json"
     try:
@@ -342,16 +348,31 @@ def import_suite(*, suite_id: str) -> ImportReport:
             std = cell.get("std")
             cells.append((agent["key"], cell["base_model"], cell["benchmark"], value, std, None, source))
         if agent.get("average") is not None:
+            std = agent.get("std")
             scores.append((agent["key"], _fraction(str(agent["average"]), path, 1, f"{agent['key']} average"),
-                           agent.get("std"), int(agent.get("runs", 1)), source))
+                           None if std is None else _fraction(str(std), path, 1, f"{agent['key']} std"),
+                           int(agent.get("runs", 1)), source))
     _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, path)
-    keys = {a[0] for a in agents}
-    notes = []
-    for position, note in enumerate(reported.get("notes", [])):
-        if note.get("agent") is not None and note["agent"] not in keys:
-            raise PublishedDataError(f"{path}: note {position} names unknown agent {note['agent']!r}")
-        notes.append((note["quantity"], note["description"], note.get("agent"), float(note["value"]), note["unit"],
-                      source, position))
+    names = {a[0]: a[1] for a in agents} | {a["key"]: a["name"] for a in reported.get("named_agents", [])}
+    facts = []
+    for position, fact in enumerate(reported.get("facts", [])):
+        where = f"{path}: reported.facts[{position}]"
+        if fact.get("topic") not in FACT_TOPICS:
+            raise PublishedDataError(f"{where}: topic {fact.get('topic')!r} is not one of {', '.join(FACT_TOPICS)}")
+        agent = fact.get("agent")
+        if agent is not None and agent not in names:
+            raise PublishedDataError(f"{where}: names unknown agent {agent!r} (list it in reported.agents or "
+                                     "reported.named_agents)")
+        numbers = []
+        for key in ("value", "value_max", "out_of"):
+            value = fact.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise PublishedDataError(f"{where}: {key} {value!r} is not a number")
+            numbers.append(None if value is None else float(value))
+        facts.append((fact["topic"], agent, names.get(agent), fact["quantity"], *numbers, fact.get("unit"),
+                      fact.get("scope"), fact["description"], fact["quote"], source, position))
+
     def write(con) -> None:
         for table in SUITE_TABLES:
             con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'suites' else 'suite'} = ?", [suite_id])
@@ -368,9 +389,9 @@ def import_suite(*, suite_id: str) -> ImportReport:
             warehouse.insert_rows(con, "reported_cells", [(suite_id, *c) for c in cells])
         if scores:
             warehouse.insert_rows(con, "reported_scores", [(suite_id, *r) for r in scores])
-        if notes:
-            warehouse.insert_rows(con, "reported_notes", [(suite_id, *n) for n in notes])
+        if facts:
+            warehouse.insert_rows(con, "reported_facts", [(suite_id, *f) for f in facts])
 
     warehouse.run_in_transaction(write)
     return ImportReport(suite=suite_id, counts={"benchmarks": len(bench_ids), "base models": len(base_ids),
-                                                "agents": len(agents), "cells": len(cells), "notes": len(notes)})
+                                                "agents": len(agents), "cells": len(cells), "facts": len(facts)})

@@ -65,7 +65,8 @@ EXTRA_STATUSES = {
 }
 # Operations without a path parameter that still look something up by a query parameter.
 LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis/method-mix",
-                      "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use"}
+                      "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
+                      "/api/analysis/reported"}
 CREDENTIAL_TAGS = {"reruns", "worker"}  # the evaluator's staff router and worker router
 
 

@@ -6,7 +6,6 @@ files (not through the app), plus the few cells each test tree changes.
 from __future__ import annotations
 
 import csv
-import fnmatch
 import json
 import statistics
 from datetime import datetime
@@ -56,7 +55,8 @@ def write_run(root: Path, method: str, benchmark: str, model: str, cluster: int,
     return layout.run_id(method, run_dir.name)
 
 
-A, B = "claude_claude-opus-4-6_10h_run1", "claude_claude-opus-4-6_10h_run2"
+# Two of Opus 4.6's listed seeds (suite file, as upstream's HARDCODED_AGENT_MAP).
+A, B = "claude_claude-opus-4-6_10h_run1_old_container", "claude_claude-opus-4-6_10h_run2"
 ODD = "claude_non_api_my-model_v2_5h_2gpu_ablation_x"
 ODD_CELLS = {("Qwen3-4B-Base", "humaneval"): 0.8, ("Qwen3-4B-Base", "gsm8k"): 0.9}
 
@@ -104,15 +104,15 @@ def test_hand_built_tree_matches_the_hand_computation(hand_tree):
                                       (0.7 + sum(BASE[(m, "gsm8k")] for m in MODELS if m != "Qwen3-1.7B-Base")) / 4])
     assert gsm8k.score == pytest.approx(100 * expected_gsm8k, abs=1e-9)
     reasons = {(model, reason) for model, reason in opus.cells["aime2025"].fallbacks}
-    assert ("Qwen3-4B (claude_claude-opus-4-6_10h_run1)", "error") in reasons
-    assert ("SmolLM3-3B (claude_claude-opus-4-6_10h_run1)", "flagged") in opus.cells["bfcl"].fallbacks
-    assert ("Gemma-3-4B (claude_claude-opus-4-6_10h_run1)", "flagged") in opus.cells["humaneval"].fallbacks
-    assert ("Qwen3-4B (claude_claude-opus-4-6_10h_run1)", "not_available") in opus.cells["healthbench"].fallbacks
+    assert ("Qwen3-4B (claude_claude-opus-4-6_10h_run1_old_container)", "error") in reasons
+    assert ("SmolLM3-3B (claude_claude-opus-4-6_10h_run1_old_container)", "flagged") in opus.cells["bfcl"].fallbacks
+    assert ("Gemma-3-4B (claude_claude-opus-4-6_10h_run1_old_container)", "flagged") in opus.cells["humaneval"].fallbacks
+    assert ("Qwen3-4B (claude_claude-opus-4-6_10h_run1_old_container)", "not_available") in opus.cells["healthbench"].fallbacks
     assert ("Qwen3-1.7B (claude_claude-opus-4-6_10h_run2)", "missing") in opus.cells["aime2025"].fallbacks
     # The difference to the published Opus 4.6 row (23.16).
     assert opus.delta == pytest.approx(opus.average - 23.162899943863483, abs=1e-6)
-    # A method with an unusual name: its own agent (keyed by the method without a seed suffix), named after its
-    # model config and harness agent.
+    # A method in no agent's list: its own agent, keyed by the method name, named after its model config and harness
+    # agent.
     odd = rows[ODD]
     assert odd.agent == "my-model_v2 (claude_non_api)" and odd.runs == 1 and odd.std is None
     assert odd.average == pytest.approx(method_metric(ODD_CELLS), abs=1e-9)
@@ -169,13 +169,15 @@ def test_api_source_toggle(client, hand_tree, db):
 def test_demo_tree_numbers_recomputed_from_the_generator(demo_ingested):
     """Independent recomputation from the generator's ground truth (states, scores, verdicts as files say)."""
     report, _, _ = demo_ingested
-    known = load_suite("posttrainbench")["published"]["agents"]
+    suite = load_suite("posttrainbench")
+    known = suite["published"]["agents"] + suite["agent_groups"]
 
     def agent_of(method: str) -> str:
+        """The agent whose exact method list names the method, else the method itself (its own row)."""
         for agent in known:
-            if any(fnmatch.fnmatchcase(method, p) for p in agent.get("methods", [])):
+            if method in agent["methods"]:
                 return agent["key"]
-        return layout.parse_method_name(method).group
+        return method
 
     short = {hf: short for short, hf in MODELS.items()}
     methods: dict[str, dict] = {}
@@ -197,3 +199,15 @@ def test_demo_tree_numbers_recomputed_from_the_generator(demo_ingested):
         assert rows[key].average == pytest.approx(statistics.mean(metrics), abs=1e-9), key
         assert rows[key].runs == len(metrics)
         assert rows[key].synthetic is True
+
+
+def test_reingesting_an_unchanged_tree_regroups_its_methods(hand_tree, tmp_path):
+    """A warehouse filled before the suite's method lists changed (here: Opus 4.6's seed stored under a glob-era
+    key) gets the suite's current agent on the next ingest, though no run changed."""
+    with warehouse.connect() as con:
+        con.execute("UPDATE methods SET agent_key = 'claude_claude-opus-4-6_10h', agent_name = 'old' WHERE id = ?", [A])
+    assert "claude_claude-opus-4-6_10h" in _rows()
+    report = ingest_tree(root=tmp_path / "results", synthetic=False)
+    assert (report.stored, report.unchanged) == (0, 10)
+    rows = _rows()
+    assert "claude_claude-opus-4-6_10h" not in rows and rows["opus-4.6"].runs == 2

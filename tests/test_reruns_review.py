@@ -98,7 +98,8 @@ def test_the_judge_reruns_with_the_configured_command(staff_client: Client, reru
     reruns = {v.kind: v for v in run.verdicts if v.attempt == "rerun"}
     assert reruns["contamination"].value == "flagged"
     # It ran in a copy of the run's task/ folder, with the run directory as its argument.
-    assert reruns["contamination"].note == f"saw train.py of {rerun_tree['run_dir'].name}; re-run by reviewer"
+    assert reruns["contamination"].note == "re-run by reviewer"
+    assert reruns["evaluation_access"].note == f"saw train.py of {rerun_tree['run_dir'].name}; re-run by reviewer"
     assert reruns["disallowed_model"].value == "clean"
     assert run.flags["contamination"] is None  # a txt-era rerun is shown, the original verdict counts (spec 3.1)
     assert "re-run by reviewer" in staff_client.get(f"/runs/{run_id}/").content.decode()

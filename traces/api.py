@@ -7,6 +7,8 @@ from typing import Literal
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from leaderboard import api as leaderboard_api
+from leaderboard import selectors as leaderboard_selectors
 from ptbsite.suites import suite_ids
 
 from . import selectors
@@ -22,6 +24,7 @@ class VerdictOut(Schema):
     kind: str
     flagged: bool | None
     value: str
+    value_text: str
     era: str
     attempt: str
     text: str
@@ -146,8 +149,8 @@ def _run_out(run: selectors.RunSummary) -> dict:
         "id": run.id, "method": run.method, "agent": run.agent, "agent_key": run.agent_key, "scaffold": run.scaffold,
         "benchmark": run.benchmark, "base_model": run.base_model, "state": run.state, "score": run.score,
         "is_latest": run.is_latest, "synthetic": run.synthetic, "flagged": run.flagged,
-        "verdicts": [{"judge": v.judge, "kind": v.kind, "flagged": v.flagged, "value": v.value, "era": v.era,
-                      "attempt": v.attempt, "text": v.text} for v in run.verdicts],
+        "verdicts": [{"judge": v.judge, "kind": v.kind, "flagged": v.flagged, "value": v.value,
+                      "value_text": v.value_text, "era": v.era, "attempt": v.attempt, "text": v.text} for v in run.verdicts],
     }
 
 
@@ -383,3 +386,15 @@ def time_use(request, suite: str = "posttrainbench"):
     """Per agent: mean fraction of the budget used, mean hours per phase and idle gaps per run (runs whose trace
     has times)."""
     return [t.__dict__ for t in _analysis(suite).time_use]
+
+
+@router.get("/analysis/reported", response=list[leaderboard_api.FactOut],
+            summary="What the suite's source reports, as on /analysis/")
+def reported(request, suite: str = "posttrainbench", topic: str | None = None):
+    """The suite source's reported figures and statements in the suite file's order (``reported.facts``):
+    ``topic`` score | methods | training_signal | calibration | note; ``value`` null for a statement without a
+    number; ``unit`` ``fraction`` (``display`` in percent), ``x`` (a ratio) or a count's noun; ``quote``: the
+    source's words. Empty for a suite whose source reports nothing beyond its files."""
+    if suite not in suite_ids():
+        raise HttpError(404, f"no suite {suite}")
+    return [leaderboard_api.fact_out(f) for f in leaderboard_selectors.reported_facts(suite, topic)]

@@ -76,7 +76,7 @@ class DemoRun:
     """Ground truth for one agent run dir.
 
     Fields:
-        method: method dir name (spec 1.1), e.g. ``claude_claude-opus-4-6_10h_run1``.
+        method: method dir name (spec 1.1), e.g. ``claude_claude-opus-4-6_10h_run1_old_container``.
         run_dir: ``<method>/<task>_<model_safe>_<cluster_id>``, POSIX, relative to the results root.
         benchmark: task id (``gsm8k``, ...). base_model: HF id (``Qwen/Qwen3-4B-Base``). cluster_id: int.
         agent: agent folder name (``claude``, ``codex_non_api_high``, ...). agent_model: the scaffold's model id.
@@ -217,7 +217,7 @@ class _Method:
 
 # Order matters: it is the order in which slots are given out (see _assign_slots).
 _METHODS: tuple[_Method, ...] = (
-    _Method("claude_claude-opus-4-6_10h_run1", "claude", "claude-opus-4-6", "claude_code",
+    _Method("claude_claude-opus-4-6_10h_run1_old_container", "claude", "claude-opus-4-6", "claude_code",
             datetime(2026, 4, 5, 9, 0), "txt"),
     _Method("claude_claude-opus-4-6_10h_run2", "claude", "claude-opus-4-6", "claude_code",
             datetime(2026, 4, 12, 14, 0), "txt"),

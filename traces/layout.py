@@ -1,7 +1,6 @@
 """Names in a PostTrainBench results tree: method directories and run directories (spec section 1.1-1.2)."""
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import re
@@ -11,7 +10,11 @@ from pathlib import Path
 
 HARNESS_AGENTS_FILE = Path(__file__).resolve().parent / "data" / "harness_agents.json"
 _REST = re.compile(r"^(?P<config>.+?)_(?P<hours>\d+)h(?:_(?P<gpus>\d+)gpu)?(?P<experiment>(?:_.*)?)$")
-_SEED_SUFFIX = re.compile(r"_(?:run\d+(?:_.*)?|v\d+_seed\d+|seed\d+)$")
+# Directories of baseline evaluations (spec 1.4): ``baseline/``, ``baseline_zeroshot/``, ``baseline_fewshot/``...
+# They are never agents; only BASELINE_FALLBACK_DIR supplies the base-model fallback scores (aggregate_final.py
+# reads aggregated_baseline_zeroshot.csv, made from that directory).
+BASELINE_PREFIX = "baseline"
+BASELINE_FALLBACK_DIR = "baseline_zeroshot"
 
 
 class LayoutError(ValueError):
@@ -30,11 +33,6 @@ class MethodName:
     experiment: str
     scaffold: str
     reasoning_effort: str | None
-
-    @property
-    def group(self) -> str:
-        """The method name without its seed suffix (``_run2``, ``_v4_seed1``): repeated seeds share it."""
-        return _SEED_SUFFIX.sub("", self.raw)
 
 
 @dataclass(frozen=True)
@@ -100,9 +98,19 @@ def model_safe(hf_id: str) -> str:
     return re.sub(r"[/:\[\]]", "_", hf_id)
 
 
+def is_baseline_dir(name: str) -> bool:
+    """Whether a directory under the results root holds baseline evaluations (``baseline*``), not an agent's runs."""
+    return name.startswith(BASELINE_PREFIX)
+
+
 def match_known_agent(method: str, known_agents: list[dict]) -> dict | None:
-    """The suite's known agent whose ``methods`` glob patterns match this method name, else None."""
+    """The known agent whose explicit ``methods`` list names this method directory, else None.
+
+    Exact names only, as upstream's ``HARDCODED_AGENT_MAP`` (``scripts/constants.py`` on main,
+    ``scripts/utils.py`` on qol_multigpu): a sweep that no list names (``claude_claude-opus-4-5_10h_v4``) is
+    not one of the agent's seeds, however alike the names look.
+    """
     for agent in known_agents:
-        if any(fnmatch.fnmatchcase(method, pattern) for pattern in agent.get("methods", [])):
+        if method in agent.get("methods", []):
             return agent
     return None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ptbsite import warehouse
 
+from .layout import BASELINE_FALLBACK_DIR, BASELINE_PREFIX, is_baseline_dir
 from .facets import METHOD_FACETS, MEASURED_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
 from .services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
 from .steps import Step
@@ -25,6 +26,8 @@ STATE_TEXT = {
     "never_finished": "never finished", "timed_out": "timed out", "cuda_failure": "CUDA failure",
     "api_limit": "API limit",
 }
+# SQL condition on runs ``r``: an agent's run, not a baseline evaluation (any ``baseline*`` directory, spec 1.4).
+AGENT_RUN = f"NOT starts_with(r.method, '{BASELINE_PREFIX}')"
 RUN_COLUMNS = ("id, method, run_dir, suite, benchmark, base_model, base_model_hf, cluster_id, is_latest, state, "
                "state_detail, time_taken_s, budget_hours, accuracy, has_final_model, eval_attempts, trace_file, "
                "trace_format, trace_bytes, step_count, started_at, ended_at, tokens_in, tokens_out, cost_usd, "
@@ -191,7 +194,7 @@ def _attach_verdicts(con, runs: list[RunSummary]) -> None:
     for run in runs:
         run.verdicts = by_run[run.id]
         run.overrides = overrides[run.id]
-        run.flags = effective_flags(run.verdicts, run.overrides) if run.method != "baseline" else {}
+        run.flags = effective_flags(run.verdicts, run.overrides) if not is_baseline_dir(run.method) else {}
 
 
 @warehouse.retrying
@@ -213,7 +216,7 @@ def list_runs(
     Returns:
         (runs, next cursor or None).
     """
-    where, params = ["r.method <> 'baseline'"], []
+    where, params = [AGENT_RUN], []
     if agent:
         where.append("(m.agent_key = ? OR m.id = ?)")
         params += [agent, agent]
@@ -438,7 +441,7 @@ def run_fingerprints() -> dict[str, str]:
     content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
     and overrides. A run whose fingerprint did not change renders to the same bytes."""
     with warehouse.connect() as con:
-        return dict(con.execute("""
+        return dict(con.execute(f"""
             SELECT r.id, md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
                 m.agent_name, m.agent_key, m.scaffold,
                 (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
@@ -448,7 +451,7 @@ def run_fingerprints() -> dict[str, str]:
                    FROM verdicts v WHERE v.run_id = r.id),
                 (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
                    FROM verdict_overrides o WHERE o.run_id = r.id)))
-            FROM runs r JOIN methods m ON m.id = r.method WHERE r.method <> 'baseline' ORDER BY r.id
+            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} ORDER BY r.id
         """).fetchall())
 
 
@@ -514,11 +517,11 @@ def filter_options() -> dict[str, list[tuple[str, str]]]:
     ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs, sorted by label."""
     with warehouse.connect() as con:
         agents = con.execute("SELECT DISTINCT m.agent_key, m.agent_name FROM runs r JOIN methods m ON m.id = r.method "
-                             "WHERE r.method <> 'baseline' ORDER BY m.agent_name, m.agent_key").fetchall()
-        benchmarks = con.execute("SELECT DISTINCT benchmark FROM runs WHERE method <> 'baseline' "
-                                 "ORDER BY benchmark").fetchall()
-        models = con.execute("SELECT DISTINCT base_model FROM runs WHERE method <> 'baseline' "
-                             "ORDER BY base_model").fetchall()
+                             f"WHERE {AGENT_RUN} ORDER BY m.agent_name, m.agent_key").fetchall()
+        benchmarks = con.execute(f"SELECT DISTINCT r.benchmark FROM runs r WHERE {AGENT_RUN} "
+                                 "ORDER BY r.benchmark").fetchall()
+        models = con.execute(f"SELECT DISTINCT r.base_model FROM runs r WHERE {AGENT_RUN} "
+                             "ORDER BY r.base_model").fetchall()
     return {"agents": [(k, n) for k, n in agents], "benchmarks": [(b, b) for (b,) in benchmarks],
             "base_models": [(m, m) for (m,) in models]}
 
@@ -618,7 +621,8 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
 
 __all__ = ["SCORED_KINDS", "list_runs", "get_run", "steps_page", "previous_cursor", "step_index", "run_fingerprints",
            "step_at_time", "evidence_steps", "evidence_count", "step_text", "field_chars", "evaluations", "reference_scores", "trace_names", "tools_used", "run_texts",
-           "run_directory", "checkpoint_path", "override_log", "override_agreement", "latest_cells", "latest_usage"]
+           "run_directory", "checkpoint_path", "override_log", "override_agreement", "latest_cells", "latest_usage",
+           "tree_baselines"]
 
 
 @dataclass
@@ -643,29 +647,69 @@ class CellRun:
     synthetic: bool
     flags: dict[str, str | None]
     overridden: bool
+    results_root: str = ""
 
 
 @warehouse.retrying
 def latest_cells(suite: str) -> list[CellRun]:
     """Every method's latest run per (benchmark, base model) in a suite, with score and effective flags.
 
-    Baseline evaluations are excluded. Ordered by method, benchmark, base model.
+    "Latest" = the highest cluster id, compared as a number (``is_latest``, set at ingest), as qol_multigpu's
+    ``walk_latest_runs`` does for both the score and the verdicts; main's ``aggregate_contamination.py`` compares
+    the ids as strings and can take the verdict of another attempt than the score. Baseline evaluations
+    (``baseline*`` dirs) are excluded. Ordered by method, benchmark, base model.
     """
     with warehouse.connect() as con:
-        runs = _summaries(con, "r.suite = ? AND r.is_latest AND r.method <> 'baseline'", [suite])
+        runs = _summaries(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
         methods = {row[0]: row[1:] for row in con.execute(
-            "SELECT id, reasoning_effort FROM methods WHERE suite = ?", [suite]).fetchall()}
+            "SELECT id, reasoning_effort, results_root FROM methods WHERE suite = ?", [suite]).fetchall()}
     cells = []
     for run in sorted(runs, key=lambda r: (r.method, r.benchmark, r.base_model)):
-        (effort,) = methods.get(run.method, (None,))
+        effort, root = methods.get(run.method, (None, ""))
         cells.append(CellRun(
             run_id=run.id, method=run.method, agent_key=run.agent_key,
             agent_name=run.agent, scaffold=run.scaffold, reasoning_effort=effort,
             benchmark=run.benchmark, base_model=run.base_model, state=run.state,
             accuracy=None if run.score is None else run.score / 100, time_taken_s=run.time_taken_s,
-            synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides),
+            synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides), results_root=root,
         ))
     return cells
+
+
+@dataclass(frozen=True)
+class TreeBaseline:
+    """The zero-shot baseline a results tree carries in its ``baseline_zeroshot/`` directory (spec 1.4).
+
+    ``scores``: (base model id, benchmark) -> the latest run's score (fraction), None where that run has none;
+    ``run_ids``: the same cells' run ids.
+    """
+
+    results_root: str
+    scores: dict[tuple[str, str], float | None]
+    run_ids: dict[tuple[str, str], str]
+
+
+@warehouse.retrying
+def tree_baselines(suite: str) -> dict[str, TreeBaseline]:
+    """Per results root, the base models' zero-shot scores from its ``baseline_zeroshot/`` runs.
+
+    The latest run (highest cluster id) of each (base model, benchmark) counts, with its newest evaluation's
+    score; the official instruct models' runs are left out (they are no fallback). Only the directory named
+    ``baseline_zeroshot`` counts: upstream's ``aggregate_final.py`` reads ``aggregated_baseline_zeroshot.csv``,
+    which ``aggregate_methods.py`` makes from it; ``baseline/`` and other ``baseline*`` dirs supply nothing.
+    """
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT m.results_root, r.base_model, r.benchmark, r.id, (SELECT e.accuracy FROM evaluations e "
+            "WHERE e.run_id = r.id AND e.origin <> 'rerun-partial' ORDER BY e.created_at DESC LIMIT 1) "
+            "FROM runs r JOIN methods m ON m.id = r.method JOIN base_models b ON b.suite = r.suite AND b.id = r.base_model "
+            "WHERE r.suite = ? AND r.method = ? AND r.is_latest ORDER BY r.id", [suite, BASELINE_FALLBACK_DIR]).fetchall()
+    out: dict[str, TreeBaseline] = {}
+    for root, model, benchmark, run_id, accuracy in rows:
+        tree = out.setdefault(root, TreeBaseline(root, {}, {}))
+        tree.scores[(model, benchmark)] = accuracy
+        tree.run_ids[(model, benchmark)] = run_id
+    return out
 
 
 @dataclass
@@ -687,7 +731,7 @@ def latest_usage(suite: str) -> list[RunUsage]:
         rows = con.execute(
             "SELECT r.id, m.agent_key, r.state, r.trace_format, r.tokens_in + r.tokens_out, r.cost_usd "
             "FROM runs r JOIN methods m ON m.id = r.method "
-            "WHERE r.suite = ? AND r.is_latest AND r.method <> 'baseline' ORDER BY r.id", [suite]).fetchall()
+            f"WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} ORDER BY r.id", [suite]).fetchall()
     return [RunUsage(*row) for row in rows]
 
 
@@ -889,7 +933,7 @@ def _mean(values: list[float]) -> float | None:
 def run_facts(suite: str) -> list[RunFacts]:
     """Facts of every latest (non-baseline) run of a suite, ordered by agent then run id."""
     with warehouse.connect() as con:
-        runs = _summaries(con, "r.suite = ? AND r.is_latest AND r.method <> 'baseline'", [suite])
+        runs = _summaries(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
         facet_rows = con.execute(
             "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
             "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
@@ -901,7 +945,7 @@ def run_facts(suite: str) -> list[RunFacts]:
             [suite]).fetchall()}
         for m, t, v in con.execute(
                 "SELECT r.base_model, r.benchmark, (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id "
-                "ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND r.method = 'baseline' "
+                f"ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND NOT ({AGENT_RUN}) "
                 "AND r.is_latest", [suite]).fetchall():
             if v is not None:
                 base.setdefault((m, t), v)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ptbsite import warehouse
-from ptbsite.suites import load_suite
+from ptbsite.suites import known_agents, load_suite
 
 from . import evidence, facets, layout
 from .monitor import parse_monitor
@@ -182,10 +182,11 @@ class Ingester:
         self.contexts = {bid: evidence.EvidenceContext(names, instruct) for bid, names in self.datasets.items()}
 
     def method_row(self, name: layout.MethodName, root: Path) -> tuple:
-        known = layout.match_known_agent(name.raw, self.suite.get("published", {}).get("agents", []))
-        key = known["key"] if known else name.group
-        # An agent the suite does not know is named after its model config and harness agent, e.g.
-        # "gpt-5.1-codex-max (codexhigh)"; its key stays the method name without the seed suffix.
+        known = layout.match_known_agent(name.raw, known_agents(self.suite))
+        key = known["key"] if known else name.raw
+        # A method in no agent's list is its own row, keyed by the method name, and never joins a group (upstream
+        # aggregates only the listed methods); it is named after its model config and harness agent, e.g.
+        # "gpt-5.1-codex-max (codexhigh)".
         display = known["name"] if known else f"{name.config} ({name.harness_agent})"
         effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
         return (name.raw, self.suite_id, name.harness_agent, name.config, name.budget_hours, name.gpus,
@@ -448,6 +449,19 @@ def _store_analysis(con, run_id: str, rows: dict) -> None:
             con.unregister("new_rows")
 
 
+def _refresh_agent(method_row: tuple) -> None:
+    """Give a stored method the agent the suite maps it to now (key, name, effort): unchanged runs are skipped on
+    re-ingest, but an edited suite file must still regroup them."""
+    method, key, name, effort = method_row[0], method_row[8], method_row[9], method_row[10]
+
+    def write(con) -> None:
+        con.execute("UPDATE methods SET agent_key = ?, agent_name = ?, reasoning_effort = ? WHERE id = ? AND "
+                    "(agent_key <> ? OR agent_name <> ? OR reasoning_effort IS DISTINCT FROM ?)",
+                    [key, name, effort, method, key, name, effort])
+
+    warehouse.run_in_transaction(write)
+
+
 @warehouse.retrying
 def _stored_hashes(method: str) -> dict[str, str]:
     with warehouse.connect() as con:
@@ -485,7 +499,7 @@ def ingest_tree(
     # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
     with warehouse.hold_open():
         for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-            baseline = method_dir.name.startswith("baseline")
+            baseline = layout.is_baseline_dir(method_dir.name)
             if baseline:
                 method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
                 method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
@@ -499,6 +513,8 @@ def ingest_tree(
                     continue
                 method_row = ingester.method_row(method, root)
             known = _stored_hashes(method.raw)
+            if known:
+                _refresh_agent(method_row)
             for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
                 try:
                     if known.get(run_dir.name) == _content_hash(run_dir):

@@ -50,23 +50,45 @@ class Verdict:
     note: str | None
     source_file: str | None
 
+    @property
+    def value_text(self) -> str:
+        """The value in words (VALUE_TEXT): ``malformed`` reads "unreadable judge output"."""
+        return VALUE_TEXT.get(self.value, self.value)
+
+
+# How each stored verdict value reads on a page: a malformed txt verdict is "unreadable judge output" (its text is
+# shown beside it), as upstream's aggregation counts it (``IMPORTANT ERR``, spec 3.1).
+VALUE_TEXT = {"clean": "clean", "flagged": "flagged", "missing": "missing", "malformed": "unreadable judge output",
+              "unavailable": "judge unavailable"}
+
 
 def read_txt_verdict(kind: str, text: str) -> tuple[str, bool | None, str | None]:
-    """(value, flagged, note) of a one-line verdict file's content for ``kind`` (spec 3.1, 3.4 Harbor forms)."""
+    """(value, flagged, note) of a one-line verdict file's content for ``kind`` (spec 3.1, 3.4 Harbor forms).
+
+    The rule of upstream's aggregation (``load_contamination`` / ``load_disallowed_model`` in
+    ``scripts/utils.py`` on qol_multigpu, ``aggregate_contamination.py`` on main): the whole content, trimmed of
+    surrounding whitespace (Python's ``str.strip``), must equal the clean or the flagged string exactly. Anything
+    else, a verdict with an appended note (``no contamination detected (judge skipped)``), another case, an
+    empty file, two lines, is ``malformed`` (upstream's ``IMPORTANT ERR``: the cell scores as the base model).
+
+    Recognised besides, with the same effect on the score (a judge error): ``judge unavailable (...)`` (Harbor
+    forks) -> ``unavailable``; the trace export's placeholder ``No <file> produced.`` (spec 1.5) -> ``missing``.
+    The three questions only Harbor forks ask (evaluation-code access, external API usage, benchmark lookup)
+    also take their flagged form with evidence, ``<flagged string>: <evidence>``, as flagged.
+    """
     _, clean, flagged = TXT_KINDS[kind]
     line = text.strip()
-    for verdict, is_flagged in ((clean, False), (flagged, True)):
-        if line == verdict:
-            return ("flagged" if is_flagged else "clean"), is_flagged, None
-        # Forks append a note: "no contamination detected (judge skipped)", "... detected: <evidence>".
-        for sep in (" (", ": "):
-            if line.startswith(verdict + sep):
-                return ("flagged" if is_flagged else "clean"), is_flagged, line[len(verdict) :].strip(" :")
+    if line == clean:
+        return "clean", False, None
+    if line == flagged:
+        return "flagged", True, None
+    if kind not in SCORED_KINDS and line.startswith(flagged + ": "):
+        return "flagged", True, line[len(flagged) + 2:].strip()
     if line.startswith("judge unavailable ("):
         return "unavailable", None, line
     if line.startswith("No ") and line.endswith(" produced."):
         return "missing", None, line  # the published trace export's placeholder (spec 1.5)
-    return "malformed", None, None
+    return "malformed", None, f"not exactly {clean!r} or {flagged!r}"
 
 
 def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s) -> list[Verdict]:
@@ -157,7 +179,9 @@ def _chosen(verdicts: list[Verdict], kind: str) -> list[Verdict]:
 
     In order: the original txt files (the plain ``codex`` judge's, else any judge's; ``_rerun`` files are shown
     but not read, 3.3); else ``judge_result.json`` (the migration era, and May 2026, when it held the judges'
-    OR and a human's flip, 3.2/3.4; its rerun first); else the ``judgement_<id>.json`` files (v1.1): for
+    OR and a human's flip, 3.2/3.4; as for the txt files, ``judge_result_rerun.json`` is shown but not read:
+    new_judge_v2's ``aggregate_contamination.py`` reads ``judge_result.json`` only, and adopting a rerun means
+    copying it over the original); else the ``judgement_<id>.json`` files (v1.1): for
     contamination and model the canonical ``gpt5_4`` judge alone when it exists, for each judge its rerun file
     first, OR-ed over judges.
     """
@@ -165,7 +189,7 @@ def _chosen(verdicts: list[Verdict], kind: str) -> list[Verdict]:
     txt = [v for v in mine if v.era == "txt" and v.attempt == "original"]
     if txt:
         return [v for v in txt if v.judge == "codex"] or txt
-    result = sorted((v for v in mine if v.era == "judge_result"), key=lambda v: v.attempt != "rerun")
+    result = [v for v in mine if v.era == "judge_result" and v.attempt == "original"]
     if result:
         return result[:1]
     by_judge: dict[str, Verdict] = {}

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.utils.http import urlencode
 
+from leaderboard import selectors as leaderboard_selectors
 from ptbsite.suites import suite_ids
 
 from . import figures, selectors
@@ -201,10 +202,16 @@ def _suite(request: HttpRequest) -> str:
 
 def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
-    calibration (with the overoptimism chart) and time use per agent; cells link to their runs."""
+    calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what
+    the suite's source reports on the same questions (``leaderboard.selectors.reported_facts``), by topic."""
     suite = _suite(request)
     data = selectors.analysis(suite)
+    facts = leaderboard_selectors.reported_facts(suite)
+    topics = [(text, [f for f in facts if f.topic == topic])
+              for topic, text in leaderboard_selectors.FACT_TOPIC_TEXT.items()]
     return render(request, "traces/analysis.html", {
+        "reported": [(text, items) for text, items in topics if items],
+        "reported_source": facts[0].source if facts else "",
         "data": data, "suite": suite, "suites": suite_ids(), "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
     })
