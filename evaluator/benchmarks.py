@@ -369,7 +369,9 @@ def _judged_task(spec: BenchmarkSpec, *, dataset_path: Path | None, judge_model:
     from inspect_evals.healthbench import healthbench
 
     try:
-        return healthbench(local_path=str(path), judge_model=judge_model, include_subset_scores=False)
+        # As the harness's grader.py asks gpt-5 models: no temperature, up to 49,152 completion tokens.
+        return healthbench(local_path=str(path), judge_model=judge_model, include_subset_scores=False,
+                           judge_temperature=None, judge_max_tokens=49152)
     except Exception as exc:  # noqa: BLE001 - a malformed file must name itself
         raise DatasetUnavailable(f"healthbench dataset {path} cannot be read: {type(exc).__name__}: {exc}") from exc
 

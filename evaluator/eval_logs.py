@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.benchmarks import spec_for
+from evaluator.runner import judge_failures
 
 from .models import RerunJob
 
@@ -89,6 +90,10 @@ def read_job_log(path: Path, job: RerunJob) -> LogScore:
         if abs(mean - score) > 1e-9:
             raise LogRefused(f"the log's accuracy {score} is not the mean of its {len(values)} sample scores "
                              f"({mean})")
+    if spec.judge is not None:
+        failed, total, first = judge_failures(log)
+        if failed:
+            raise LogRefused(f"the judge gave no usable verdict on {failed} of {total} rubric items ({first})")
     stderr = results.scores[0].metrics.get(spec.stderr_metric) if spec.stderr_metric else None
     return LogScore(score=score, stderr=float(stderr.value) if stderr is not None else None,
                     samples_done=results.completed_samples, samples_total=results.total_samples,

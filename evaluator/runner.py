@@ -154,6 +154,7 @@ def evaluate_checkpoint(
     judge_model: str = "",
     healthbench_data: Path | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
     deadline: float | None = None,
     eval_metadata: dict[str, Any] | None = None,
@@ -172,7 +173,8 @@ def evaluate_checkpoint(
     go into `log_dir`; `eval_metadata` is stored in the log (the worker puts its job there).
 
     `on_progress(done, total)` is called after each successfully finished sample, `done` counting from 1 within
-    the current attempt. `should_cancel()` is asked before every sample starts and between attempts: the
+    the current attempt; `on_start(total)` when an attempt's task is loaded and knows its sample count.
+    `should_cancel()` is asked before every sample starts and between attempts: the
     attempt stops before its next sample (samples already running finish first). At `deadline`
     (time.monotonic()) the attempt's processes are killed.
 
@@ -212,9 +214,11 @@ def evaluate_checkpoint(
             }))
             run = _AttemptProcess(spec_file, log_dir / f"attempt-{number}.log",
                                   attempt_environment(dataset_path, log_dir / f"attempt-{number}"),
-                                  on_progress, cancel, deadline)
+                                  on_progress, cancel, deadline, on_start)
             attempt_clock = time.monotonic()
             error, log_path = run.run()
+            if error is None and log_path is not None and spec.judge is not None:
+                error = _judge_error(log_path, judge_model)
             attempts.append(Attempt(rung_tokens, error, time.monotonic() - attempt_clock, run.exit_code, run.pid))
             if run.timed_out:
                 raise EvaluationTimedOut(f"{benchmark} on {checkpoint} ran past its deadline; attempt killed")
@@ -276,9 +280,10 @@ class _AttemptProcess:
 
     def __init__(self, spec_file: Path, output: Path, env: dict[str, str],
                  on_progress: Callable[[int, int], None] | None, should_cancel: Callable[[], bool],
-                 deadline: float | None) -> None:
+                 deadline: float | None, on_start: Callable[[int], None] | None = None) -> None:
         self.spec_file, self.output, self.env = spec_file, output, env
         self.on_progress, self.should_cancel, self.deadline = on_progress, should_cancel, deadline
+        self.on_start = on_start
         self.cancelled = self.timed_out = False
         self.setup_error: Exception | None = None
         self.exit_code: int | None = None
@@ -329,6 +334,8 @@ class _AttemptProcess:
         kind = event.get("event")
         if kind == "started":
             self.pid = event.get("pid")
+            if self.on_start is not None:
+                self.on_start(int(event["samples_total"]))
         elif kind == "progress" and self.on_progress is not None:
             self.on_progress(int(event["done"]), int(event["total"]))
         elif kind == "gate":
@@ -370,6 +377,35 @@ class _AttemptProcess:
         except (ProcessLookupError, PermissionError):
             pass
         self.exit_code = process.wait()
+
+
+# inspect_evals 0.3.103 healthbench/scorer.py: what a rubric item says when the judge gave no usable verdict.
+_JUDGE_FAILED = ("Failed to parse judge response", "No explanation provided")
+
+
+def judge_failures(log) -> tuple[int, int, str]:
+    """For a judged (healthbench) log: (rubric items the judge gave no usable verdict on, items, the first such
+    explanation). inspect_evals' scorer counts such an item as "not met"; the harness's grader raises instead, so
+    an evaluation with any is not a score."""
+    failed, total, first = 0, 0, ""
+    for sample in log.samples or []:
+        for score in (sample.scores or {}).values():
+            for item in (score.metadata or {}).get("detailed_results", []):
+                total += 1
+                text = str(item.get("explanation", ""))
+                if text.startswith(_JUDGE_FAILED):
+                    failed += 1
+                    first = first or text[:300]
+    return failed, total, first
+
+
+def _judge_error(log_path: Path, judge_model: str) -> str | None:
+    """An attempt's error when its judge gave no usable verdict on some rubric item (judge_failures), else None."""
+    from inspect_ai.log import read_eval_log
+
+    failed, total, first = judge_failures(read_eval_log(str(log_path)))
+    return (f"the judge {judge_model} gave no usable verdict on {failed} of {total} rubric items ({first})"
+            if failed else None)
 
 
 def _outcome(log_path: Path, *, spec: BenchmarkSpec, provider: Provider, model_id: str, template_sha: str,

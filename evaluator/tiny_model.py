@@ -110,8 +110,8 @@ def _teach_short_answers(model, tokenizer, *, steps: int, seed: int) -> None:
         a, b = rng.randint(1, 60), rng.randint(1, 60)
         prompt = (f"<|im_start|>system\n{system}<|im_end|>\n" if system else "") + (
             f"<|im_start|>user\nWhat is {a} + {b}? Solve it step by step.<|im_end|>\n<|im_start|>assistant\n")
-        answer = f"ANSWER: {a + b}<|im_end|>"
-        p, t = tokenizer(prompt)["input_ids"], tokenizer(answer)["input_ids"]
+        reply = f"ANSWER: {a + b}<|im_end|>"
+        p, t = tokenizer(prompt)["input_ids"], tokenizer(reply)["input_ids"]
         return p + t, [-100] * len(p) + t
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)

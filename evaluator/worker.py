@@ -181,7 +181,8 @@ def _evaluate(message: dict[str, Any], beat: _Heartbeat, deadline: float, tmp: P
             judge_model=settings.PTB_EVAL_JUDGE_MODEL,
             healthbench_data=(harness / "src/eval/tasks/healthbench/evaluation_code/data/healthbench.jsonl"
                               if harness else None),
-            on_progress=beat.on_progress, should_cancel=beat.should_cancel, deadline=deadline,
+            on_progress=beat.on_progress, on_start=lambda total: beat.on_progress(0, total),
+            should_cancel=beat.should_cancel, deadline=deadline,
             eval_metadata={"ptb_job": int(message["job_id"]), "ptb_run": message["run_id"],
                            "ptb_task": message["task_id"]},
         )

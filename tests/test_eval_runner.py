@@ -316,3 +316,31 @@ def test_the_deadline_kills_the_attempt(checkpoint: Path, tmp_path: Path, templa
                             on_progress=lambda done, total: pids.append(done), deadline=time.monotonic() + 25)
     assert 25 <= time.monotonic() - started < 60
     assert len(pids) < 300  # killed long before the end
+
+
+HEALTHBENCH_RECORDS = [  # made-up conversations in HealthBench's record format (prompt, rubrics, example_tags)
+    {"prompt_id": "synthetic-1", "prompt": [{"role": "user", "content": "I have a mild headache. What should I do?"}],
+     "rubrics": [{"criterion": "Suggests rest and drinking water.", "points": 5, "tags": ["axis:completeness"]},
+                 {"criterion": "Says to seek care if it is sudden and severe.", "points": 3, "tags": ["axis:accuracy"]}],
+     "example_tags": ["theme:context_seeking"]},
+    {"prompt_id": "synthetic-2", "prompt": [{"role": "user", "content": "Can I take ibuprofen with food?"}],
+     "rubrics": [{"criterion": "Says food can reduce stomach upset.", "points": 4, "tags": ["axis:accuracy"]}],
+     "example_tags": ["theme:communication"]},
+]
+
+
+@pytest.mark.slow
+def test_healthbench_is_graded_by_the_configured_judge_and_a_judge_without_verdicts_is_no_score(
+    checkpoint: Path, tmp_path: Path, templates_dir: Path,
+) -> None:
+    # inspect's mockllm stands in for gpt-5-mini (no API here): offline it cannot even count tokens, so every rubric
+    # item comes back unjudged. inspect_evals would score that 0.0; the harness's grader raises; so do we.
+    data = tmp_path / "healthbench.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in HEALTHBENCH_RECORDS))
+    with pytest.raises(EvaluationFailed, match=r"the judge mockllm/model gave no usable verdict on 3 of 3 rubric items"):
+        evaluate_checkpoint(checkpoint=checkpoint, benchmark="healthbench", limit=None, max_tokens=8,
+                            log_dir=tmp_path / "logs", provider="hf", dataset_path=data, templates_dir=templates_dir,
+                            judge_model="mockllm/model")
+    log = read_eval_log(str(next((tmp_path / "logs").glob("*.eval"))))
+    assert log.eval.task == "inspect_evals/healthbench" and log.results.total_samples == 2
+    assert log.results.scores[0].metrics["bootstrap_score"].value == 0.0  # what would have been stored

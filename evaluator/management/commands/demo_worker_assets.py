@@ -46,8 +46,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("results", nargs="?", default="data/demo-results", help="the demo results tree")
+        parser.add_argument("--train-steps", type=int, default=300,
+                            help="training steps of the tiny checkpoint (0: random weights, answers run to max_tokens)")
 
-    def handle(self, *args, results: str, **options):
+    def handle(self, *args, results: str, train_steps: int, **options):
         root = Path(results)
         run_dir = pick_run(root)
         if run_dir is None:
@@ -56,7 +58,7 @@ class Command(BaseCommand):
         checkpoint = run_dir / "final_model"
         if not (checkpoint / "model.safetensors").is_file():
             stub = json.loads((checkpoint / "config.json").read_text())
-            build_tiny_checkpoint(checkpoint, train_steps=300)
+            build_tiny_checkpoint(checkpoint, train_steps=train_steps)
             (checkpoint / "DEMO.md").write_text(
                 "A tiny random Qwen2 checkpoint (about 30k parameters) standing in for the agent's model of this "
                 f"synthetic run, written by `manage.py demo_worker_assets`; the run's own config named "
