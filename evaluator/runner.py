@@ -186,6 +186,11 @@ def evaluate_checkpoint(
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     cancel = should_cancel or (lambda: False)
+    # The attempt process runs in the project folder: paths given relative to the caller's folder are made absolute.
+    checkpoint, log_dir = Path(os.path.abspath(checkpoint)), Path(os.path.abspath(log_dir))
+    dataset_path = Path(os.path.abspath(dataset_path)) if dataset_path else None
+    templates_dir = Path(os.path.abspath(templates_dir)) if templates_dir else None
+    healthbench_data = Path(os.path.abspath(healthbench_data)) if healthbench_data else None
     spec = spec_for(benchmark)
     check_inputs(spec, dataset_path=dataset_path, judge_model=judge_model, healthbench_data=healthbench_data)
     chosen = select_provider(provider)

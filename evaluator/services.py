@@ -135,10 +135,10 @@ def queue_rerun(
                            f"(known: {', '.join(sorted(BENCHMARKS))})")
     checkpoint = run_selectors.checkpoint_path(run_id)
     job = RerunJob.objects.create(
-        run_id=run.id, benchmark=run.benchmark, checkpoint=str(checkpoint), limit=limit, max_tokens=max_tokens,
-        dataset_path=dataset_path.strip(), provider=provider, created_by=user if user and user.pk else None,
+        run_id=run.id, benchmark=run.benchmark, checkpoint=os.path.abspath(checkpoint), limit=limit,
+        max_tokens=max_tokens, dataset_path=dataset_path.strip(), provider=provider, created_by=user if user and user.pk else None,
         old_score=None if run.score is None else run.score / 100, celery_task_id=str(uuid.uuid4()),
-        queue=settings.PTB_JOB_QUEUE, run_dir=str(run_selectors.run_directory(run_id) or ""),
+        queue=settings.PTB_JOB_QUEUE, run_dir=os.path.abspath(run_selectors.run_directory(run_id)),
     )
     return _publish(job)
 
@@ -158,7 +158,7 @@ def queue_judge(*, run_id: str, user=None) -> RerunJob:
         raise RerunRefused(f"no run {run_id}")
     job = RerunJob.objects.create(
         kind=RerunJob.Kind.JUDGE, run_id=run.id, benchmark=run.benchmark,
-        run_dir=str(run_selectors.run_directory(run_id)), created_by=user if user and user.pk else None,
+        run_dir=os.path.abspath(run_selectors.run_directory(run_id)), created_by=user if user and user.pk else None,
         celery_task_id=str(uuid.uuid4()), queue=settings.PTB_JOB_QUEUE,
     )
     return _publish(job)
