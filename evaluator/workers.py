@@ -30,10 +30,11 @@ class WorkerCensus:
         return bool(self.workers)
 
 
-def census(queue: str, *, timeout: float = 1.0, fresh: bool = False) -> WorkerCensus:
+def census(queue: str, *, timeout: float | None = None, fresh: bool = False) -> WorkerCensus:
     """The workers consuming ``queue`` now, from the cache unless ``fresh`` or older than
-    PTB_WORKER_SEEN_SECONDS. A broadcast waits ``timeout`` seconds for answers; a broker that cannot be reached
-    gives a census with no workers and its ``error``."""
+    PTB_WORKER_SEEN_SECONDS. A broadcast waits ``timeout`` seconds (default PTB_WORKER_CENSUS_TIMEOUT) for answers;
+    a broker that cannot be reached gives a census with no workers and its ``error``."""
+    timeout = settings.PTB_WORKER_CENSUS_TIMEOUT if timeout is None else timeout
     key = f"evaluator:census:{celery_app.conf.broker_url}:{queue}"
     if not fresh and (cached := cache.get(key)) is not None:
         return cached

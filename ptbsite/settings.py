@@ -162,6 +162,7 @@ PTB_JOB_PICKUP_SECONDS = int(os.environ.get("PTB_JOB_PICKUP_SECONDS", "30"))
 PTB_JOB_CREDENTIAL_SECONDS = int(os.environ.get("PTB_JOB_CREDENTIAL_SECONDS", str(3 * 24 * 3600)))
 PTB_JOB_QUEUE = os.environ.get("PTB_JOB_QUEUE", "celery")  # the Celery queue rerun and judge jobs go to
 PTB_WORKER_SEEN_SECONDS = int(os.environ.get("PTB_WORKER_SEEN_SECONDS", "15"))  # how long a worker census is kept
+PTB_WORKER_CENSUS_TIMEOUT = float(os.environ.get("PTB_WORKER_CENSUS_TIMEOUT", "2"))  # seconds workers have to answer
 PTB_EVAL_LOG_DIR = Path(os.environ.get("PTB_EVAL_LOG_DIR", DATA_DIR / "evals"))  # uploaded inspect .eval logs
 # Local copies of benchmark datasets the rerun form offers (folders in the Hugging Face `datasets` cache layout,
 # each with a ptb-dataset.json; paths as the workers see them): evaluator.hf_cache.

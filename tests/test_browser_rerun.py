@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from inspect_ai.log import read_eval_log
 
+from evaluator import workers
 from evaluator.models import RerunJob
 from tests.conftest import ARTIFACTS, CeleryWorker, RERUN_METHOD, RERUN_RUN_DIR, write_run
 from traces import selectors
@@ -45,6 +46,9 @@ def test_the_demo_run_reruns_end_to_end_in_a_browser(
     client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
                                "url": live_server.url}])
+    deadline = time.monotonic() + 30  # the worker answers Celery's inspect once it is up (a busy machine: later)
+    while not workers.census("celery", fresh=True).listening:  # the answer is cached for the page below
+        assert time.monotonic() < deadline, "the worker never answered Celery's inspect"
     page.goto(f"{live_server.url}/runs/{run_id}/")
     dataset = page.locator("#rerun-dataset")  # loaded into the form by htmx
     dataset.wait_for()

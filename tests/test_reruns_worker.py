@@ -201,6 +201,13 @@ def test_the_real_benchmark_task_runs_on_a_local_copy_of_its_dataset(
 
 # --- nobody listening ---
 
+def _until_the_worker_answers(timeout: float = 30) -> None:
+    from evaluator import workers
+
+    deadline = time.monotonic() + timeout
+    while not workers.census("celery", fresh=True).listening:
+        assert time.monotonic() < deadline, "the module's worker never answered Celery's inspect"
+
 def test_a_job_nobody_takes_says_no_worker_is_listening(
     celery_worker: CeleryWorker, redis_broker: str, worker_settings, rerun_tree: dict, staff_client: Client,
 ) -> None:
@@ -219,8 +226,10 @@ def test_a_job_nobody_takes_says_no_worker_is_listening(
     status = staff_client.get(f"/reruns/{job_id}/status").content.decode()
     assert "No worker is listening on queue nobody-listens-here" in status
     assert 'id="job-state">queued' in status and RerunJob.objects.get(pk=job_id).queue == "nobody-listens-here"
-    # The module's worker listens on the default queue: the form names it, and a job there is not "waiting".
+    # The module's worker listens on the default queue: the form names it (once it answered a broadcast: a busy
+    # machine may make it miss one), and a job there is not "waiting".
     worker_settings.PTB_JOB_QUEUE = "celery"
+    _until_the_worker_answers()
     extras = staff_client.get("/reruns/form-extras?benchmark=gsm8k").content.decode()
     assert 'id="rerun-workers">1 worker(s) on queue <code>celery</code>: test-' in extras
     assert staff_client.get("/api/workers").json()["listening"] is True
