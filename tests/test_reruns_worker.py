@@ -17,7 +17,7 @@ from inspect_ai.log import read_eval_log
 
 from evaluator.benchmarks import spec_for
 from evaluator.models import RerunJob
-from tests.conftest import ARTIFACTS, JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
+from tests.conftest import JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
 from traces import selectors
 from traces import services as run_services
 from traces.layout import run_id as make_run_id

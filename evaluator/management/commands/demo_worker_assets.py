@@ -78,4 +78,4 @@ class Command(BaseCommand):
                 "Stand-in chat templates for the demo worker (ChatML, written by the project, not the harness's "
                 "files). Point PTB_TEMPLATES_DIR at the harness's src/eval/templates for real reruns.\n")
         rid = make_run_id(run_dir.parent.name, run_dir.name)
-        self.stdout.write(f"demo run ready for reruns: {settings.PTB_PUBLIC_URL}/runs/{rid}/")
+        self.stdout.write(f"demo run ready for reruns: /runs/{rid}/ on the site `make serve` serves")
