@@ -39,7 +39,9 @@ def census(queue: str, *, timeout: float | None = None, fresh: bool = False) -> 
     if not fresh and (cached := cache.get(key)) is not None:
         return cached
     try:
-        answers = celery_app.control.inspect(timeout=timeout).active_queues() or {}
+        # A connection of its own, to the broker configured now (the app's pool keeps the first broker it saw).
+        with celery_app.connection_for_write() as connection:
+            answers = celery_app.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
         error = ""
     except Exception as exc:  # noqa: BLE001 - a broker that is down is an answer here, not an error page
         answers, error = {}, f"{type(exc).__name__}: {exc}"

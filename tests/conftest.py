@@ -286,6 +286,10 @@ def use_broker(monkeypatch: pytest.MonkeyPatch, url: str) -> str:
 
     monkeypatch.setattr(app.conf, "broker_url", url)
     monkeypatch.setattr(app.conf, "broker_transport_options", {})
+    # The app keeps pools of connections and producers to the first broker it used (Celery's remote control,
+    # e.g. the worker census, publishes through them): new ones for this broker.
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
     return url
 
 
