@@ -1,11 +1,12 @@
-# Two entry points (README.md): `make serve` sets up and serves the demo site; `make test` runs every test.
+# Entry points (README.md): `make serve` sets up and serves the demo site; `make worker` installs and starts a CPU
+# evaluation worker on the embedded defaults; `make test` runs every test.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve setup test demo-data clean
+.PHONY: serve setup worker test demo-data clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,9 +16,13 @@ $(VENV)/.web-installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
+$(VENV)/.worker-installed: requirements.txt requirements-eval.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt -r requirements-eval.txt
+	touch $@ $(VENV)/.web-installed
+
 $(VENV)/.dev-installed: requirements.txt requirements-eval.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
-	touch $@ $(VENV)/.web-installed
+	touch $@ $(VENV)/.web-installed $(VENV)/.worker-installed
 
 DEMO_RESULTS := data/demo-results
 
@@ -30,11 +35,21 @@ setup: $(VENV)/.web-installed
 
 serve: setup
 	@echo "Serving on http://$(HOST):$(PORT)/"
-	$(BIN)/python manage.py serve --bind $(HOST):$(PORT)
+	PTB_PUBLIC_URL=$${PTB_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/python manage.py serve --bind $(HOST):$(PORT)
+
+# A CPU worker on the embedded defaults (same data/ folder, broker and worker token as `make serve`): makes the
+# demo's rerunnable run real (tiny checkpoint, local dataset), then consumes the job queue. One job at a time;
+# the prefork pool keeps the worker answering Celery's inspect (the job pages' "no worker" check) while it works.
+WORKER_NAME ?= worker
+worker: $(VENV)/.worker-installed
+	test -d $(DEMO_RESULTS) || { echo "no $(DEMO_RESULTS): run 'make serve' first"; exit 1; }
+	$(BIN)/python manage.py demo_worker_assets $(DEMO_RESULTS)
+	PTB_TEMPLATES_DIR=$${PTB_TEMPLATES_DIR:-$${PTB_DATA_DIR:-data}/worker/templates} $(BIN)/celery -A ptbsite worker \
+		--pool=prefork --concurrency=1 --loglevel=INFO -n $(WORKER_NAME)@%h
 
 test: $(VENV)/.dev-installed
 	bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) data/*.duckdb data/ducklake data/*.sqlite3 data/broker data/evals staticfiles test-artifacts
+	rm -rf $(VENV) data/*.duckdb data/ducklake data/*.sqlite3 data/broker data/evals data/datasets data/worker staticfiles test-artifacts

@@ -26,7 +26,8 @@ class BulkRerunForm(forms.Form):
     runs = forms.IntegerField(min_value=1, max_value=1000, initial=50, label="At most this many runs")
     limit = forms.IntegerField(min_value=1, required=False, label="Samples per run", help_text="empty: all")
     max_tokens = forms.IntegerField(min_value=1, required=False, help_text="empty: the retry ladder")
-    dataset_path = forms.CharField(required=False, help_text="a local JSONL on the workers (tests, smoke runs)")
+    dataset_path = forms.CharField(required=False, help_text="on the workers: a local dataset folder or a JSONL; "
+                                                             "empty: their Hugging Face cache")
 
 
 def matching_runs(data: dict) -> list[run_selectors.RunSummary]:

@@ -2,11 +2,14 @@
 
 Staff endpoints (``/api/reruns...``, ``/api/runs/<id>/overrides``, ``/api/runs/<id>/judge``,
 ``/api/reviews/agreement``): a staff session with CSRF, or ``Authorization: Token <key>``; 403 otherwise.
-Worker endpoints (``/api/worker/jobs/<id>/start|progress|finish``): ``Authorization: Bearer <PTB_WORKER_TOKEN>``.
+Worker endpoints (``/api/worker/jobs/<id>/start|progress|finish``): ``Authorization: Bearer <PTB_WORKER_TOKEN>``
+and the job's own credential from its task message in ``X-PTB-Job-Credential``.
 """
 from __future__ import annotations
 
 from datetime import datetime
+
+from django.conf import settings
 
 from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
@@ -15,9 +18,9 @@ from ninja.files import UploadedFile
 from traces import selectors as run_selectors
 from traces import services as run_services
 
-from . import judge, selectors, services
+from . import selectors, services, workers
 from .models import RerunJob
-from .permissions import staff_auth, worker_auth
+from .permissions import check_job_credential, staff_auth, worker_auth
 
 router = Router(tags=["reruns"], auth=staff_auth)
 worker_router = Router(tags=["worker"], auth=worker_auth)
@@ -27,6 +30,8 @@ class JobOut(Schema):
     """A rerun job. Scores are fractions 0..1; times UTC."""
 
     id: int
+    kind: str
+    queue: str
     run_id: str
     benchmark: str
     checkpoint: str
@@ -87,12 +92,13 @@ class OverrideOut(Schema):
     created_at: datetime
 
 
-class JudgeVerdictOut(Schema):
-    judge: str
-    kind: str
-    value: str
-    flagged: bool | None
-    text: str
+class WorkersOut(Schema):
+    """The Celery workers that answered a broadcast on a queue (cached a few seconds)."""
+
+    queue: str
+    workers: list[str]
+    listening: bool
+    error: str
 
 
 class AgreementOut(Schema):
@@ -127,11 +133,6 @@ class FinishOut(Schema):
     reason: str
 
 
-def _worker_job(job_id: int) -> None:
-    if not RerunJob.objects.filter(pk=job_id).exists():
-        raise HttpError(404, f"no rerun job {job_id}")
-
-
 def _job(job_id: int) -> RerunJob:
     job = selectors.get_job(job_id)
     if job is None:
@@ -155,7 +156,7 @@ def create_job(request, payload: RerunIn):
     return Status(201, job)
 
 
-@router.get("/reruns/{job_id}", response=JobOut, summary="One rerun job (a stale running job is failed first)")
+@router.get("/reruns/{job_id}", response=JobOut, summary="One rerun job")
 def get_job(request, job_id: int):
     return _job(job_id)
 
@@ -177,16 +178,21 @@ def override(request, run_id: str, payload: OverrideIn):
     return Status(201, row)
 
 
-@router.post("/runs/{run_id}/judge", response=list[JudgeVerdictOut], summary="Re-run the judge on a run")
+@router.post("/runs/{run_id}/judge", response={201: JobOut}, summary="Queue a judge re-run of a run (a job)")
 def rerun_judge(request, run_id: str):
     try:
-        return judge.rerun_judge(run_id=run_id, reviewer=request.auth.username)
-    except judge.JudgeNotConfigured as exc:
-        raise HttpError(409, str(exc)) from None
-    except run_services.UnknownRun as exc:
-        raise HttpError(404, str(exc)) from None
-    except judge.JudgeFailed as exc:
-        raise HttpError(502, str(exc)) from None
+        job = services.queue_judge(run_id=run_id, user=request.auth)
+    except services.RerunRefused as exc:
+        raise HttpError(404 if str(exc).startswith("no run ") else 409, str(exc)) from None
+    except services.BrokerUnavailable as exc:
+        raise HttpError(503, f"the job queue is unavailable, try again later: {exc}") from None
+    return Status(201, job)
+
+
+@router.get("/workers", response=WorkersOut, summary="Workers listening on a queue (Celery inspect, cached)")
+def list_workers(request, queue: str | None = None):
+    found = workers.census(queue or settings.PTB_JOB_QUEUE)
+    return {"queue": found.queue, "workers": list(found.workers), "listening": found.listening, "error": found.error}
 
 
 @router.get("/reviews/agreement", response=list[AgreementOut], summary="Judge vs reviewer agreement per kind")
@@ -196,23 +202,25 @@ def agreement(request):
 
 @worker_router.post("/jobs/{job_id}/start", response=StartOut)
 def worker_start(request, job_id: int, payload: StartIn):
-    _worker_job(job_id)
+    check_job_credential(request, job_id)
     return services.worker_start(job_id, host=payload.host)
 
 
 @worker_router.post("/jobs/{job_id}/progress", response=ProgressOut)
 def worker_progress(request, job_id: int, payload: ProgressIn):
-    _worker_job(job_id)
+    check_job_credential(request, job_id)
     return services.worker_progress(job_id, samples_done=payload.samples_done, samples_total=payload.samples_total,
                                     log_lines=payload.log)
 
 
 @worker_router.post("/jobs/{job_id}/finish", response=FinishOut)
 def worker_finish(request, job_id: int, report: str = Form(...), eval_log: UploadedFile | None = File(None)):
-    _worker_job(job_id)
+    check_job_credential(request, job_id)
     try:
         job = services.worker_finish(job_id, report=services.parse_report(report), eval_log=eval_log,
                                      eval_log_name=eval_log.name if eval_log else "")
+    except services.LogUploadRefused as exc:
+        raise HttpError(422, str(exc)) from None
     except services.RerunRefused as exc:
         raise HttpError(400, str(exc)) from None
     return {"status": job.status, "reason": job.reason}

@@ -26,3 +26,20 @@ class EvaluationFailed(EvaluationError):
 
 class EvaluationCancelled(EvaluationError):
     """`should_cancel()` returned True; the evaluation stopped before producing a score."""
+
+
+class UnknownModelFamily(CheckpointLoadError):
+    """Neither the checkpoint's path nor its `architectures[0]` names a family evaluate.py knows (it raises
+    ValueError there too)."""
+
+
+class ChatTemplateMissing(EvaluationError):
+    """The harness's chat template file for the model family is not in the worker's templates folder."""
+
+
+class JudgeModelNotConfigured(EvaluationError):
+    """An LLM-judged benchmark (arenahardwriting, healthbench) was asked for, and no judge model is configured."""
+
+
+class EvaluationTimedOut(EvaluationCancelled):
+    """The evaluation ran past its deadline; its attempt process was killed."""

@@ -1,8 +1,9 @@
 """Rerun jobs and staff API tokens (Django's own database; runs themselves live in the warehouse).
 
-A RerunJob is one evaluation of one run's checkpoint on a GPU (or CPU) worker. Its life:
-queued -> running -> succeeded | failed | cancelled, and queued -> cancelled | failed (broker down). Scores are
-fractions 0..1, as in the warehouse's ``evaluations.accuracy``.
+A RerunJob is one job on a GPU (or CPU) Celery worker about one run: an evaluation of its checkpoint (kind
+``evaluation``) or a re-run of the judge on its directory (kind ``judge``). Its life: queued -> running ->
+succeeded | failed | cancelled, and queued -> cancelled | failed (broker down, or its credential expired in the
+queue). Scores are fractions 0..1, as in the warehouse's ``evaluations.accuracy``.
 """
 from __future__ import annotations
 
@@ -21,14 +22,23 @@ class RerunJob(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
+    class Kind(models.TextChoices):
+        EVALUATION = "evaluation"
+        JUDGE = "judge"
+
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.EVALUATION, db_index=True)
+    queue = models.CharField(max_length=64, default="celery", help_text="the Celery queue the job was sent to")
+    run_dir = models.CharField(max_length=1000, blank=True, help_text="run directory as the worker sees it (judge)")
     run_id = models.CharField(max_length=64, db_index=True, help_text="warehouse runs.id")
     benchmark = models.CharField(max_length=64)
     checkpoint = models.CharField(max_length=1000, help_text="checkpoint directory as the worker sees it")
     limit = models.PositiveIntegerField(null=True, blank=True, help_text="samples; empty: the full set")
     max_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="empty: the retry ladder")
-    dataset_path = models.CharField(max_length=1000, blank=True, help_text="a local JSONL on the worker")
+    dataset_path = models.CharField(max_length=1000, blank=True,
+                                    help_text="on the worker: a local dataset folder (Hugging Face cache layout) or "
+                                              "a JSONL stand-in; empty: the worker's own dataset cache")
     provider = models.CharField(max_length=8, default="auto", help_text="auto | vllm | hf")
 
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)

@@ -1,5 +1,6 @@
 """Who may do what: staff for every rerun and review page and endpoint (403 otherwise, never a redirect to a
-login page: an API client or htmx request must see the refusal), workers by the shared worker token."""
+login page: an API client or htmx request must see the refusal); workers by the worker token and, for each job,
+the job's own credential (django.core.signing, issued when the job is queued, valid PTB_JOB_CREDENTIAL_SECONDS)."""
 from __future__ import annotations
 
 import hmac
@@ -7,12 +8,16 @@ from collections.abc import Callable
 from functools import wraps
 
 from django.conf import settings
+from django.core import signing
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.utils import check_csrf
 
-from .models import ApiToken
+from .models import ApiToken, RerunJob
+
+CREDENTIAL_SALT = "evaluator.worker-job"
+CREDENTIAL_HEADER = "X-PTB-Job-Credential"
 
 
 def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -54,3 +59,32 @@ def worker_auth(request: HttpRequest) -> bool:
     if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
         raise HttpError(403, "worker token required")
     return True
+
+
+def issue_job_credential(job: RerunJob) -> str:
+    """The job's worker credential: ``{"job": id, "task": celery task id}`` signed with SECRET_KEY (salt
+    ``evaluator.worker-job``) and timestamped; it travels in the task message instead of the worker token."""
+    return signing.dumps({"job": job.pk, "task": job.celery_task_id}, salt=CREDENTIAL_SALT, compress=True)
+
+
+def check_job_credential(request: HttpRequest, job_id: int) -> RerunJob:
+    """The job a worker call is about, once its ``X-PTB-Job-Credential`` header proves the call is for it.
+
+    Raises HttpError 403 for a missing, forged (bad signature), expired (older than PTB_JOB_CREDENTIAL_SECONDS)
+    credential, one of another job, or of an earlier queuing of this job; 404 for an unknown job.
+    """
+    text = request.headers.get(CREDENTIAL_HEADER, "")
+    try:
+        data = signing.loads(text, salt=CREDENTIAL_SALT, max_age=settings.PTB_JOB_CREDENTIAL_SECONDS)
+    except signing.SignatureExpired:
+        raise HttpError(403, f"the job credential expired (valid {settings.PTB_JOB_CREDENTIAL_SECONDS} s)") from None
+    except signing.BadSignature:
+        raise HttpError(403, "invalid job credential") from None
+    if not isinstance(data, dict) or data.get("job") != job_id:
+        raise HttpError(403, "the job credential is for another job")
+    job = RerunJob.objects.filter(pk=job_id).first()
+    if job is None:
+        raise HttpError(404, f"no rerun job {job_id}")
+    if data.get("task") != job.celery_task_id:
+        raise HttpError(403, "the job credential is for an earlier delivery of this job")
+    return job

@@ -1,4 +1,5 @@
-"""Writes of the evaluator app: queue, cancel and re-queue rerun jobs, take the workers' reports, fail stale jobs.
+"""Writes of the evaluator app: queue, cancel and re-queue jobs (evaluations and judge re-runs), take the
+workers' reports (the score is read from the uploaded .eval log, evaluator.eval_logs), fail stale jobs.
 
 Runs are read through traces.selectors and results written through traces.services only. Every status change
 is a conditional UPDATE (``filter(pk=..., status=...).update(...)``), so a cancel, a stale-job reaper and a
@@ -25,9 +26,15 @@ from traces import selectors as run_selectors
 from traces import services as run_services
 from traces.redaction import Redactor
 
+from evaluator.benchmarks import BENCHMARKS
+
+from . import eval_logs, judge
 from .models import RerunJob
+from .permissions import issue_job_credential
 
 TASK_NAME = "evaluator.evaluate_rerun"
+JUDGE_TASK_NAME = "evaluator.rerun_judge"
+MAX_EVAL_LOG_BYTES = 512 << 20
 MAX_ATTEMPTS = 2  # deliveries of one job: the first, and one retry after a lost worker
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -64,32 +71,38 @@ def _append_log(job_id: int, *lines: str) -> None:
 
 
 def job_message(job: RerunJob) -> dict[str, Any]:
-    """The Celery task message: everything a worker on another machine needs (evaluator.tasks.evaluate_rerun).
+    """The Celery task message: everything a worker on another machine needs (evaluator.tasks).
 
-    Shape: {job_id, run_id, benchmark, checkpoint (path on the worker), limit, max_tokens, dataset_path,
-    provider, api_base (PTB_PUBLIC_URL), worker_token, heartbeat_s, timeout_s}; None/"" where unset.
+    Shape: {job_id, kind (evaluation | judge), task_id (the Celery task id), run_id, benchmark, checkpoint and
+    run_dir (paths on the worker), limit, max_tokens, dataset_path, provider, api_base (PTB_PUBLIC_URL),
+    credential (this job's signed, time-limited worker credential; the worker token never travels here),
+    heartbeat_s, timeout_s}; None/"" where unset.
     """
     return {
-        "job_id": job.pk, "run_id": job.run_id, "benchmark": job.benchmark, "checkpoint": job.checkpoint,
-        "limit": job.limit, "max_tokens": job.max_tokens, "dataset_path": job.dataset_path or None,
-        "provider": job.provider, "api_base": settings.PTB_PUBLIC_URL, "worker_token": settings.PTB_WORKER_TOKEN,
-        "heartbeat_s": settings.PTB_JOB_HEARTBEAT_SECONDS, "timeout_s": settings.PTB_JOB_TIMEOUT_SECONDS,
+        "job_id": job.pk, "kind": job.kind, "task_id": job.celery_task_id, "run_id": job.run_id,
+        "benchmark": job.benchmark, "checkpoint": job.checkpoint, "run_dir": job.run_dir, "limit": job.limit,
+        "max_tokens": job.max_tokens, "dataset_path": job.dataset_path or None, "provider": job.provider,
+        "api_base": settings.PTB_PUBLIC_URL, "credential": issue_job_credential(job),
+        "heartbeat_s": settings.PTB_JOB_HEARTBEAT_SECONDS,
+        "timeout_s": settings.PTB_JUDGE_TIMEOUT_SECONDS if job.kind == RerunJob.Kind.JUDGE
+        else settings.PTB_JOB_TIMEOUT_SECONDS,
     }
 
 
 def _publish(job: RerunJob) -> RerunJob:
-    """Send the job to the broker; on a broker error fail the job and raise BrokerUnavailable."""
+    """Send the job to the broker (its queue); on a broker error fail the job and raise BrokerUnavailable."""
+    name = JUDGE_TASK_NAME if job.kind == RerunJob.Kind.JUDGE else TASK_NAME
     try:
         with celery_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1)
-            celery_app.send_task(TASK_NAME, args=[job_message(job)], task_id=job.celery_task_id,
+            celery_app.send_task(name, args=[job_message(job)], task_id=job.celery_task_id, queue=job.queue,
                                  connection=conn, retry=False)
     except (OperationalError, OSError) as exc:
         reason = f"broker unavailable ({celery_app.conf.broker_url.split('@')[-1]}): {exc}"
         RerunJob.objects.filter(pk=job.pk).update(status=RerunJob.Status.FAILED, reason=reason, finished_at=_now())
         _append_log(job.pk, reason)
         raise BrokerUnavailable(reason) from exc
-    _append_log(job.pk, f"queued as Celery task {job.celery_task_id}")
+    _append_log(job.pk, f"queued as Celery task {job.celery_task_id} on queue {job.queue}")
     job.refresh_from_db()
     return job
 
@@ -101,7 +114,9 @@ def queue_rerun(
     """Create a RerunJob for a run's checkpoint and queue its Celery task; return the job.
 
     ``limit``: samples (None: all); ``max_tokens``: None runs the benchmark's retry ladder; ``dataset_path``:
-    a local JSONL on the worker replacing the benchmark's dataset. ``old_score`` is the run's current score.
+    on the worker, a local dataset folder (Hugging Face cache layout, evaluator.hf_cache) or a JSONL (see
+    evaluator.benchmarks.load_task); empty: the worker's own dataset cache. ``old_score`` is the run's current
+    score.
 
     Raises:
         RerunRefused: unknown run or bad settings (nothing stored).
@@ -115,11 +130,36 @@ def queue_rerun(
     run = run_selectors.get_run(run_id)
     if run is None:
         raise RerunRefused(f"no run {run_id}")
+    if run.benchmark not in BENCHMARKS:
+        raise RerunRefused(f"run {run_id} is of benchmark {run.benchmark!r}, which has no evaluation here "
+                           f"(known: {', '.join(sorted(BENCHMARKS))})")
     checkpoint = run_selectors.checkpoint_path(run_id)
     job = RerunJob.objects.create(
-        run_id=run.id, benchmark=run.benchmark, checkpoint=str(checkpoint), limit=limit, max_tokens=max_tokens,
-        dataset_path=dataset_path.strip(), provider=provider, created_by=user if user and user.pk else None,
+        run_id=run.id, benchmark=run.benchmark, checkpoint=os.path.abspath(checkpoint), limit=limit,
+        max_tokens=max_tokens, dataset_path=dataset_path.strip(), provider=provider, created_by=user if user and user.pk else None,
         old_score=None if run.score is None else run.score / 100, celery_task_id=str(uuid.uuid4()),
+        queue=settings.PTB_JOB_QUEUE, run_dir=os.path.abspath(run_selectors.run_directory(run_id)),
+    )
+    return _publish(job)
+
+
+def queue_judge(*, run_id: str, user=None) -> RerunJob:
+    """Create a judge re-run job for a run (kind ``judge``: a worker runs its PTB_JUDGE_COMMAND on the run's
+    directory) and queue its Celery task; return the job.
+
+    Raises:
+        RerunRefused: unknown run, or no judge command configured here (nothing stored).
+        BrokerUnavailable: the broker refused; the job is stored as failed with the reason.
+    """
+    if not judge.judge_configured(settings.PTB_JUDGE_COMMAND):
+        raise RerunRefused("no judge command is configured (set PTB_JUDGE_COMMAND to a JSON list of argv)")
+    run = run_selectors.get_run(run_id)
+    if run is None:
+        raise RerunRefused(f"no run {run_id}")
+    job = RerunJob.objects.create(
+        kind=RerunJob.Kind.JUDGE, run_id=run.id, benchmark=run.benchmark,
+        run_dir=os.path.abspath(run_selectors.run_directory(run_id)), created_by=user if user and user.pk else None,
+        celery_task_id=str(uuid.uuid4()), queue=settings.PTB_JOB_QUEUE,
     )
     return _publish(job)
 
@@ -128,6 +168,8 @@ def requeue_job(job: RerunJob, *, user=None) -> RerunJob:
     """A new job with the same run and settings as a finished one (the old job stays as it was)."""
     if job.is_active:
         raise RerunRefused(f"job {job.pk} is still {job.status}")
+    if job.kind == RerunJob.Kind.JUDGE:
+        return queue_judge(run_id=job.run_id, user=user)
     return queue_rerun(run_id=job.run_id, user=user, limit=job.limit, max_tokens=job.max_tokens,
                        dataset_path=job.dataset_path, provider=job.provider)
 
@@ -150,9 +192,12 @@ def cancel_job(job: RerunJob, *, user=None) -> RerunJob:
 
 def reap_stale_jobs() -> list[int]:
     """End every running job whose last heartbeat is older than PTB_JOB_STALE_SECONDS (its worker died, was
-    killed, or lost the network): failed ("worker lost: ..."), or cancelled if a cancel was pending. Returns the
-    ids ended. Called by ``manage.py reap_jobs`` and whenever a job page or the jobs API is read."""
-    cutoff = _now() - timedelta(seconds=settings.PTB_JOB_STALE_SECONDS)
+    killed, or lost the network): failed ("worker lost: ..."), or cancelled if a cancel was pending; and every
+    queued job older than its credential (PTB_JOB_CREDENTIAL_SECONDS), which no worker could start any more.
+    Returns the ids ended. Run by ``manage.py reap_jobs`` (``--every N`` repeats it; ``manage.py serve`` starts
+    one beside the server); no read does it."""
+    now = _now()
+    cutoff = now - timedelta(seconds=settings.PTB_JOB_STALE_SECONDS)
     ended = []
     stale = RerunJob.objects.filter(status=RerunJob.Status.RUNNING).filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
@@ -163,6 +208,14 @@ def reap_stale_jobs() -> list[int]:
         reason = f"cancelled; {lost}" if job.cancel_requested else lost
         if RerunJob.objects.filter(pk=job.pk, status=RerunJob.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
                 status=status, reason=reason, finished_at=_now()):
+            _append_log(job.pk, reason)
+            ended.append(job.pk)
+    expired = now - timedelta(seconds=settings.PTB_JOB_CREDENTIAL_SECONDS)
+    for job in RerunJob.objects.filter(status=RerunJob.Status.QUEUED, created_at__lt=expired):
+        reason = (f"no worker took the job from queue {job.queue} within {settings.PTB_JOB_CREDENTIAL_SECONDS} s; "
+                  "its credential expired (re-queue it once a worker listens)")
+        if RerunJob.objects.filter(pk=job.pk, status=RerunJob.Status.QUEUED).update(
+                status=RerunJob.Status.FAILED, reason=reason, finished_at=_now()):
             _append_log(job.pk, reason)
             ended.append(job.pk)
     return ended
@@ -210,11 +263,20 @@ def worker_progress(job_id: int, *, samples_done: int | None, samples_total: int
 
 
 def _store_eval_log(job_id: int, upload: IO[bytes], name: str) -> str:
+    """Copy an upload into PTB_EVAL_LOG_DIR as ``job<id>-<safe name>``; raises ValueError (nothing kept) past
+    MAX_EVAL_LOG_BYTES."""
     folder = Path(settings.PTB_EVAL_LOG_DIR)
     folder.mkdir(parents=True, exist_ok=True)
-    stored = f"job{job_id}-{_UNSAFE_NAME.sub('_', Path(name).name)[-150:] or 'log.eval'}"
+    stem = _UNSAFE_NAME.sub('_', Path(name).name)[-150:] or "log.eval"
+    stored = f"job{job_id}-{stem if stem.endswith('.eval') else stem + '.eval'}"
+    size = 0
     with (folder / stored).open("wb") as handle:
         for chunk in iter(lambda: upload.read(1 << 20), b""):
+            size += len(chunk)
+            if size > MAX_EVAL_LOG_BYTES:
+                handle.close()
+                (folder / stored).unlink(missing_ok=True)
+                raise ValueError(f"the .eval log is larger than {MAX_EVAL_LOG_BYTES >> 20} MiB")
             handle.write(chunk)
     return stored
 
@@ -224,15 +286,24 @@ def eval_log_path(job: RerunJob) -> Path | None:
     return Path(settings.PTB_EVAL_LOG_DIR) / job.eval_log if job.eval_log else None
 
 
+class LogUploadRefused(RerunRefused):
+    """The worker's .eval log was refused (garbage, another job's, tampered); the job ended failed."""
+
+
 def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | None = None,
                   eval_log_name: str = "") -> RerunJob:
     """The worker's final report. Only a running job takes it; a job already ended (reaped, cancelled while
     queued) keeps its state and nothing is stored.
 
-    ``report``: {"status": succeeded | failed | cancelled, "reason", "log": [lines], and on success "score"
-    (accuracy, fraction), "stderr", "samples_done", "samples_total", "provenance" (dict)}. On success the .eval
-    log is stored, then the score is added as a new evaluation of the run (traces.services.add_evaluation, id
-    ``<run>-rerun-<job>``). A pending cancel wins over a late success: nothing is stored then.
+    ``report``: {"status": succeeded | failed | cancelled, "reason", "log": [lines], and on success of an
+    evaluation "samples_done", "samples_total", "provenance" (dict) and the worker's "score" (ignored: the score
+    stored is the one the server reads from the .eval log itself, evaluator.eval_logs), or of a judge re-run
+    "verdict_files" ({name: text}). On success the .eval log is stored and checked, then its score is added as a
+    new evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``); a judge's verdicts are
+    stored as the run's ``rerun`` verdicts. A pending cancel wins over a late success: nothing is stored then.
+
+    Raises RerunRefused for a malformed report, LogUploadRefused for a refused .eval log (the job is failed
+    with the reason first).
     """
     status = report.get("status")
     if status not in ("succeeded", "failed", "cancelled"):
@@ -243,12 +314,19 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
         _append_log(job_id, f"a worker reported {status} after the job had ended {job.status}; ignored")
         return job
     fields: dict[str, Any] = {"finished_at": _now(), "heartbeat_at": _now(),
-                              "result": _redacted({k: v for k, v in report.items() if k != "log"})}
+                              "result": _redacted({k: v for k, v in report.items() if k not in ("log", "verdict_files")})}
     if status == "succeeded" and job.cancel_requested:
         status, report = "cancelled", {**report, "reason": "cancelled before the result was stored"}
+    refused = None
     if status == "succeeded":
         try:
-            fields.update(_store_success(job, report, eval_log, eval_log_name))
+            if job.kind == RerunJob.Kind.JUDGE:
+                fields.update(_store_judge(job, report))
+            else:
+                fields.update(_store_success(job, report, eval_log, eval_log_name))
+        except eval_logs.LogRefused as exc:
+            refused = f"the uploaded .eval log was refused: {exc}"
+            status, report = "failed", {**report, "reason": refused}
         except (ValueError, KeyError, TypeError, run_services.UnknownRun) as exc:
             status, report = "failed", {**report, "reason": f"the result could not be stored: {exc}"}
     fields["status"] = status
@@ -256,30 +334,48 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     updated = RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING).update(**fields)
     if updated:
         _append_log(job_id, f"{status}" + (f": {fields['reason']}" if fields["reason"] else
-                                           f": score {fields.get('new_score')}"))
+                                           f": score {fields.get('new_score')}" if job.kind == RerunJob.Kind.EVALUATION
+                                           else ""))
     job.refresh_from_db()
+    if refused:
+        raise LogUploadRefused(refused)
     return job
+
+
+def _store_judge(job: RerunJob, report: dict[str, Any]) -> dict[str, Any]:
+    verdicts = judge.store_judge_files(run_id=job.run_id, files=report.get("verdict_files") or {},
+                                       reviewer=job.created_by.username if job.created_by else "command line")
+    _append_log(job.pk, "verdicts stored: " + ", ".join(f"{v.kind} {v.value}" for v in verdicts))
+    return {"samples_done": 1, "samples_total": 1}
 
 
 def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | None, name: str) -> dict[str, Any]:
     if eval_log is None:
         raise ValueError("a successful report must carry its .eval log")
-    score = float(report["score"])
     stored = _store_eval_log(job.pk, eval_log, name or "log.eval")
+    path = Path(settings.PTB_EVAL_LOG_DIR) / stored
+    try:
+        read = eval_logs.read_job_log(path, job)
+    except eval_logs.LogRefused:
+        path.unlink(missing_ok=True)
+        raise
+    claimed = report.get("score")
+    if claimed is not None and claimed != read.score:
+        _append_log(job.pk, f"the worker reported score {claimed}; the .eval log says {read.score}, which is stored")
     evaluation_id = f"{job.run_id}-rerun-{job.pk}"
-    provenance = {**report.get("provenance", {}), "job": job.pk, "eval_log": stored,
-                  "samples": report.get("samples_done")}
+    provenance = {**(report.get("provenance") or {}), "job": job.pk, "eval_log": stored,
+                  "samples": read.samples_done, "log_task": read.task, "log_model": read.model,
+                  "log_inspect_ai": read.inspect_ai, "score_read_by": "server (inspect_ai.log.read_eval_log)"}
     try:
         run_services.add_evaluation(
-            run_id=job.run_id, accuracy=score, evaluation_id=evaluation_id, provenance=_redacted(provenance),
-            metrics={"accuracy": score, "stderr": report.get("stderr")}, partial=job.limit is not None,
+            run_id=job.run_id, accuracy=read.score, evaluation_id=evaluation_id, provenance=_redacted(provenance),
+            metrics={"accuracy": read.score, "stderr": read.stderr}, partial=job.limit is not None,
         )
     except Exception:
-        (Path(settings.PTB_EVAL_LOG_DIR) / stored).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         raise
-    return {"new_score": score, "evaluation_id": evaluation_id, "eval_log": stored,
-            "samples_done": int(report.get("samples_done") or 0),
-            "samples_total": report.get("samples_total")}
+    return {"new_score": read.score, "evaluation_id": evaluation_id, "eval_log": stored,
+            "samples_done": read.samples_done, "samples_total": read.samples_total}
 
 
 def parse_report(text: str) -> dict[str, Any]:

@@ -16,3 +16,12 @@ def evaluate_rerun(message: dict[str, Any]) -> str:
     from .worker import run_job  # inspect-ai and torch load only on workers
 
     return run_job(message)
+
+
+@shared_task(name="evaluator.rerun_judge", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def rerun_judge(message: dict[str, Any]) -> str:
+    """Run the worker's judge command on one run and send its verdict files back (evaluator.worker, kind
+    ``judge``); same job life, heartbeats and redelivery as ``evaluate_rerun``."""
+    from .worker import run_job
+
+    return run_job(message)

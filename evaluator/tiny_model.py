@@ -27,7 +27,8 @@ _TRAINING_LINES = [
 _SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, num_layers: int = 2) -> Path:
+def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, num_layers: int = 2,
+                          train_steps: int = 0) -> Path:
     """Write a randomly initialised tiny Qwen2 checkpoint with its tokenizer into `path` and return `path`.
 
     Default shape: hidden size 32, 2 layers, 4 attention heads (2 key/value heads), intermediate size 64, a
@@ -39,6 +40,10 @@ def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, n
     shape (14 heads of 64) to time vLLM with (bench/gpu_rerun.sh). Below 256 the hidden size is split into 4
     heads (so it must be a multiple of 4), from 256 into heads of 64 (a multiple of 64); 2 key/value heads;
     the intermediate size is twice the hidden size.
+    `train_steps` > 0 trains it that many AdamW steps on chat-formatted questions answered ``ANSWER: <n>``
+    followed by ``<|im_end|>``, so that it answers in a few tokens and stops, as an instruction-tuned model does
+    (an untrained one generates until max_tokens: minutes at the benchmarks' 4,000-token rungs on a CPU); it
+    still answers wrongly, mostly. 300 steps take about 10 s on a CPU.
     The directory is created if needed; existing files in it are overwritten.
     """
     import torch
@@ -82,7 +87,43 @@ def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, n
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
+    if train_steps:
+        _teach_short_answers(model, tokenizer, steps=train_steps, seed=seed)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(path, safe_serialization=True)
     return path
+
+
+def _teach_short_answers(model, tokenizer, *, steps: int, seed: int) -> None:
+    """A few AdamW steps on ChatML conversations whose assistant turn is ``ANSWER: <n><|im_end|>`` (loss on that
+    turn only), after system texts of varied length, so the model learns to answer briefly and stop."""
+    import random
+
+    import torch
+
+    rng = random.Random(seed)
+    fillers = [line.replace("\n", " ") for line in _TRAINING_LINES]
+
+    def example() -> tuple[list[int], list[int]]:
+        system = " ".join(rng.choice(fillers) for _ in range(rng.randint(0, 12)))
+        a, b = rng.randint(1, 60), rng.randint(1, 60)
+        prompt = (f"<|im_start|>system\n{system}<|im_end|>\n" if system else "") + (
+            f"<|im_start|>user\nWhat is {a} + {b}? Solve it step by step.<|im_end|>\n<|im_start|>assistant\n")
+        reply = f"ANSWER: {a + b}<|im_end|>"
+        p, t = tokenizer(prompt)["input_ids"], tokenizer(reply)["input_ids"]
+        return p + t, [-100] * len(p) + t
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        batch = [example() for _ in range(8)]
+        width = max(len(ids) for ids, _ in batch)
+        ids = torch.tensor([x + [tokenizer.pad_token_id] * (width - len(x)) for x, _ in batch])
+        labels = torch.tensor([y + [-100] * (width - len(y)) for _, y in batch])
+        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x, _ in batch])
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()

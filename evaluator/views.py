@@ -1,16 +1,16 @@
-"""Staff pages of the evaluator: rerun jobs (list, page, live status partial, .eval log download, cancel),
-queuing a rerun from a run page, and a reviewer's override and judge re-run. Every view answers 403 to
-anonymous and non-staff users; POSTs need Django's CSRF token."""
+"""Staff pages of the evaluator: jobs (list, page, live status partial, .eval log download, cancel), queuing a
+rerun or a judge re-run from a run page (with the form's worker and dataset partial), and a reviewer's override.
+Every view answers 403 to anonymous and non-staff users; POSTs need Django's CSRF token."""
 from __future__ import annotations
 
-from django.contrib import messages
+from django.conf import settings
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from traces import services as run_services
 
-from . import judge, selectors, services
+from . import eval_logs, selectors, services, workers
 from .models import RerunJob
 from .permissions import staff_required
 
@@ -46,14 +46,29 @@ def job_list(request: HttpRequest) -> HttpResponse:
 @staff_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """``/reruns/<id>/``: status, progress, timings, scores, log tail; polls its status partial while active."""
-    return render(request, "evaluator/job.html", {"job": _get_job(job_id)})
+    job = _get_job(job_id)
+    return render(request, "evaluator/job.html", {"job": job, "waiting": selectors.waiting_notice(job)})
 
 
 @require_GET
 @staff_required
 def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
     """``/reruns/<id>/status``: the htmx partial of the job page (polled every second while queued/running)."""
-    return render(request, "evaluator/_job_status.html", {"job": _get_job(job_id)})
+    job = _get_job(job_id)
+    return render(request, "evaluator/_job_status.html", {"job": job, "waiting": selectors.waiting_notice(job)})
+
+
+@require_GET
+@staff_required
+def rerun_form_extras(request: HttpRequest) -> HttpResponse:
+    """``/reruns/form-extras?benchmark=``: the run page's rerun form part loaded by htmx: a warning when no
+    worker listens on the job queue, and the dataset choice (the worker's own cache, or a local dataset of the
+    benchmark under PTB_LOCAL_DATASETS_DIR; the first local one is chosen)."""
+    benchmark = request.GET.get("benchmark", "")
+    return render(request, "evaluator/_rerun_form_extras.html", {
+        "census": workers.census(settings.PTB_JOB_QUEUE), "datasets": selectors.datasets_for(benchmark),
+        "benchmark": benchmark,
+    })
 
 
 @require_GET
@@ -66,6 +81,18 @@ def job_eval_log(request: HttpRequest, job_id: int) -> FileResponse:
     return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
 
 
+@require_GET
+@staff_required
+def job_eval_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    """``/reruns/<id>/eval-log/view``: the stored .eval log read with inspect-ai: task, model, metrics and each
+    sample's input, output, target and score (untrusted text, escaped; long fields cut at 2,000 characters)."""
+    job = _get_job(job_id)
+    path = services.eval_log_path(job)
+    if path is None or not path.is_file():
+        raise Http404("this job has no stored .eval log")
+    return render(request, "evaluator/eval_log.html", {"job": job, "log": eval_logs.summarize(path)})
+
+
 @require_POST
 @staff_required
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
@@ -76,13 +103,14 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 @require_POST
 @staff_required
 def job_create(request: HttpRequest) -> HttpResponse:
-    """``POST /reruns/new`` (run_id, limit, max_tokens, dataset_path): queue a rerun, go to its page (303).
+    """``POST /reruns/new`` (run_id, limit, max_tokens, dataset_path or dataset_path_other): queue a rerun, go to
+    its page (303).
     400 for a bad request, 503 when the broker is down (the job is kept, failed, with the reason)."""
     try:
         job = services.queue_rerun(
             run_id=request.POST.get("run_id", ""), user=request.user, limit=_int_or_none(request.POST.get("limit")),
             max_tokens=_int_or_none(request.POST.get("max_tokens")),
-            dataset_path=request.POST.get("dataset_path", ""),
+            dataset_path=(request.POST.get("dataset_path_other") or "").strip() or request.POST.get("dataset_path", ""),
         )
     except services.RerunRefused as exc:
         return HttpResponse(f"Not queued: {exc}", status=400, content_type="text/plain")
@@ -109,14 +137,14 @@ def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
 @require_POST
 @staff_required
 def run_judge(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``POST /reruns/runs/<run>/judge``: re-run the configured judge; 409 when none is configured."""
+    """``POST /reruns/runs/<run>/judge``: queue a judge re-run job, go to its page; 409 when no judge command is
+    configured, 404 for an unknown run, 503 when the broker is down."""
     try:
-        verdicts = judge.rerun_judge(run_id=run_id, reviewer=request.user.username)
-    except judge.JudgeNotConfigured as exc:
+        job = services.queue_judge(run_id=run_id, user=request.user)
+    except services.RerunRefused as exc:
+        if str(exc).startswith("no run "):
+            raise Http404(str(exc)) from None
         return HttpResponse(str(exc), status=409, content_type="text/plain")
-    except run_services.UnknownRun as exc:
-        raise Http404(str(exc)) from None
-    except judge.JudgeFailed as exc:
-        return HttpResponse(f"The judge failed: {exc}", status=502, content_type="text/plain")
-    messages.success(request, f"The judge re-ran: {', '.join(f'{v.kind} {v.value}' for v in verdicts)}.")
-    return redirect(f"/runs/{run_id}/")
+    except services.BrokerUnavailable as exc:
+        return render(request, "evaluator/broker_down.html", {"reason": str(exc)}, status=503)
+    return redirect("evaluator:job", job_id=job.pk, permanent=False)

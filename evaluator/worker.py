@@ -1,18 +1,20 @@
-"""What a GPU (or CPU) worker does with one rerun job: evaluate, report progress, hand the result back.
+"""What a GPU (or CPU) worker does with one job: evaluate a checkpoint or re-run the judge, report progress,
+hand the result back.
 
-Everything comes from the task message (evaluator.services.job_message); everything goes back over HTTP to
-the web server's worker API (``/api/worker/jobs/<id>/...``, ``Authorization: Bearer <worker token>``). The
-worker never opens the web server's databases or files, so it can run on any machine that sees the checkpoint.
+Everything about the job comes from the task message (evaluator.services.job_message); everything goes back over
+HTTP to the web server's worker API (``/api/worker/jobs/<id>/...``) with two credentials: the worker token
+(``Authorization: Bearer <PTB_WORKER_TOKEN>``, from the worker's own settings, never in a message) and the job's
+credential from the message (``X-PTB-Job-Credential``, signed by the server for this job, time-limited). The
+worker never opens the web server's databases, so it can run on any machine that sees the checkpoints.
 
 A heartbeat thread posts progress every ``heartbeat_s`` seconds (and at once after each finished sample); its
 answer carries the job's status, so a cancel (or a job the server has already ended) stops the evaluation
-before its next sample. ``timeout_s`` of wall time stops it the same way, as a failure.
+before its next sample. ``timeout_s`` of wall time kills it, as a failure.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import tempfile
 import threading
@@ -24,15 +26,16 @@ from typing import Any
 import httpx
 
 log = logging.getLogger(__name__)
+CREDENTIAL_HEADER = "X-PTB-Job-Credential"
 
 
 class JobClient:
     """The worker API of one job. Calls raise httpx.HTTPError on transport errors and non-2xx answers."""
 
-    def __init__(self, *, api_base: str, token: str, job_id: int, timeout_s: float = 30.0) -> None:
+    def __init__(self, *, api_base: str, token: str, credential: str, job_id: int, timeout_s: float = 30.0) -> None:
         self.prefix = f"/api/worker/jobs/{job_id}"
-        self.http = httpx.Client(base_url=api_base.rstrip("/"), headers={"Authorization": f"Bearer {token}"},
-                                 timeout=timeout_s)
+        self.http = httpx.Client(base_url=api_base.rstrip("/"), timeout=timeout_s,
+                                 headers={"Authorization": f"Bearer {token}", CREDENTIAL_HEADER: credential})
 
     def _post(self, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self.http.post(self.prefix + path, **kwargs)
@@ -74,10 +77,9 @@ class JobClient:
 class _Heartbeat(threading.Thread):
     """Posts progress and log lines; learns from the answers whether to stop."""
 
-    def __init__(self, client: JobClient, *, every_s: float, timeout_s: float) -> None:
+    def __init__(self, client: JobClient, *, every_s: float) -> None:
         super().__init__(daemon=True, name="ptb-heartbeat")
-        self.client, self.every_s, self.timeout_s = client, every_s, timeout_s
-        self.started = time.monotonic()
+        self.client, self.every_s = client, every_s
         self.done: int | None = None
         self.total: int | None = None
         self.lines: list[str] = []
@@ -85,7 +87,6 @@ class _Heartbeat(threading.Thread):
         self.wake = threading.Event()
         self.stopped = threading.Event()
         self.cancel = False
-        self.timed_out = False
 
     def say(self, line: str) -> None:
         log.info("%s", line)
@@ -94,14 +95,12 @@ class _Heartbeat(threading.Thread):
         self.wake.set()
 
     def on_progress(self, done: int, total: int) -> None:
-        """evaluate_checkpoint's callback (inspect's event loop): record only; the thread posts."""
+        """The runner's callback: record only; the thread posts."""
         self.done, self.total = done, total
         self.wake.set()
 
     def should_cancel(self) -> bool:
-        if time.monotonic() - self.started > self.timeout_s:
-            self.timed_out = True
-        return self.cancel or self.timed_out
+        return self.cancel
 
     def run(self) -> None:
         while not self.stopped.is_set():
@@ -133,65 +132,100 @@ class _Heartbeat(threading.Thread):
 
 
 def run_job(message: dict[str, Any]) -> str:
-    """Evaluate the job described by ``message`` and report back; returns the final status (for Celery's log).
+    """Do the job described by ``message`` and report back; returns the final status (for Celery's log).
 
-    Raises httpx.HTTPError only when the server cannot be reached for the start or final report; the job then
-    ends failed on the server by its staleness rule.
+    Raises httpx.HTTPError only when the server cannot be reached (or refuses the credentials) for the start
+    or final report; the job then ends on the server by its staleness rule.
     """
-    from evaluator.errors import EvaluationCancelled, EvaluationError
-    from evaluator.runner import evaluate_checkpoint
+    from django.conf import settings
 
     job_id = int(message["job_id"])
-    client = JobClient(api_base=message["api_base"], token=message["worker_token"], job_id=job_id)
+    client = JobClient(api_base=message["api_base"], token=settings.PTB_WORKER_TOKEN,
+                       credential=message["credential"], job_id=job_id)
     host = socket.gethostname()
     try:
         answer = client.start(host)
         if not answer["proceed"]:
             return f"skipped: {answer['reason']}"
-        beat = _Heartbeat(client, every_s=float(message.get("heartbeat_s") or 10),
-                          timeout_s=float(message.get("timeout_s") or 6 * 3600))
+        beat = _Heartbeat(client, every_s=float(message.get("heartbeat_s") or 10))
         beat.start()
-        checkpoint = Path(message["checkpoint"])
-        dataset = Path(message["dataset_path"]) if message.get("dataset_path") else None
-        templates = os.environ.get("PTB_TEMPLATES_DIR")
-        beat.say(f"evaluating {checkpoint} on {message['benchmark']} (limit {message.get('limit')}, "
-                 f"max_tokens {message.get('max_tokens') or 'ladder'}, provider {message.get('provider', 'auto')})")
-        log_path = None
+        deadline = time.monotonic() + float(message.get("timeout_s") or 6 * 3600)
         with tempfile.TemporaryDirectory(prefix=f"ptb-job{job_id}-") as tmp:
-            try:
-                outcome = evaluate_checkpoint(
-                    checkpoint=checkpoint, benchmark=message["benchmark"], limit=message.get("limit"),
-                    max_tokens=message.get("max_tokens"), log_dir=Path(tmp), provider=message.get("provider") or "auto",
-                    dataset_path=dataset, templates_dir=Path(templates) if templates else None,
-                    on_progress=beat.on_progress, should_cancel=beat.should_cancel,
-                )
-            except EvaluationCancelled as exc:
-                status = "failed" if beat.timed_out else "cancelled"
-                reason = f"timed out after {message.get('timeout_s')} s" if beat.timed_out else f"cancelled: {exc}"
-                report: dict[str, Any] = {"status": status, "reason": reason}
-            except EvaluationError as exc:
-                report = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
-            except Exception as exc:  # noqa: BLE001 - any crash must reach the job page, not only the worker log
-                log.exception("job %s crashed", job_id)
-                report = {"status": "failed", "reason": f"worker error: {type(exc).__name__}: {exc}"}
+            if message.get("kind") == "judge":
+                report, log_path = _judge(message, beat, deadline, Path(tmp), settings)
             else:
-                log_path = outcome.log_path
-                report = {
-                    "status": "succeeded", "score": outcome.score, "stderr": outcome.stderr,
-                    "samples_done": outcome.samples_done, "samples_total": outcome.samples_total,
-                    "provenance": {
-                        "inspect_ai": outcome.inspect_version, "provider": outcome.provider,
-                        "model_id": outcome.model_id, "chat_template_sha256": outcome.chat_template_sha256,
-                        "settings": outcome.settings, "worker_host": host,
-                        "attempts": [{"max_tokens": a.max_tokens, "error": a.error, "seconds": round(a.seconds, 2)}
-                                     for a in outcome.attempts],
-                        "started": outcome.started.isoformat(), "finished": outcome.finished.isoformat(),
-                        "seconds": round(outcome.seconds, 2),
-                    },
-                }
-                beat.say(f"scored {outcome.score:.4f} on {outcome.samples_done}/{outcome.samples_total} samples")
+                report, log_path = _evaluate(message, beat, deadline, Path(tmp), settings, host)
             report["log"] = beat.stop()
             client.finish(report, log_path)
         return report["status"]
     finally:
         client.close()
+
+
+def _evaluate(message: dict[str, Any], beat: _Heartbeat, deadline: float, tmp: Path, settings,
+              host: str) -> tuple[dict[str, Any], Path | None]:
+    from evaluator.errors import EvaluationCancelled, EvaluationError, EvaluationTimedOut
+    from evaluator.runner import evaluate_checkpoint
+
+    checkpoint = Path(message["checkpoint"])
+    dataset = Path(message["dataset_path"]) if message.get("dataset_path") else None
+    harness = settings.PTB_HARNESS_DIR
+    beat.say(f"evaluating {checkpoint} on {message['benchmark']} (limit {message.get('limit')}, "
+             f"max_tokens {message.get('max_tokens') or 'ladder'}, provider {message.get('provider', 'auto')}, "
+             f"dataset {dataset or 'the worker cache'}); each attempt in a fresh process")
+    try:
+        outcome = evaluate_checkpoint(
+            checkpoint=checkpoint, benchmark=message["benchmark"], limit=message.get("limit"),
+            max_tokens=message.get("max_tokens"), log_dir=tmp, provider=message.get("provider") or "auto",
+            dataset_path=dataset, templates_dir=settings.PTB_TEMPLATES_DIR,
+            judge_model=settings.PTB_EVAL_JUDGE_MODEL,
+            healthbench_data=(harness / "src/eval/tasks/healthbench/evaluation_code/data/healthbench.jsonl"
+                              if harness else None),
+            on_progress=beat.on_progress, on_start=lambda total: beat.on_progress(0, total),
+            should_cancel=beat.should_cancel, deadline=deadline,
+            eval_metadata={"ptb_job": int(message["job_id"]), "ptb_run": message["run_id"],
+                           "ptb_task": message["task_id"]},
+        )
+    except EvaluationTimedOut:
+        return {"status": "failed", "reason": f"timed out after {message.get('timeout_s')} s"}, None
+    except EvaluationCancelled as exc:
+        return {"status": "cancelled", "reason": f"cancelled: {exc}"}, None
+    except EvaluationError as exc:
+        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}, None
+    except Exception as exc:  # noqa: BLE001 - any crash must reach the job page, not only the worker log
+        log.exception("job %s crashed", message["job_id"])
+        return {"status": "failed", "reason": f"worker error: {type(exc).__name__}: {exc}"}, None
+    beat.say(f"scored {outcome.score:.4f} on {outcome.samples_done}/{outcome.samples_total} samples "
+             f"after {len(outcome.attempts)} attempt(s)")
+    return {
+        "status": "succeeded", "score": outcome.score, "stderr": outcome.stderr,
+        "samples_done": outcome.samples_done, "samples_total": outcome.samples_total,
+        "provenance": {
+            "inspect_ai": outcome.inspect_version, "provider": outcome.provider, "model_id": outcome.model_id,
+            "chat_template_sha256": outcome.chat_template_sha256, "settings": outcome.settings,
+            "versions": outcome.versions, "worker_host": host,
+            "attempts": [{"max_tokens": a.max_tokens, "error": a.error, "seconds": round(a.seconds, 2),
+                          "exit_code": a.exit_code, "pid": a.pid} for a in outcome.attempts],
+            "started": outcome.started.isoformat(), "finished": outcome.finished.isoformat(),
+            "seconds": round(outcome.seconds, 2),
+        },
+    }, outcome.log_path
+
+
+def _judge(message: dict[str, Any], beat: _Heartbeat, deadline: float, tmp: Path,
+           settings) -> tuple[dict[str, Any], None]:
+    from evaluator.judge import JudgeFailed, JudgeNotConfigured, run_judge_command
+
+    beat.on_progress(0, 1)
+    beat.say(f"re-running the judge on {message['run_dir']}")
+    try:
+        files = run_judge_command(Path(message["run_dir"]), command=settings.PTB_JUDGE_COMMAND, work=tmp,
+                                  deadline=deadline, should_cancel=beat.should_cancel)
+    except JudgeNotConfigured as exc:
+        return {"status": "failed", "reason": f"on worker {socket.gethostname()}: {exc}"}, None
+    except JudgeFailed as exc:
+        status = "cancelled" if beat.should_cancel() else "failed"
+        return {"status": status, "reason": str(exc)}, None
+    beat.on_progress(1, 1)
+    beat.say(f"the judge wrote {', '.join(sorted(files))}")
+    return {"status": "succeeded", "verdict_files": files, "samples_done": 1, "samples_total": 1}, None

@@ -17,20 +17,29 @@ DATA_DIR = Path(os.environ.get("PTB_DATA_DIR", BASE_DIR / "data"))
 
 
 
-def _secret_key() -> str:
-    """DJANGO_SECRET_KEY, else a random key made once and kept in DATA_DIR/secret_key (mode 0600), so that no
-    install runs on a key known from the source code."""
-    if os.environ.get("DJANGO_SECRET_KEY"):
-        return os.environ["DJANGO_SECRET_KEY"]
-    path = DATA_DIR / "secret_key"
+def _generated(name: str, env: str, length: int) -> str:
+    """The environment variable ``env`` if set, else a random token made once and kept in DATA_DIR/``name``
+    (mode 0600), so that no install runs on a value known from the source code, and every process of one
+    install (web server, reaper, a worker on the same machine) shares it."""
+    if os.environ.get(env):
+        return os.environ[env]
+    path = DATA_DIR / name
     if not path.exists():
         import secrets
 
         DATA_DIR.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process of this install made it first
+            return path.read_text().strip()
         with os.fdopen(descriptor, "w") as handle:
-            handle.write(secrets.token_urlsafe(50))
+            handle.write(secrets.token_urlsafe(length))
     return path.read_text().strip()
+
+
+def _secret_key() -> str:
+    """DJANGO_SECRET_KEY, else DATA_DIR/secret_key (made once)."""
+    return _generated("secret_key", "DJANGO_SECRET_KEY", 50)
 
 
 SECRET_KEY = _secret_key()
@@ -139,15 +148,34 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # Rerun jobs (the evaluator app). Workers call back to PTB_PUBLIC_URL with "Authorization: Bearer
-# PTB_WORKER_TOKEN"; an empty token refuses every worker call. A running job whose last heartbeat is older than
-# PTB_JOB_STALE_SECONDS is failed as "worker lost"; a worker stops a job after PTB_JOB_TIMEOUT_SECONDS.
+# PTB_WORKER_TOKEN" (the embedded default: DATA_DIR/worker_token, made once and shared by the server and a worker
+# on the same machine) plus the job's own credential from the task message (signed with SECRET_KEY, valid for
+# PTB_JOB_CREDENTIAL_SECONDS). A running job whose last heartbeat is older than PTB_JOB_STALE_SECONDS is failed as
+# "worker lost" (manage.py reap_jobs); a worker stops a job after PTB_JOB_TIMEOUT_SECONDS. A queued job that no
+# worker took within PTB_JOB_PICKUP_SECONDS says on its page whether any worker listens on its queue.
 PTB_PUBLIC_URL = os.environ.get("PTB_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
-PTB_WORKER_TOKEN = os.environ.get("PTB_WORKER_TOKEN", "")
+PTB_WORKER_TOKEN = _generated("worker_token", "PTB_WORKER_TOKEN", 32)
 PTB_JOB_STALE_SECONDS = int(os.environ.get("PTB_JOB_STALE_SECONDS", "120"))
 PTB_JOB_HEARTBEAT_SECONDS = int(os.environ.get("PTB_JOB_HEARTBEAT_SECONDS", "10"))
 PTB_JOB_TIMEOUT_SECONDS = int(os.environ.get("PTB_JOB_TIMEOUT_SECONDS", str(6 * 3600)))
+PTB_JOB_PICKUP_SECONDS = int(os.environ.get("PTB_JOB_PICKUP_SECONDS", "30"))
+PTB_JOB_CREDENTIAL_SECONDS = int(os.environ.get("PTB_JOB_CREDENTIAL_SECONDS", str(3 * 24 * 3600)))
+PTB_JOB_QUEUE = os.environ.get("PTB_JOB_QUEUE", "celery")  # the Celery queue rerun and judge jobs go to
+PTB_WORKER_SEEN_SECONDS = int(os.environ.get("PTB_WORKER_SEEN_SECONDS", "15"))  # how long a worker census is kept
+PTB_WORKER_CENSUS_TIMEOUT = float(os.environ.get("PTB_WORKER_CENSUS_TIMEOUT", "2"))  # seconds workers have to answer
 PTB_EVAL_LOG_DIR = Path(os.environ.get("PTB_EVAL_LOG_DIR", DATA_DIR / "evals"))  # uploaded inspect .eval logs
-# The judge re-run: a JSON list of argv (no shell), e.g. ["python", "judge.py", "{run_dir}"]; empty: no re-runs.
+# Local copies of benchmark datasets the rerun form offers (folders in the Hugging Face `datasets` cache layout,
+# each with a ptb-dataset.json; paths as the workers see them): evaluator.hf_cache.
+PTB_LOCAL_DATASETS_DIR = Path(os.environ.get("PTB_LOCAL_DATASETS_DIR", DATA_DIR / "datasets"))
+# Workers: the harness checkout (aisa-group/PostTrainBench) whose src/eval/templates/ chat templates and
+# HealthBench data the evaluations use (PTB_TEMPLATES_DIR overrides the templates folder), and the judge model
+# (an inspect-ai model name, e.g. "openai/gpt-5-mini") that the LLM-judged benchmarks need; empty: refused.
+PTB_HARNESS_DIR = Path(os.environ["PTB_HARNESS_DIR"]) if os.environ.get("PTB_HARNESS_DIR") else None
+PTB_TEMPLATES_DIR = (Path(os.environ["PTB_TEMPLATES_DIR"]) if os.environ.get("PTB_TEMPLATES_DIR")
+                     else PTB_HARNESS_DIR / "src" / "eval" / "templates" if PTB_HARNESS_DIR else None)
+PTB_EVAL_JUDGE_MODEL = os.environ.get("PTB_EVAL_JUDGE_MODEL", "")
+# The judge re-run (a Celery job; the worker runs the command): a JSON list of argv (no shell), e.g.
+# ["python", "judge.py", "{run_dir}"]; empty: no re-runs. Read by the server (to offer it) and by workers.
 PTB_JUDGE_COMMAND: list[str] = json.loads(os.environ.get("PTB_JUDGE_COMMAND") or "[]")
 PTB_JUDGE_TIMEOUT_SECONDS = int(os.environ.get("PTB_JUDGE_TIMEOUT_SECONDS", "900"))
 

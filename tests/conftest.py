@@ -2,8 +2,10 @@
 warehouses of every kind (plain file, DuckLake with a SQLite catalog, DuckLake with a PostgreSQL catalog)."""
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,6 +129,9 @@ def demo_ingested(demo_warehouse_state, demo_tree, settings):
 RERUN_METHOD = "claude_claude-opus-4-6_10h_run1"
 RERUN_RUN_DIR = "gsm8k_Qwen_Qwen3-1.7B-Base_17000001"
 WORKER_TOKEN = "test-worker-token"
+# The module workers' judge command (a worker runs its own PTB_JUDGE_COMMAND; tests/judge_stub.py stands in for
+# the harness's LLM judge, which needs an API key and the network).
+JUDGE_COMMAND = json.dumps([sys.executable, str(Path(__file__).resolve().parent / "judge_stub.py"), "{run_dir}"])
 GSM8K_ROWS = [
     {"input": "What is 2 + 3?", "target": "5"},
     {"input": "What is 10 - 4?", "target": "6"},
@@ -140,6 +145,28 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from evaluator.tiny_model import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "final_model")
+
+
+@pytest.fixture(scope="session")
+def templates_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A templates folder of our own standing in for the harness's src/eval/templates: ChatML under each file
+    name evaluate.py asks for (qwen3.jinja, ...). Not the harness's bytes: provenance says so."""
+    from evaluator.tiny_model import CHATML_TEMPLATE
+
+    folder = tmp_path_factory.mktemp("templates")
+    for name in ("qwen3.jinja", "llama3.jinja", "gemma3.jinja", "gemma3_tool_calling.jinja", "smollm.jinja"):
+        (folder / name).write_text(CHATML_TEMPLATE)
+    return folder
+
+
+def local_dataset(folder: Path, benchmark: str, n: int = 3) -> Path:
+    """A local copy of ``benchmark``'s Hugging Face dataset (``n`` synthetic rows, the `datasets` cache layout
+    with its ptb-dataset.json) in ``folder``; returns the folder."""
+    from evaluator.demo_datasets import synthetic_rows
+    from evaluator.hf_cache import write_local_dataset
+
+    return write_local_dataset(folder, benchmark=benchmark, rows=synthetic_rows(benchmark, n),
+                               description=f"{benchmark} test copy", synthetic=True).path
 
 
 def write_run(root: Path, *, checkpoint: Path | None, run_dir: str = RERUN_RUN_DIR,
@@ -167,7 +194,8 @@ def write_run(root: Path, *, checkpoint: Path | None, run_dir: str = RERUN_RUN_D
 def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> dict:
     """A results tree with one scored run holding the tiny checkpoint, ingested into a fresh warehouse.
 
-    Returns {"root", "run_dir", "run_id", "dataset"} (dataset: a 3-row gsm8k-format JSONL)."""
+    Returns {"root", "run_dir", "run_id", "dataset", "gsm8k_cache"} (dataset: a 3-row gsm8k-format JSONL;
+    gsm8k_cache: a local copy of openai/gsm8k with 3 synthetic test rows, for the real inspect_evals task)."""
     import json
 
     from traces.layout import run_id
@@ -179,7 +207,8 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
     assert report.stored == 1, report.problems
     dataset = tmp_path / "gsm8k_local.jsonl"
     dataset.write_text("".join(json.dumps(row) + "\n" for row in GSM8K_ROWS))
-    return {"root": root, "run_dir": run_dir, "run_id": run_id(RERUN_METHOD, RERUN_RUN_DIR), "dataset": dataset}
+    return {"root": root, "run_dir": run_dir, "run_id": run_id(RERUN_METHOD, RERUN_RUN_DIR), "dataset": dataset,
+            "gsm8k_cache": local_dataset(tmp_path / "gsm8k-cache", "gsm8k")}
 
 
 class RedisDatabases:
@@ -257,6 +286,10 @@ def use_broker(monkeypatch: pytest.MonkeyPatch, url: str) -> str:
 
     monkeypatch.setattr(app.conf, "broker_url", url)
     monkeypatch.setattr(app.conf, "broker_transport_options", {})
+    # The app keeps pools of connections and producers to the first broker it used (Celery's remote control,
+    # e.g. the worker census, publishes through them): new ones for this broker.
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
     return url
 
 
@@ -269,18 +302,23 @@ def redis_broker(monkeypatch: pytest.MonkeyPatch) -> str:
 class CeleryWorker:
     """A real ``celery -A ptbsite worker`` subprocess (its own process group, so it can be SIGKILLed whole).
 
-    It gets only the broker URL: its DATABASE_URL and PTB_WAREHOUSE point at paths that do not exist, so
-    everything it does for a job goes through the web server's API."""
+    It gets the broker URL, the worker token and a templates folder: its DATABASE_URL and PTB_WAREHOUSE point at
+    paths that do not exist, so everything it does for a job goes through the web server's API. Its Hugging Face
+    and XDG caches are empty folders of its own (no dataset is on it unless a job brings a local copy)."""
 
-    def __init__(self, broker_url: str, log_path: Path) -> None:
+    def __init__(self, broker_url: str, log_path: Path, *, templates: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
         import subprocess
         import sys
 
         self.log_path = log_path
+        caches = log_path.parent / f"{log_path.stem}-caches"
         env = {**os.environ, "CELERY_BROKER_URL": broker_url, "PYTHONUNBUFFERED": "1",
                "DATABASE_URL": "sqlite:////nonexistent/worker-must-not-open.sqlite3",
-               "PTB_WAREHOUSE": "/nonexistent/worker-must-not-open.duckdb",
-               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+               "PTB_WAREHOUSE": "/nonexistent/worker-must-not-open.duckdb", "PTB_WORKER_TOKEN": WORKER_TOKEN,
+               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+               "HF_HOME": str(caches / "hf"), "XDG_CACHE_HOME": str(caches / "xdg"),
+               **({"PTB_TEMPLATES_DIR": str(templates)} if templates else {}), **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "ptbsite", "worker", "--pool=solo", "--loglevel=INFO",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
@@ -322,9 +360,10 @@ class CeleryWorker:
 
 
 @pytest.fixture(scope="module")
-def celery_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryWorker]:
+def celery_worker(tmp_path_factory: pytest.TempPathFactory, templates_dir: Path) -> Iterator[CeleryWorker]:
     """One worker for a test module, on a flushed Redis test database (use with ``redis_broker``)."""
-    worker = CeleryWorker(redis_url(flush=True), tmp_path_factory.mktemp("worker") / "celery-worker.log")
+    worker = CeleryWorker(redis_url(flush=True), tmp_path_factory.mktemp("worker") / "celery-worker.log",
+                          templates=templates_dir, env={"PTB_JUDGE_COMMAND": JUDGE_COMMAND})
     yield worker
     worker.stop()
 

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from evaluator.models import ApiToken, RerunJob
+from evaluator.permissions import issue_job_credential
 from tests.conftest import WORKER_TOKEN, use_broker
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +22,8 @@ def _pages(run_id: str, job_id: int) -> list[tuple[str, str]]:
         ("get", "/api/reruns"), ("post", "/api/reruns"), ("get", f"/api/reruns/{job_id}"),
         ("post", f"/api/reruns/{job_id}/cancel"), ("post", f"/api/runs/{run_id}/overrides"),
         ("post", f"/api/runs/{run_id}/judge"), ("get", "/api/reviews/agreement"),
+        ("get", "/reruns/form-extras?benchmark=gsm8k"), ("get", "/api/workers"),
+        ("get", f"/reruns/{job_id}/eval-log/view"),
     ]
 
 
@@ -61,15 +64,25 @@ def test_staff_reaches_every_page(staff_client: Client, rerun_tree: dict, job: R
     for method, url in _pages(rerun_tree["run_id"], job.pk):
         if method == "get":
             # 404 only where the job has no .eval log yet; every other page answers 200.
-            assert staff_client.get(url).status_code == (404 if url.endswith("/eval-log") else 200), url
+            assert staff_client.get(url).status_code == (404 if "/eval-log" in url else 200), url
 
 
 def test_worker_endpoints_need_the_worker_token(client: Client, job: RerunJob, settings) -> None:
     settings.PTB_WORKER_TOKEN = WORKER_TOKEN
+    credential = {"HTTP_X_PTB_JOB_CREDENTIAL": issue_job_credential(job)}
     for url in _worker_endpoints(job.pk):
-        assert client.post(url, {}, content_type="application/json").status_code == 403
-        assert client.post(url, {}, content_type="application/json",
-                           HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+        assert client.post(url, {}, content_type="application/json", **credential).status_code == 403
+        assert client.post(url, {}, content_type="application/json", HTTP_AUTHORIZATION="Bearer wrong",
+                           **credential).status_code == 403
+    # The worker token alone is not enough either: each job has its own credential.
+    start, progress, finish = _worker_endpoints(job.pk)
+    assert client.post(start, {"host": "h"}, content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {WORKER_TOKEN}").status_code == 403
+    assert client.post(progress, {}, content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {WORKER_TOKEN}").status_code == 403
+    assert client.post(finish, {"report": '{"status": "failed"}'}, HTTP_AUTHORIZATION=f"Bearer {WORKER_TOKEN}"
+                       ).status_code == 403
+    assert RerunJob.objects.get(pk=job.pk).status == "queued"
     settings.PTB_WORKER_TOKEN = ""  # no token configured: no worker gets in
     assert client.post(_worker_endpoints(job.pk)[0], {"host": "h"}, content_type="application/json",
                        HTTP_AUTHORIZATION="Bearer ").status_code == 403

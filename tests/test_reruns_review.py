@@ -1,8 +1,9 @@
-"""Verdict review: overrides with their audit log, the judge re-run, agreement counts, bulk reruns, stale jobs."""
+"""Verdict review: overrides with their audit log, the judge re-run refused without a command (the re-run itself is
+a job: tests/test_reruns_worker.py), agreement counts, bulk reruns, stale and expired jobs."""
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,6 @@ from traces import selectors, services
 from traces.layout import run_id as make_run_id
 
 pytestmark = pytest.mark.django_db
-JUDGE_STUB = Path(__file__).resolve().parent / "judge_stub.py"
 
 
 @pytest.fixture
@@ -89,23 +89,6 @@ def test_agreement_counts_judge_against_reviewer(staff_client: Client, rerun_tre
         "kind": "contamination", "agreed": 1, "disagreed": 1, "judge_error": 0}
 
 
-def test_the_judge_reruns_with_the_configured_command(staff_client: Client, rerun_tree: dict, settings) -> None:
-    settings.PTB_JUDGE_COMMAND = [sys.executable, str(JUDGE_STUB), "{run_dir}"]
-    run_id = rerun_tree["run_id"]
-    assert "Re-run judge" in staff_client.get(f"/runs/{run_id}/").content.decode()
-    assert staff_client.post(f"/reruns/runs/{run_id}/judge").status_code == 302
-    run = selectors.get_run(run_id)
-    reruns = {v.kind: v for v in run.verdicts if v.attempt == "rerun"}
-    assert reruns["contamination"].value == "flagged"
-    # It ran in a copy of the run's task/ folder, with the run directory as its argument.
-    assert reruns["contamination"].note == "re-run by reviewer"
-    assert reruns["evaluation_access"].note == f"saw train.py of {rerun_tree['run_dir'].name}; re-run by reviewer"
-    assert reruns["disallowed_model"].value == "clean"
-    assert run.flags["contamination"] is None  # a txt-era rerun is shown, the original verdict counts (spec 3.1)
-    assert "re-run by reviewer" in staff_client.get(f"/runs/{run_id}/").content.decode()
-    assert not (rerun_tree["run_dir"] / "task" / "contamination_judgement.txt").exists()
-
-
 def test_the_judge_rerun_is_refused_without_a_command(staff_client: Client, rerun_tree: dict, settings) -> None:
     settings.PTB_JUDGE_COMMAND = []
     response = staff_client.post(f"/reruns/runs/{rerun_tree['run_id']}/judge")
@@ -139,7 +122,9 @@ def test_admin_actions_cancel_and_requeue(rerun_tree: dict, redis_broker: str) -
     assert (new.run_id, new.status, new.limit) == (job.run_id, "queued", 2)
 
 
-def test_a_running_job_without_heartbeat_is_failed_when_read(staff_client: Client, rerun_tree: dict, settings) -> None:
+def test_a_stale_job_is_failed_by_the_reaper_not_by_a_read(staff_client: Client, rerun_tree: dict, settings) -> None:
+    # Reads never write: the job page of a job whose worker went silent still shows it running until the reaper
+    # (manage.py reap_jobs, started beside the server by `serve`) ends it.
     settings.PTB_JOB_STALE_SECONDS = 60
     old = timezone.now() - timedelta(seconds=61)
     job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x", status="running",
@@ -147,10 +132,29 @@ def test_a_running_job_without_heartbeat_is_failed_when_read(staff_client: Clien
     fresh = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x",
                                     status="running", started_at=old, heartbeat_at=timezone.now())
     page = staff_client.get(f"/reruns/{job.pk}/").content.decode()
+    assert 'id="job-state">running' in page and "worker lost" not in page
+    assert staff_client.get(f"/api/reruns/{job.pk}").json()["status"] == "running"
+    assert RerunJob.objects.get(pk=job.pk).status == "running"
+    call_command("reap_jobs", stdout=StringIO())
+    page = staff_client.get(f"/reruns/{job.pk}/").content.decode()
     assert "worker lost: no heartbeat since" in page and "(host gpu7)" in page
     job.refresh_from_db()
     fresh.refresh_from_db()
     assert (job.status, fresh.status) == ("failed", "running")
+
+
+def test_a_queued_job_whose_credential_expired_is_failed_by_the_reaper(rerun_tree: dict, settings) -> None:
+    settings.PTB_JOB_CREDENTIAL_SECONDS = 3600
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x")
+    young = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x")
+    RerunJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=2))
+    out = StringIO()
+    call_command("reap_jobs", stdout=out)
+    assert f": {job.pk}" in out.getvalue()
+    job.refresh_from_db()
+    young.refresh_from_db()
+    assert job.status == "failed" and "no worker took the job from queue celery within 3600 s" in job.reason
+    assert young.status == "queued"
 
 
 def test_reap_jobs_command_fails_stale_jobs(rerun_tree: dict, settings, capsys) -> None:

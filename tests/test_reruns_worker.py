@@ -1,5 +1,7 @@
-"""Rerun jobs end to end: a real Celery worker process on a real Redis broker evaluates a tiny Qwen2 checkpoint
-with inspect-ai on CPU and reports back to a live test server over HTTP; kill, cancel and failure paths."""
+"""Jobs end to end: a real Celery worker process on a real Redis broker evaluates a tiny Qwen2 checkpoint with
+inspect-ai on CPU (the real inspect_evals tasks on local copies of their datasets, each attempt in a process of its
+own) and reports back to a live test server over HTTP; judge re-runs as jobs; a job nobody takes; kill, cancel
+and failure paths; the demo's rerunnable run clicked through in a browser."""
 from __future__ import annotations
 
 import json
@@ -13,9 +15,12 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from inspect_ai.log import read_eval_log
 
+from evaluator.benchmarks import spec_for
 from evaluator.models import RerunJob
-from tests.conftest import CeleryWorker, redis_url, use_broker
+from tests.conftest import JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
 from traces import selectors
+from traces import services as run_services
+from traces.layout import run_id as make_run_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -136,9 +141,10 @@ def test_a_running_job_can_be_cancelled(
 
 def test_a_worker_killed_mid_job_leaves_the_job_failed(
     worker_settings, rerun_tree: dict, staff_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    templates_dir: Path,
 ) -> None:
     url = use_broker(monkeypatch, redis_url(1, flush=True))  # its own queue: the module's worker must not take it
-    worker = CeleryWorker(url, tmp_path / "doomed-worker.log")
+    worker = CeleryWorker(url, tmp_path / "doomed-worker.log", templates=templates_dir)
     try:
         worker_settings.PTB_JOB_STALE_SECONDS = 3
         response = staff_client.post("/reruns/new", {"run_id": rerun_tree["run_id"], "max_tokens": "64",
@@ -156,3 +162,107 @@ def test_a_worker_killed_mid_job_leaves_the_job_failed(
     assert job.status == "failed" and job.reason.startswith("worker lost: no heartbeat since")
     assert 'id="job-state">failed' in staff_client.get(f"/reruns/{job_id}/").content.decode()
     assert len(selectors.evaluations(rerun_tree["run_id"])) == 1
+
+
+# --- the real benchmark tasks ---
+
+@pytest.mark.parametrize("benchmark, task", [
+    ("gsm8k", "inspect_evals/gsm8k"), ("aime2025", "inspect_evals/aime2025"), ("humaneval", "inspect_evals/humaneval"),
+    ("gpqamain", "gpqa_main"), ("bfcl", "inspect_evals/bfcl"),
+])
+def test_the_real_benchmark_task_runs_on_a_local_copy_of_its_dataset(
+    celery_worker: CeleryWorker, redis_broker: str, worker_settings, rerun_tree: dict, tiny_checkpoint: Path,
+    staff_client: Client, tmp_path: Path, benchmark: str, task: str,
+) -> None:
+    # The worker has no hub and an empty Hugging Face cache; the job names a local copy of the benchmark's dataset
+    # (2 synthetic rows in the `datasets` cache layout), which the real task loads offline.
+    name = f"{benchmark}_Qwen_Qwen3-1.7B-Base_17000101"
+    write_run(rerun_tree["root"], checkpoint=tiny_checkpoint, run_dir=name)
+    run_services.ingest_tree(root=rerun_tree["root"])
+    run_id = make_run_id("claude_claude-opus-4-6_10h_run1", name)
+    copy = local_dataset(tmp_path / f"{benchmark}-copy", benchmark, n=2)
+    response = staff_client.post("/api/reruns", {"run_id": run_id, "max_tokens": 8, "dataset_path": str(copy)},
+                                 content_type="application/json")
+    assert response.status_code == 201, response.content
+    job = _wait(response.json()["id"], lambda j: not j.is_active, timeout=240)
+    assert job.status == "succeeded", job.reason + job.log
+
+    log = read_eval_log(str(worker_settings.PTB_EVAL_LOG_DIR / job.eval_log))
+    assert log.eval.task == task and log.eval.model == f"hf/{job.checkpoint}"
+    assert log.eval.metadata["ptb_job"] == job.pk and log.results.total_samples == 2
+    assert job.new_score == log.results.scores[0].metrics["accuracy"].value
+    settings = selectors.evaluations(run_id)[0]["provenance"]["settings"]
+    spec = spec_for(benchmark)
+    assert (settings["max_connections"], settings["family"], settings["family_from"]) == (
+        spec.max_connections, "qwen", "path")
+    assert settings["chat_template_file"] == "qwen3.jinja" and settings["dataset"] == str(copy)
+    assert (job.samples_done, job.samples_total) == (2, 2)
+
+
+# --- nobody listening ---
+
+def _until_the_worker_answers(timeout: float = 30) -> None:
+    from evaluator import workers
+
+    deadline = time.monotonic() + timeout
+    while not workers.census("celery", fresh=True).listening:
+        assert time.monotonic() < deadline, "the module's worker never answered Celery's inspect"
+
+def test_a_job_nobody_takes_says_no_worker_is_listening(
+    celery_worker: CeleryWorker, redis_broker: str, worker_settings, rerun_tree: dict, staff_client: Client,
+) -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+    worker_settings.PTB_JOB_QUEUE = "nobody-listens-here"
+    worker_settings.PTB_JOB_PICKUP_SECONDS = 1
+    extras = staff_client.get("/reruns/form-extras?benchmark=gsm8k").content.decode()
+    assert "No worker has been seen on queue <code>nobody-listens-here</code>" in extras
+    response = staff_client.post("/reruns/new", {"run_id": rerun_tree["run_id"], "max_tokens": "8",
+                                                 "dataset_path": str(rerun_tree["dataset"])})
+    job_id = int(response["Location"].rstrip("/").rsplit("/", 1)[1])
+    assert "Waiting" not in staff_client.get(f"/reruns/{job_id}/status").content.decode()  # not yet: 1 s
+    time.sleep(1.5)
+    status = staff_client.get(f"/reruns/{job_id}/status").content.decode()
+    assert "No worker is listening on queue nobody-listens-here" in status
+    assert 'id="job-state">queued' in status and RerunJob.objects.get(pk=job_id).queue == "nobody-listens-here"
+    # The module's worker listens on the default queue: the form names it (once it answered a broadcast: a busy
+    # machine may make it miss one), and a job there is not "waiting".
+    worker_settings.PTB_JOB_QUEUE = "celery"
+    _until_the_worker_answers()
+    extras = staff_client.get("/reruns/form-extras?benchmark=gsm8k").content.decode()
+    assert 'id="rerun-workers">1 worker(s) on queue <code>celery</code>: test-' in extras
+    assert staff_client.get("/api/workers").json()["listening"] is True
+    staff_client.post(f"/reruns/{job_id}/cancel")
+
+
+# --- the judge re-run is a job ---
+
+def test_the_judge_reruns_as_a_job(
+    celery_worker: CeleryWorker, redis_broker: str, worker_settings, rerun_tree: dict, staff_client: Client,
+) -> None:
+    # The server offers the re-run because it has a command; the worker runs its own (the same stub here).
+    worker_settings.PTB_JUDGE_COMMAND = json.loads(JUDGE_COMMAND)
+    run_id = rerun_tree["run_id"]
+    assert "Re-run judge" in staff_client.get(f"/runs/{run_id}/").content.decode()
+    response = staff_client.post(f"/reruns/runs/{run_id}/judge")
+    assert response.status_code == 302
+    job_id = int(response["Location"].rstrip("/").rsplit("/", 1)[1])
+    job = _wait(job_id, lambda j: not j.is_active)
+    assert (job.kind, job.status) == ("judge", "succeeded"), job.reason + job.log
+    assert "verdicts stored: contamination flagged, disallowed_model clean" in job.log
+    page = staff_client.get(f"/reruns/{job_id}/").content.decode()
+    assert "Judge re-run #" in page and "judge done" in page and "hx-trigger" not in page
+    run = selectors.get_run(run_id)
+    reruns = {v.kind: v for v in run.verdicts if v.attempt == "rerun"}
+    assert reruns["contamination"].value == "flagged"
+    # It ran in a copy of the run's task/ folder, with the run directory as its argument.
+    assert reruns["contamination"].note == "re-run by reviewer"
+    assert reruns["evaluation_access"].note == f"saw train.py of {rerun_tree['run_dir'].name}; re-run by reviewer"
+    assert reruns["disallowed_model"].value == "clean"
+    assert run.flags["contamination"] is None  # a txt-era rerun is shown, the original verdict counts (spec 3.1)
+    assert "re-run by reviewer" in staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert not (rerun_tree["run_dir"] / "task" / "contamination_judgement.txt").exists()
+    api = staff_client.post(f"/api/runs/{run_id}/judge", content_type="application/json")
+    assert api.status_code == 201 and api.json()["kind"] == "judge"
+    _wait(api.json()["id"], lambda j: not j.is_active)

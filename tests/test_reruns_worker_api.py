@@ -1,21 +1,31 @@
-"""The worker API's rules: who may report, a lost worker's job retried once, late reports ignored, a cancel
-winning over a late success."""
+"""The worker API's rules: who may report (the worker token and the job's own signed credential), a lost worker's
+job retried once, late reports ignored, a cancel winning over a late success, and the server reading the score
+from the uploaded .eval log itself (garbage, another job's or a tampered log refused)."""
 from __future__ import annotations
 
+import json
+import time
 from datetime import timedelta
 from io import BytesIO
+from pathlib import Path
 
 import pytest
+from django.core import signing
 from django.test import Client
 from django.utils import timezone
 
 from evaluator import services
 from evaluator.models import RerunJob
-from tests.conftest import WORKER_TOKEN
+from evaluator.permissions import CREDENTIAL_SALT, issue_job_credential
+from tests.conftest import GSM8K_ROWS, WORKER_TOKEN
 from traces import selectors
 
 pytestmark = pytest.mark.django_db
-AUTH = {"HTTP_AUTHORIZATION": f"Bearer {WORKER_TOKEN}"}
+
+
+def _auth(job: RerunJob, credential: str | None = None) -> dict[str, str]:
+    return {"HTTP_AUTHORIZATION": f"Bearer {WORKER_TOKEN}",
+            "HTTP_X_PTB_JOB_CREDENTIAL": issue_job_credential(job) if credential is None else credential}
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +35,8 @@ def worker_token(settings) -> None:
 
 
 def _start(client: Client, job: RerunJob, host: str = "gpu2") -> dict:
-    response = client.post(f"/api/worker/jobs/{job.pk}/start", {"host": host}, content_type="application/json", **AUTH)
+    response = client.post(f"/api/worker/jobs/{job.pk}/start", {"host": host}, content_type="application/json",
+                           **_auth(job))
     assert response.status_code == 200
     return response.json()
 
@@ -55,7 +66,7 @@ def test_progress_answers_a_pending_cancel(client: Client) -> None:
     _start(client, job)
     services.cancel_job(job)
     response = client.post(f"/api/worker/jobs/{job.pk}/progress", {"samples_done": 2, "samples_total": 9,
-                           "log": ["sample 2"]}, content_type="application/json", **AUTH)
+                           "log": ["sample 2"]}, content_type="application/json", **_auth(job))
     assert response.json() == {"status": "running", "cancel_requested": True}
     job.refresh_from_db()
     assert (job.samples_done, job.samples_total) == (2, 9) and "sample 2" in job.log
@@ -67,7 +78,7 @@ def test_a_late_success_after_a_cancel_stores_nothing(client: Client, rerun_tree
     services.cancel_job(job)
     report = '{"status": "succeeded", "score": 1.0, "samples_done": 3, "samples_total": 3, "provenance": {}}'
     response = client.post(f"/api/worker/jobs/{job.pk}/finish",
-                           {"report": report, "eval_log": BytesIO(b"zip")}, **AUTH)
+                           {"report": report, "eval_log": BytesIO(b"zip")}, **_auth(job))
     assert response.json() == {"status": "cancelled", "reason": "cancelled before the result was stored"}
     assert len(selectors.evaluations(rerun_tree["run_id"])) == 1
 
@@ -76,7 +87,145 @@ def test_a_report_after_the_job_ended_is_ignored(client: Client, rerun_tree: dic
     job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x",
                                   status="failed", reason="worker lost: no heartbeat since ...")
     report = '{"status": "succeeded", "score": 1.0, "provenance": {}}'
-    response = client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": report, "eval_log": BytesIO(b"z")}, **AUTH)
+    response = client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": report, "eval_log": BytesIO(b"z")},
+                           **_auth(job))
     assert response.json()["status"] == "failed"
     assert len(selectors.evaluations(rerun_tree["run_id"])) == 1
-    assert client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": "[1]"}, **AUTH).status_code == 400
+    assert client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": "[1]"}, **_auth(job)).status_code == 400
+
+
+# --- forged credentials ---
+
+def test_a_forged_or_foreign_credential_is_refused(client: Client, settings) -> None:
+    job = RerunJob.objects.create(run_id="r", benchmark="gsm8k", checkpoint="/x", celery_task_id="task-1")
+    other = RerunJob.objects.create(run_id="r", benchmark="gsm8k", checkpoint="/x", celery_task_id="task-2")
+    url = f"/api/worker/jobs/{job.pk}/start"
+    good = issue_job_credential(job)
+    forged = {
+        "none": "",
+        "signed with another key": signing.dumps({"job": job.pk, "task": "task-1"}, key="not-the-secret-key",
+                                                 salt=CREDENTIAL_SALT, compress=True),
+        "another salt": signing.dumps({"job": job.pk, "task": "task-1"}, salt="other", compress=True),
+        "edited": good[:-3] + ("AAA" if not good.endswith("AAA") else "BBB"),
+        "another job's": issue_job_credential(other),
+    }
+    for what, credential in forged.items():
+        response = client.post(url, {"host": "h"}, content_type="application/json", **_auth(job, credential))
+        assert response.status_code == 403, what
+    assert client.post(url, {"host": "h"}, content_type="application/json", **_auth(other, forged["another job's"])
+                       ).status_code == 403  # the credential of job `other` on job's URL
+    RerunJob.objects.filter(pk=job.pk).update(celery_task_id="task-1-requeued")
+    response = client.post(url, {"host": "h"}, content_type="application/json", **_auth(job, good))
+    assert response.status_code == 403 and "earlier delivery" in response.json()["detail"]
+    job.refresh_from_db()
+    settings.PTB_JOB_CREDENTIAL_SECONDS = 1
+    old = issue_job_credential(job)
+    time.sleep(2.1)
+    response = client.post(url, {"host": "h"}, content_type="application/json", **_auth(job, old))
+    assert response.status_code == 403 and "expired" in response.json()["detail"]
+    assert RerunJob.objects.get(pk=job.pk).status == "queued"  # nothing a refused call did changed the job
+    settings.PTB_JOB_CREDENTIAL_SECONDS = 60
+    assert client.post(url, {"host": "h"}, content_type="application/json", **_auth(job)).json()["proceed"] is True
+    # The worker token is still needed beside the credential.
+    headers = {**_auth(job), "HTTP_AUTHORIZATION": "Bearer wrong"}
+    assert client.post(f"/api/worker/jobs/{job.pk}/progress", {}, content_type="application/json",
+                       **headers).status_code == 403
+
+
+# --- the server reads the .eval log ---
+
+@pytest.fixture(scope="module")
+def scored_log(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path, templates_dir: Path) -> Path:
+    """A real .eval log: the tiny checkpoint on a 3-row gsm8k-format JSONL (one attempt, 8 new tokens)."""
+    from evaluator.runner import evaluate_checkpoint
+
+    folder = tmp_path_factory.mktemp("scored")
+    dataset = folder / "gsm8k_local.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in GSM8K_ROWS))
+    outcome = evaluate_checkpoint(checkpoint=tiny_checkpoint, benchmark="gsm8k", limit=None, max_tokens=8,
+                                  log_dir=folder / "logs", provider="hf", dataset_path=dataset,
+                                  templates_dir=templates_dir, eval_metadata={"ptb_job": 0, "ptb_task": "t"})
+    return outcome.log_path
+
+
+def _log_for(job: RerunJob, base: Path, tmp_path: Path, edit=None) -> BytesIO:
+    """The base log as this job's worker would have written it (its metadata and model), then ``edit``ed."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(base))
+    log.eval.metadata = {"ptb_job": job.pk, "ptb_task": job.celery_task_id, "ptb_run": job.run_id}
+    log.eval.model = f"hf/{job.checkpoint}"
+    if edit:
+        edit(log)
+    path = tmp_path / f"job{job.pk}-{time.monotonic_ns()}.eval"
+    write_eval_log(log, str(path))
+    return BytesIO(path.read_bytes())
+
+
+@pytest.fixture
+def running_job(client: Client, rerun_tree: dict, scored_log: Path, settings, tmp_path: Path) -> RerunJob:
+    settings.PTB_EVAL_LOG_DIR = tmp_path / "evals"
+    from inspect_ai.log import read_eval_log
+
+    checkpoint = read_eval_log(str(scored_log), header_only=True).eval.model.removeprefix("hf/")
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint=checkpoint,
+                                  dataset_path=str(rerun_tree["dataset"]), celery_task_id="task-log")
+    _start(client, job)
+    job.refresh_from_db()
+    return job
+
+
+def _finish(client: Client, job: RerunJob, upload: BytesIO, claimed: float = 0.99):
+    report = json.dumps({"status": "succeeded", "score": claimed, "samples_done": 3, "samples_total": 3,
+                         "provenance": {"provider": "hf"}})
+    return client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": report, "eval_log": upload}, **_auth(job))
+
+
+def test_the_score_stored_is_read_from_the_log_not_the_report(client: Client, running_job: RerunJob,
+                                                               scored_log: Path, tmp_path: Path, settings) -> None:
+    from inspect_ai.log import read_eval_log
+
+    response = _finish(client, running_job, _log_for(running_job, scored_log, tmp_path), claimed=0.99)
+    assert response.status_code == 200 and response.json() == {"status": "succeeded", "reason": ""}
+    in_log = read_eval_log(str(scored_log)).results.scores[0].metrics["accuracy"].value
+    running_job.refresh_from_db()
+    assert running_job.new_score == in_log != 0.99
+    assert "the worker reported score 0.99; the .eval log says" in running_job.log
+    newest = selectors.evaluations(running_job.run_id)[0]
+    assert newest["accuracy"] == in_log and newest["provenance"]["log_task"] == "gsm8k"
+    assert newest["provenance"]["score_read_by"].startswith("server")
+    assert (settings.PTB_EVAL_LOG_DIR / running_job.eval_log).is_file()
+
+
+@pytest.mark.parametrize("upload, refusal", [
+    ("garbage", "not an inspect-ai .eval log"),
+    ("another job", "was not written for job"),
+    ("another checkpoint", "not the job's checkpoint"),
+    ("another task", "is of task 'inspect_evals/aime2025', not gsm8k"),
+    ("tampered accuracy", "is not the mean of its 3 sample scores"),
+    ("errored", "ended error, not success"),
+])
+def test_a_garbage_or_forged_log_is_refused(client: Client, running_job: RerunJob, scored_log: Path, tmp_path: Path,
+                                            settings, upload: str, refusal: str) -> None:
+    def edit(log) -> None:
+        if upload == "another job":
+            log.eval.metadata = {"ptb_job": running_job.pk + 1, "ptb_task": "task-other"}
+        elif upload == "another checkpoint":
+            log.eval.model = "hf//somewhere/else/final_model"
+        elif upload == "another task":
+            log.eval.task = "inspect_evals/aime2025"
+        elif upload == "tampered accuracy":
+            log.results.scores[0].metrics["accuracy"].value = 1.0
+        elif upload == "errored":
+            log.status = "error"
+
+    body = BytesIO(b"PK\x03\x04 this is not a zip at all" * 50) if upload == "garbage" else _log_for(
+        running_job, scored_log, tmp_path, edit)
+    before = selectors.evaluations(running_job.run_id)
+    response = _finish(client, running_job, body)
+    assert response.status_code == 422 and refusal in response.json()["detail"], response.content
+    running_job.refresh_from_db()
+    assert running_job.status == "failed" and running_job.reason.startswith("the uploaded .eval log was refused")
+    assert refusal in running_job.reason and running_job.new_score is None and not running_job.eval_log
+    assert selectors.evaluations(running_job.run_id) == before  # nothing stored
+    assert not any(settings.PTB_EVAL_LOG_DIR.glob("*"))  # the refused upload is not kept

@@ -35,10 +35,14 @@ class Command(BaseCommand):
         if not wait:
             return
         deadline = time.monotonic() + timeout
+        reaped = time.monotonic()
         while job.is_active:
             if time.monotonic() > deadline:
                 raise CommandError(f"job {job.pk} still {job.status} after {timeout:.0f} s")
             time.sleep(0.5)
+            if time.monotonic() - reaped > 10:  # a command may write: end the job if its worker was lost
+                services.reap_stale_jobs()
+                reaped = time.monotonic()
             job = selectors.get_job(job.pk)
         self.stdout.write(f"status: {job.status}")
         if job.reason:
