@@ -67,8 +67,10 @@ class EvidenceContext:
 
 
 @lru_cache(maxsize=64)
-def _model_patterns(models: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((m, re.compile(re.escape(m) + r"(?![\w.-])")) for m in models)
+def _models_pattern(models: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Any of the model ids not followed by ``[\\w.-]``: one alternation, so one search (a backtracking search of
+    an alternation finds a match exactly when one of its alternatives has one); None for no ids."""
+    return re.compile("(?:" + "|".join(map(re.escape, models)) + r")(?![\w.-])") if models else None
 
 
 def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext, *,
@@ -102,8 +104,8 @@ def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext
         found.append("test_data")
     # "-Instruct" in a dataset's name is not a model
     models = _DATASET_CALL.sub("", text) if "dataset_call" in hits else text
-    if (has("instruct") if models is text else _INSTRUCT.search(models)) or any(
-            m in models and pattern.search(models) for m, pattern in _model_patterns(context.instruct_models)):
+    named = _models_pattern(context.instruct_models)
+    if (has("instruct") if models is text else _INSTRUCT.search(models)) or (named and named.search(models)):
         found.append("non_base_model")
     name = (tool or "").lower()
     if (name in _WRITE_TOOLS and _HARNESS_PATH.search(_written_path(text, data))) or has("shell_write"):

@@ -109,7 +109,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from . import evidence
@@ -178,7 +178,7 @@ class Call:
     hits: frozenset[str] = frozenset()
     sure: frozenset[str] = frozenset()
     data: object = evidence.UNPARSED
-    _found: dict[str, re.Match[str] | None] = field(default_factory=dict)
+    _found: dict[str, re.Match[str] | None] | None = None
     _raw_scan: tuple[frozenset[str], frozenset[str]] | None = None
     _output_scan: tuple[frozenset[str], frozenset[str]] | None = None
 
@@ -190,11 +190,12 @@ class Call:
         """The first match of the rule ``name`` of :data:`CALL_RULES` in the call's text, else None."""
         if name not in self.hits:
             return None
-        try:
+        if self._found is None:
+            self._found = {}
+        elif name in self._found:
             return self._found[name]
-        except KeyError:
-            found = self._found[name] = CALL_RULES.rules[name].search(self.text)
-            return found
+        found = self._found[name] = CALL_RULES.rules[name].search(self.text)
+        return found
 
     def has(self, name: str) -> bool:
         """Whether the rule ``name`` of :data:`CALL_RULES` matches somewhere in the call's text."""

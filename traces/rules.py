@@ -3,33 +3,42 @@ what they match.
 
 A rule is a Python regular expression; it stays the definition (``traces/facets.py``, ``traces/evidence.py``)
 and it alone finds the match text, groups and positions. A :class:`RuleSet` compiles a *relaxed* copy of each of
-its rules into one RE2 Set (a DFA over all of them, linear in the text: ~200 MB/s here, against 1.5-7 MB/s for
-one Python pattern of these families, measured by ``bench/ingest.py``). :meth:`RuleSet.candidates` runs the Set
-once over a text and returns the names of the rules whose relaxed copy matches; only those need a Python search.
+its rules into one RE2 Set (a DFA over all of them, linear in the text: 15-30x faster than Python's ``re`` over
+these rules, one pattern at a time or as one alternation: ``bench/rule_engines.py``, figures in
+bench/RESULTS.md). :meth:`RuleSet.scan` runs the Set once over a text and returns ``(may, sure)``: the rules
+whose relaxed copy matches, and those of them known to match without asking Python.
 
-Exactness: the relaxed copy matches every text its rule matches (it may match more), so a rule not among the
-candidates cannot match, and every result is the one the Python patterns alone give. The copy is written from
-the parsed Python pattern (``re._parser``), node by node:
+Exactness: the relaxed copy matches every text its rule matches (it may match more), so a rule not in ``may``
+cannot match, and every result is the one the Python patterns alone give. The copy is written from the parsed
+Python pattern (``re._parser``), node by node:
 
 * literals and ranges match themselves; under ``re.IGNORECASE`` (whole pattern or a ``(?i:...)`` group) every
   character Python treats as equal is spelled out: both ASCII cases, and for ``i``/``k``/``s`` also the non-ASCII
-  ``İ ı``/``K``/``ſ`` that Python's case folding equates with them (``tests/test_rules_engine.py`` checks this
-  against ``re`` over every code point); a non-ASCII character may match any non-ASCII character.
+  ``İ ı``/``K``/``ſ`` that Python's case folding equates with them (:data:`CASE_EXTRAS`;
+  ``tests/test_rules_engine.py`` checks it against ``re`` over every code point); a non-ASCII character under
+  IGNORECASE may match any non-ASCII character.
 * ``\\w``, ``\\d``, ``\\s`` (Unicode-aware in Python, ASCII in RE2) become their ASCII members plus every non-ASCII
   character; ``\\W``, ``\\D``, ``\\S`` everything but the ASCII members of their opposite. Inside ``[^...]`` each
   only stands for its ASCII members, so the negated class excludes no character Python's would keep.
-* ``.`` is ``[^\\n]`` (any character with ``re.DOTALL``); ``^`` is RE2's ``^`` (``(?m:^)`` under ``re.MULTILINE``),
-  ``\\A`` and ``\\Z`` the text's start and end, ``$`` under ``re.MULTILINE`` ``(?m:$)``.
+* ``.`` is ``[^\\n]`` (any character with ``re.DOTALL``); ``^`` is RE2's ``^`` (``(?m:^)`` under
+  ``re.MULTILINE``), ``\\A`` and ``\\Z`` the text's start and end, ``$`` under ``re.MULTILINE`` ``(?m:$)``.
 * ``\\b``, ``\\B``, a ``$`` without ``re.MULTILINE``, lookahead and lookbehind assertions are left out: they only
   ever forbid matches. Lazy, possessive and atomic forms become plain repeats and groups; counts above RE2's
   1000 become ``*``.
-* Anything else (a back-reference, a conditional group) makes the rule :attr:`RuleSet.unrelaxed`: it is always a
-  candidate, so still exact, only not sped up.
+* Anything else (a back-reference, a conditional group) makes the rule :attr:`RuleSet.unrelaxed`: it is always
+  in ``may``, so still exact, only not sped up.
 
-A text that cannot be encoded as UTF-8 (a lone surrogate; the parsers never store one) makes every rule a
-candidate. RE2 is given ``max_mem`` = :data:`RE2_MAX_MEM` bytes: a Set's DFA that runs out of memory clears its
-cache and goes on (RE2 bails out only for single patterns, never for a Set), and ``Compile`` raises if the
-program does not fit.
+ASCII texts (most commands) are scanned by a second Set that keeps ``\\b``/``\\B`` (RE2's ASCII word boundaries
+are Python's on an ASCII text): on an ASCII text every construct above is then exact except lookarounds, a
+non-multiline ``$``, possessive/atomic forms, huge counts, and non-ASCII characters or negated letter ranges
+under IGNORECASE, so a rule
+without those (:attr:`RuleSet.exact_on_ascii`; every rule of this app) that the Set reports is in ``sure``.
+
+A text that cannot be encoded as UTF-8 (a lone surrogate; the parsers never store one) puts every rule in
+``may``. RE2 gets ``max_mem`` = :data:`RE2_MAX_MEM` bytes. A Set's match cannot fail once it has compiled:
+RE2's DFA falls back to its NFA when its state cache thrashes, but not for a Set (which has no NFA; it flushes
+the cache and goes on), and ``Compile`` itself runs a first search and raises if the budget does not hold the
+states that needs.
 """
 from __future__ import annotations
 
@@ -41,6 +50,7 @@ from re import _parser as sre_parse
 import re2
 
 RE2_MAX_MEM = 64 << 20  # bytes
+_SEEN_MAX = 4096  # distinct (ASCII?, rules found) combinations whose result pair a RuleSet keeps
 _TOP = 0x10FFFF
 _NON_ASCII = [(0x80, _TOP)]
 # ASCII letters that Python's re.IGNORECASE equates with non-ASCII characters (every other ASCII letter only
@@ -258,6 +268,7 @@ class RuleSet:
         self.exact_on_ascii = frozenset(n for n, e in zip(self._names, exact) if e)
         self._exact = exact
         self._all = frozenset(self.rules)
+        self._seen: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         if self._names:
             self._loose.Compile()
             self._ascii.Compile()
@@ -275,13 +286,13 @@ class RuleSet:
             return self._all, frozenset()
         if not found:
             return self.unrelaxed, frozenset()
-        names = self._names
-        may = frozenset([names[i] for i in found]).union(self.unrelaxed)
-        if not ascii_text:
-            return may, frozenset()
-        exact = self._exact
-        return may, frozenset([names[i] for i in found if exact[i]])
-
-    def candidates(self, text: str) -> frozenset[str]:
-        """The names of the rules that may match somewhere in ``text`` (``scan(text)[0]``)."""
-        return self.scan(text)[0]
+        key = (ascii_text, *found)
+        scanned = self._seen.get(key)
+        if scanned is None:
+            names, exact = self._names, self._exact
+            may = frozenset([names[i] for i in found]).union(self.unrelaxed)
+            sure = frozenset([names[i] for i in found if exact[i]]) if ascii_text else frozenset()
+            scanned = (may, sure)
+            if len(self._seen) < _SEEN_MAX:  # a trace repeats few combinations: share one pair per combination
+                self._seen[key] = scanned
+        return scanned
