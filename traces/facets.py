@@ -25,7 +25,7 @@ non-evaluation call is scanned once with :data:`OUTPUT_RULES` (``rl_steps``, ``r
 ``examples_generated``); ``self_score`` reads the outputs of evaluation calls only. No output rule reads a bounded
 prefix: each one's fact depends on the whole output (``rl_steps`` the largest step anywhere in it,
 ``rollouts_per_step`` and ``self_score`` the last one printed, ``examples_generated`` the sum of every count), so
-a prefix would change facts; the scan reads ~200 MB/s, so the whole output costs little.
+a prefix would change facts; the scan reads 100-150 MB/s here, so the whole output costs little.
 
 Phase of a tool call (:func:`classify_call`), first match wins:
 

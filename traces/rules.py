@@ -3,7 +3,7 @@ what they match.
 
 A rule is a Python regular expression; it stays the definition (``traces/facets.py``, ``traces/evidence.py``)
 and it alone finds the match text, groups and positions. A :class:`RuleSet` compiles a *relaxed* copy of each of
-its rules into one RE2 Set (a DFA over all of them, linear in the text: 15-30x faster than Python's ``re`` over
+its rules into one RE2 Set (a DFA over all of them, linear in the text: 10-40x faster than Python's ``re`` over
 these rules, one pattern at a time or as one alternation: ``bench/rule_engines.py``, figures in
 bench/RESULTS.md). :meth:`RuleSet.scan` runs the Set once over a text and returns ``(may, sure)``: the rules
 whose relaxed copy matches, and those of them known to match without asking Python.
