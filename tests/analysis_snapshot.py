@@ -18,7 +18,8 @@ a rule change, then change the rule.
 
 Regenerate (only when a rule changes on purpose, and say so in the commit)::
 
-    .venv/bin/python -m tests.analysis_snapshot --runs 12 --seed 12 --no-long-run tests/fixtures/rules_demo_12_12.json.gz
+    .venv/bin/python -m tests.analysis_snapshot --runs 12 --seed 12 --no-long-run \\
+        tests/fixtures/rules_demo_12_12.json.gz
     .venv/bin/python -m tests.analysis_snapshot --runs 12 --seed 1 --long-run-only tests/fixtures/rules_long_run.json.gz
     .venv/bin/python -m tests.analysis_snapshot --fuzz 2000 --seed 15 tests/fixtures/rules_fuzz.json.gz
 """

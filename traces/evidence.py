@@ -74,7 +74,8 @@ def _models_pattern(models: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext, *,
-         hits: Collection[str] | None = None, sure: Collection[str] = frozenset(), data: object = UNPARSED) -> list[str]:
+         hits: Collection[str] | None = None, sure: Collection[str] = frozenset(),
+         data: object = UNPARSED) -> list[str]:
     """The rule ids a step matches, in a fixed order; [] for steps that are not tool calls or match none.
 
     Args:

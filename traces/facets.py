@@ -329,8 +329,9 @@ def _rule_family(*families: dict[str, re.Pattern[str]]) -> dict[str, re.Pattern[
 
 # Every rule that reads a tool call's text (phases, methods, libraries, datasets, rollouts) and every evidence
 # rule that reads its raw input, in one RE2 Set: a shell command, which is both, is scanned once.
-CALL_RULES = RuleSet(_rule_family(_PHASE_RULES, METHOD_RULES, {name: LIBRARY_RULES[lib] for lib, name in _LIBRARY_NAMES},
-                                  {"dataset": _DATASET, "rollouts": _ROLLOUTS}, evidence.PATTERNS))
+CALL_RULES = RuleSet(_rule_family(
+    _PHASE_RULES, METHOD_RULES, {name: LIBRARY_RULES[lib] for lib, name in _LIBRARY_NAMES},
+    {"dataset": _DATASET, "rollouts": _ROLLOUTS}, evidence.PATTERNS))
 # The rules that read a tool result's output: each non-evaluation call's output is scanned once.
 OUTPUT_RULES = RuleSet({"rollouts": _ROLLOUTS, "examples": _EXAMPLES, "reward": _REWARD})
 
