@@ -46,3 +46,12 @@ def test_only_tool_calls_are_evidence():
     assert mark("tool_call", "Bash", text, GSM8K) == ["benchmark_dataset", "test_data"]
     assert mark("tool_result", "Bash", text, GSM8K) == []
     assert mark("assistant", None, text, GSM8K) == []
+
+
+def test_instruct_model_ids_that_prefix_each_other():
+    # the context's ids are searched as one alternation: "org/m" fails its lookahead in "org/m-x", "org/m-x" holds
+    context = EvidenceContext((), ("org/m", "org/m-x"))
+    assert mark("tool_call", "Bash", "huggingface-cli download org/m-x --local-dir m", context) == ["non_base_model"]
+    assert mark("tool_call", "Bash", "huggingface-cli download org/m-xy --local-dir m", context) == []
+    assert mark("tool_call", "Bash", "python -c 'load(\"org/m\")'", context) == ["non_base_model"]
+    assert mark("tool_call", "Bash", "echo org/m-x", EvidenceContext((), ())) == []

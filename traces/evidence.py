@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from .rules import RuleSet
+
+if TYPE_CHECKING:
+    from .facets import Call
 
 _WRITE_TOOLS = {"write", "edit", "multiedit", "str_replace", "apply_patch", "write_file", "replace", "notebookedit",
                 "file_change", "patch"}
 _TEST_SPLIT = re.compile(r"""split\s*=\s*["'](?:test|validation\+test)|\btest\.(?:jsonl?|parquet|csv)\b""")
 _INSTRUCT = re.compile(r"""[\w.-]+/[\w.-]*?(?:-Instruct|-instruct|-it|-Chat|-chat)\b""")
-_LLM_API = re.compile(
+LLM_API = re.compile(
     r"api\.openai\.com|api\.anthropic\.com|generativelanguage\.googleapis\.com|openrouter\.ai|api\.together\.xyz|"
     r"api\.deepseek\.com|dashscope\.aliyuncs\.com|from openai import|import anthropic|anthropic\.Anthropic\(|"
     r"OpenAI\(|genai\.Client\("
@@ -39,6 +47,15 @@ _FETCH = re.compile(
 _DATASET_CALL = re.compile(r"""load_dataset\([^)]*\)|--repo-type[= ]dataset\S*\s+\S+""")
 _TRAIN_ONLY = re.compile(r"""split\s*=\s*["']train["']""")
 _SHELL_WRITE = re.compile(r"(?:sed\s+-i|>>?|\bcp\b|\bmv\b|\brm\b|\btee\b|\bpatch\b|cat\s*>)[^\n|;&]*(?:evaluate\.py|templates/)")
+# The rules that read a tool call's raw input, by name: scanned together (traces.rules.RuleSet), here for mark()
+# on its own and in traces.facets.CALL_RULES with the facet rules during an ingest.
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "fetch": _FETCH, "train_only": _TRAIN_ONLY, "test_split": _TEST_SPLIT, "dataset_call": _DATASET_CALL,
+    "instruct": _INSTRUCT, "shell_write": _SHELL_WRITE, "llm_api": LLM_API,
+}
+_RULES = RuleSet(PATTERNS)
+UNPARSED = object()      # mark(data=...): the input has not been parsed as JSON
+INVALID_JSON = object()  # mark(data=...): the input is not JSON
 
 
 @dataclass(frozen=True)
@@ -49,29 +66,68 @@ class EvidenceContext:
     instruct_models: tuple[str, ...]
 
 
-def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext) -> list[str]:
-    """The rule ids a step matches, in a fixed order; [] for steps that are not tool calls or match none."""
+@lru_cache(maxsize=64)
+def _models_pattern(models: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Any of the model ids not followed by ``[\\w.-]``: one alternation, so one search (a backtracking search of
+    an alternation finds a match exactly when one of its alternatives has one); None for no ids."""
+    return re.compile("(?:" + "|".join(map(re.escape, models)) + r")(?![\w.-])") if models else None
+
+
+def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext, *,
+         hits: Collection[str] | None = None, sure: Collection[str] = frozenset(),
+         data: object = UNPARSED) -> list[str]:
+    """The rule ids a step matches, in a fixed order; [] for steps that are not tool calls or match none.
+
+    Args:
+        text: the step's raw input (a shell command, a file tool's JSON arguments, a patch).
+        hits, sure: the names of :data:`PATTERNS` that may / surely match ``text`` (``RuleSet.scan``; supersets
+            of the first and subsets of the second are fine), when a scan of the text has them already; else
+            ``text`` is scanned here.
+        data: ``text`` parsed as JSON (``json.loads``), :data:`INVALID_JSON` when it is not JSON, or
+            :data:`UNPARSED` (parsed here when the rules need it).
+    """
     if kind != "tool_call" or not text:
         return []
-    hits = []
-    lowered = text.lower()
-    fetched = [ref.lower() for ref in _fetched_refs(text)]
+    if hits is None:
+        hits, sure = _RULES.scan(text)
+
+    def has(name: str) -> bool:
+        return name in sure or (name in hits and PATTERNS[name].search(text) is not None)
+
+    found = []
+    fetched = [ref.lower() for ref in _fetched_refs(text)] if "fetch" in hits else []
     if (
         any(name.lower() in ref for ref in fetched for name in context.datasets)
-        and not _TRAIN_ONLY.search(text)  # a train split of the benchmark's dataset is allowed (e.g. GSM8K)
+        and not has("train_only")  # a train split of the benchmark's dataset is allowed (e.g. GSM8K)
     ):
-        hits.append("benchmark_dataset")
-    if _TEST_SPLIT.search(text):
-        hits.append("test_data")
-    models = _DATASET_CALL.sub("", text)  # "-Instruct" in a dataset's name is not a model
-    if _INSTRUCT.search(models) or any(re.search(re.escape(m) + r"(?![\w.-])", models) for m in context.instruct_models):
-        hits.append("non_base_model")
+        found.append("benchmark_dataset")
+    if has("test_split"):
+        found.append("test_data")
+    # "-Instruct" in a dataset's name is not a model
+    models = _DATASET_CALL.sub("", text) if "dataset_call" in hits else text
+    named = _models_pattern(context.instruct_models)
+    if (has("instruct") if models is text else _INSTRUCT.search(models)) or (named and named.search(models)):
+        found.append("non_base_model")
     name = (tool or "").lower()
-    if (name in _WRITE_TOOLS and _HARNESS_PATH.search(_written_path(text))) or _SHELL_WRITE.search(text):
-        hits.append("eval_harness")
-    if _LLM_API.search(text):
-        hits.append("outside_llm_api")
-    return hits
+    if (name in _WRITE_TOOLS and _HARNESS_PATH.search(_written_path(text, data))) or has("shell_write"):
+        found.append("eval_harness")
+    if has("llm_api"):
+        found.append("outside_llm_api")
+    return found
+
+
+def call_marks(calls: Iterable[Call], context: EvidenceContext) -> dict[int, list[str]]:
+    """``{step index: rule ids}`` of every tool call that matches a rule (:func:`mark` over its raw input),
+    reusing each call's scan (``Call.raw_scan``) and parsed JSON input (``Call.data``) from
+    ``traces.facets.tool_calls``."""
+    out = {}
+    for call in calls:
+        step = call.step
+        hits, sure = call.raw_scan
+        found = mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure, data=call.data)
+        if found:
+            out[step.index] = found
+    return out
 
 
 def _fetched_refs(text: str) -> list[str]:
@@ -82,12 +138,16 @@ def _fetched_refs(text: str) -> list[str]:
 _PATCH_PATHS = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^[AMDR] (/\S+)", re.M)
 
 
-def _written_path(text: str) -> str:
+def _written_path(text: str, data: object = UNPARSED) -> str:
     """The paths a file tool writes: ``file_path``/``filePath``/``path`` of its JSON input, the ``*** Add File:``
-    headers of a patch, the ``A /path`` lines of a Codex file change; else the whole input."""
-    try:
-        data = json.loads(text)
-    except ValueError:
+    headers of a patch, the ``A /path`` lines of a Codex file change; else the whole input. ``data``: as in
+    :func:`mark`."""
+    if data is UNPARSED:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = INVALID_JSON
+    if data is INVALID_JSON:
         paths = [a or b for a, b in _PATCH_PATHS.findall(text)]
         return " " + " ".join(paths) if paths else text
     if isinstance(data, dict):

@@ -17,6 +17,16 @@ talking about GRPO is not doing it):
 * a tool call's *result*: the ``tool_result`` step with the same ``call_id``, else the next tool result before
   the next tool call (formats without call ids).
 
+How they run (one pass, issue 15): :func:`tool_calls` scans each call's text once with :data:`CALL_RULES`, one
+RE2 Set holding every rule below that reads a call's text and every ``traces.evidence`` rule (``traces.rules``:
+it says which rules may match; only those run their Python pattern, which alone decides), and classifies the call
+once; :func:`extract`, :func:`phases` and ``traces.evidence.call_marks`` all read those calls. The output of each
+non-evaluation call is scanned once with :data:`OUTPUT_RULES` (``rl_steps``, ``rollouts_per_step``,
+``examples_generated``); ``self_score`` reads the outputs of evaluation calls only. No output rule reads a bounded
+prefix: each one's fact depends on the whole output (``rl_steps`` the largest step anywhere in it,
+``rollouts_per_step`` and ``self_score`` the last one printed, ``examples_generated`` the sum of every count), so
+a prefix would change facts; the scan reads 100-150 MB/s here, so the whole output costs little.
+
 Phase of a tool call (:func:`classify_call`), first match wins:
 
 * ``evaluation``: runs or writes an evaluation: ``evaluate.py``, ``lm_eval``/``lm-eval``, ``inspect eval``,
@@ -98,11 +108,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .evidence import _LLM_API
+from . import evidence
+from .rules import RuleSet
 from .steps import Step
 
 IDLE_GAP_S = 600.0
@@ -150,17 +161,62 @@ class Phase:
 @dataclass(slots=True)
 class Call:
     """A tool call with its text (see the module docstring), its head (a file tool's path, else the text),
-    its phase and its result step (None when the trace has none)."""
+    its phase and its result step (None when the trace has none).
+
+    ``hits``/``sure``: the rules of :data:`CALL_RULES` that may / surely match the text (one RE2 pass,
+    ``traces.rules``); :meth:`search` runs a rule's Python pattern only when it may match, once per call, and
+    :meth:`has` not even then when it surely does. ``data``: the
+    input parsed as JSON when it starts with ``{`` (``evidence.INVALID_JSON`` when that fails, else
+    ``evidence.UNPARSED``), shared with the evidence rules so no input is parsed twice.
+    """
 
     step: Step
     text: str
     head: str
     phase: str = "other"
     result: Step | None = None
+    hits: frozenset[str] = frozenset()
+    sure: frozenset[str] = frozenset()
+    data: object = evidence.UNPARSED
+    _found: dict[str, re.Match[str] | None] | None = None
+    _raw_scan: tuple[frozenset[str], frozenset[str]] | None = None
+    _output_scan: tuple[frozenset[str], frozenset[str]] | None = None
 
     @property
     def is_shell(self) -> bool:
         return (self.step.tool or "").lower() in SHELL_TOOLS
+
+    def search(self, name: str) -> re.Match[str] | None:
+        """The first match of the rule ``name`` of :data:`CALL_RULES` in the call's text, else None."""
+        if name not in self.hits:
+            return None
+        if self._found is None:
+            self._found = {}
+        elif name in self._found:
+            return self._found[name]
+        found = self._found[name] = CALL_RULES.rules[name].search(self.text)
+        return found
+
+    def has(self, name: str) -> bool:
+        """Whether the rule ``name`` of :data:`CALL_RULES` matches somewhere in the call's text."""
+        return name in self.sure or self.search(name) is not None
+
+    @property
+    def raw_scan(self) -> tuple[frozenset[str], frozenset[str]]:
+        """``(may, sure)`` of :data:`CALL_RULES` over the raw input (what the evidence rules read): the text's
+        when the input is its own text (most shell calls), else one more scan."""
+        if self._raw_scan is None:
+            raw = self.step.input or ""
+            self._raw_scan = (self.hits, self.sure) if raw is self.text or raw == self.text else CALL_RULES.scan(raw)
+        return self._raw_scan
+
+    @property
+    def output_scan(self) -> tuple[frozenset[str], frozenset[str]]:
+        """``(may, sure)`` of :data:`OUTPUT_RULES` over the result's output (empty without a result)."""
+        if self._output_scan is None:
+            self._output_scan = OUTPUT_RULES.scan(self.result.output) if self.result is not None \
+                else (frozenset(), frozenset())
+        return self._output_scan
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -174,20 +230,22 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _call_text(step: Step) -> tuple[str, str]:
-    """(text, head) of a tool call: JSON inputs are read as their joined string values, head = their path."""
+def _call_text(step: Step) -> tuple[str, str, object]:
+    """(text, head, parsed JSON input) of a tool call: JSON inputs are read as their joined string values,
+    head = their path; the third item is as :attr:`Call.data`."""
     raw = step.input or ""
+    data: object = evidence.UNPARSED
     if raw.startswith("{"):
         try:
             data = json.loads(raw)
         except ValueError:
-            data = None
+            data = evidence.INVALID_JSON
         if isinstance(data, dict):
             head = next((data[k] for k in _FILE_PATH_KEYS if isinstance(data.get(k), str)), None)
             text = "\n".join(_strings(data))
-            return text, head if head is not None else text
+            return text, head if head is not None else text, data
     text = raw.replace('\\"', '"').replace("\\n", "\n")
-    return text, text
+    return text, text, data
 
 
 _EVAL = re.compile(r"\bevaluate\.py\b|\blm[_-]eval\b|\binspect\s+eval\b|\blighteval\b|\b[\w-]*eval[\w-]*\.py\b", re.I)
@@ -217,7 +275,7 @@ METHOD_RULES: dict[str, re.Pattern[str]] = {
     "dpo": re.compile(r"\b(?:DPO|ORPO|KTO|CPO)(?:Trainer|Config)\b|\btrl\s+dpo\b|\bstage\s*[:=]\s*dpo\b"),
     "other_rl": re.compile(r"\b(?:RLOO|OnlineDPO|XPO|NashMD)(?:Trainer|Config)\b|\bREINFORCE\b"
                            r"|\badv_estimator\s*=\s*(?:rloo|reinforce_plus_plus|remax)\b"),
-    "distillation": re.compile(_LLM_API.pattern + r"|\bteacher(?:_model)?\b|\bdistill", re.I),
+    "distillation": re.compile(evidence.LLM_API.pattern + r"|\bteacher(?:_model)?\b|\bdistill", re.I),
     "programmatic_data": re.compile(r"\bdef\s+(?:gen|generate|make|synth|create)\w*\(|\bsolver\b|\bsynthetic\b"
                                     r"|\bitertools\.product\b", re.I),
     "curriculum": re.compile(r"\bcurriculum\b|\beasy[_ -]to[_ -]hard\b|\bby difficulty\b"
@@ -252,30 +310,75 @@ _SCORE = re.compile(r"(?<![\w/])(accuracy|acc|pass@\d+|exact_match|win[_ ]rate|s
                     r"(\d+(?:\.\d+)?)\s*(%)?", re.I)
 
 
-def classify_call(text: str, head: str) -> str:
-    """The phase of one tool call from its text and head (module docstring, "Phase of a tool call")."""
-    if _EVAL.search(head):
+_REWARD = re.compile("reward", re.I)  # the RE2 gate of rl_steps' ``"reward" in output.lower()`` (same texts)
+
+_PHASE_RULES = {"eval": _EVAL, "launch": _LAUNCH, "trainer_code": _TRAINER_CODE, "train_name": _TRAIN_NAME,
+                "data": _DATA}
+_LIBRARY_NAMES = tuple((lib, f"library:{lib}") for lib in LIBRARIES)
+
+
+def _rule_family(*families: dict[str, re.Pattern[str]]) -> dict[str, re.Pattern[str]]:
+    merged: dict[str, re.Pattern[str]] = {}
+    for family in families:
+        clash = merged.keys() & family.keys()
+        if clash:
+            raise ValueError(f"rule names used twice: {sorted(clash)}")
+        merged.update(family)
+    return merged
+
+
+# Every rule that reads a tool call's text (phases, methods, libraries, datasets, rollouts) and every evidence
+# rule that reads its raw input, in one RE2 Set: a shell command, which is both, is scanned once.
+CALL_RULES = RuleSet(_rule_family(
+    _PHASE_RULES, METHOD_RULES, {name: LIBRARY_RULES[lib] for lib, name in _LIBRARY_NAMES},
+    {"dataset": _DATASET, "rollouts": _ROLLOUTS}, evidence.PATTERNS))
+# The rules that read a tool result's output: each non-evaluation call's output is scanned once.
+OUTPUT_RULES = RuleSet({"rollouts": _ROLLOUTS, "examples": _EXAMPLES, "reward": _REWARD})
+
+
+def _classify(text: str, head: str, hits: frozenset[str], sure: frozenset[str],
+              search: Callable[[str], object]) -> str:
+    """The phase from the text's scan (``hits``/``sure``: the rules that may / surely match) and
+    ``search(name)``, the match of a rule of _PHASE_RULES in the text."""
+
+    def has(name: str) -> bool:
+        return name in sure or (name in hits and search(name) is not None)
+
+    if has("eval") if head is text or head == text else _EVAL.search(head):
         return "evaluation"
-    if _LAUNCH.search(text) or _TRAINER_CODE.search(text) or _TRAIN_NAME.search(text):
+    if has("launch") or has("trainer_code") or has("train_name"):
         return "training"
-    if _DATA.search(text):
+    if has("data"):
         return "data"
     return "other"
 
 
+def classify_call(text: str, head: str) -> str:
+    """The phase of one tool call from its text and head (module docstring, "Phase of a tool call")."""
+    hits, sure = CALL_RULES.scan(text)
+    return _classify(text, head, hits, sure, lambda name: _PHASE_RULES[name].search(text))
+
+
 def call_phase(step: Step) -> str:
     """The phase of one tool-call step (:func:`classify_call` over its text and head)."""
-    return classify_call(*_call_text(step))
+    text, head, _ = _call_text(step)
+    return classify_call(text, head)
 
 
 def tool_calls(steps: Sequence[Step]) -> list[Call]:
-    """Every tool call in order, with its text, phase and result (paired by ``call_id``, else the next result)."""
+    """Every tool call in order, with its text, phase and result (paired by ``call_id``, else the next result).
+
+    Each call's text is scanned once (:data:`CALL_RULES`) and classified once; :func:`extract`, :func:`phases`
+    and ``traces.evidence.call_marks`` all read these calls, so pass the list to each of them.
+    """
     calls: list[Call] = []
     open_calls: dict[str, Call] = {}
     for step in steps:
         if step.kind == "tool_call":
-            text, head = _call_text(step)
-            call = Call(step, text, head, classify_call(text, head))
+            text, head, data = _call_text(step)
+            hits, sure = CALL_RULES.scan(text)
+            call = Call(step, text, head, hits=hits, sure=sure, data=data)
+            call.phase = _classify(text, head, hits, sure, call.search)
             calls.append(call)
             if step.call_id:
                 open_calls[step.call_id] = call
@@ -305,28 +408,31 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-def extract(steps: Sequence[Step]) -> list[Facet]:
+def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[Facet]:
     """Every facet of a trace (rules in the module docstring), methods first, then measured facets.
 
     Args:
         steps: a parsed trace's steps (``ParsedTrace.steps``), ``steps[i].index == i`` not required.
+        calls: ``tool_calls(steps)`` when the caller has it already (the ingest shares it with phases and
+            evidence); computed otherwise.
 
     Returns:
         Facets in the order of METHOD_FACETS then MEASURED_FACETS; ``library``/``dataset`` one per name in order
         of first appearance; facets whose rule found nothing are absent. Raises nothing.
     """
-    calls = tool_calls(steps)
+    calls = tool_calls(steps) if calls is None else calls
     work = [c for c in calls if c.phase != "evaluation"]
     facets: list[Facet] = []
 
     methods: dict[str, list[tuple[int, str]]] = {}
-    for name, rule in METHOD_RULES.items():
-        pool = [c for c in work if c.phase != "training"] if name == "programmatic_data" else work
-        for call in pool:
-            match = rule.search(call.text)
+    for call in work:
+        for name in METHOD_RULES:
+            if name not in call.hits or (name == "programmatic_data" and call.phase == "training"):
+                continue
+            match = call.search(name)
             if match:
                 methods.setdefault(name, []).append((call.step.index, match[0].strip()))
-    training_calls = [c for c in work if c.phase == "training" and (_TRAINER_CODE.search(c.text) or _LAUNCH.search(c.text))]
+    training_calls = [c for c in work if c.phase == "training" and (c.has("trainer_code") or c.has("launch"))]
     if training_calls and "lora" not in methods and "qlora" not in methods:
         methods["full_finetune"] = [(c.step.index, "no LoRA/QLoRA in the training calls") for c in training_calls]
     for name in METHOD_FACETS:
@@ -338,23 +444,28 @@ def extract(steps: Sequence[Step]) -> list[Facet]:
         cited: dict[str, list[int]] = {}
         for call in work:
             if name == "library":
-                found = [lib for lib, rule in LIBRARY_RULES.items() if rule.search(call.text)]
-            else:
+                found = [lib for lib, rule in _LIBRARY_NAMES if rule in call.hits and call.has(rule)]
+            elif "dataset" in call.hits:
                 found = [next(g for g in m.groups() if g) for m in _DATASET.finditer(call.text)]
                 found = [d for d in found if d.lower() not in _DATASET_BUILDERS]
+            else:
+                continue
             for value in found:
                 steps_of = cited.setdefault(value, [])
                 if call.step.index not in steps_of:
                     steps_of.append(call.step.index)
         facets += [Facet(name, value, None, tuple(idx)) for value, idx in cited.items()]
 
-    launches = [c.step.index for c in work if c.is_shell and _LAUNCH.search(c.text)]
+    launches = [c.step.index for c in work if c.is_shell and c.has("launch")]
     if launches:
         facets.append(Facet("training_launches", str(len(launches)), float(len(launches)), tuple(launches)))
 
     best: tuple[int, int] | None = None  # (rl step, result step index)
     for call in calls:
-        if call.phase != "training" or call.result is None or "reward" not in call.result.output.lower():
+        if call.phase != "training" or call.result is None:
+            continue
+        may, sure = call.output_scan
+        if "reward" not in sure and ("reward" not in may or "reward" not in call.result.output.lower()):
             continue
         output = call.result.output
         numbers = [int(m[1]) for line in output.splitlines() if "reward" in line.lower()
@@ -367,10 +478,10 @@ def extract(steps: Sequence[Step]) -> list[Facet]:
 
     rollouts: tuple[int, int] | None = None
     for call in work:
-        for source in (call.step, call.result):
-            if source is None:
-                continue
-            text = call.text if source is call.step else source.output
+        sources = [(call.text, call.step)] if "rollouts" in call.hits else []
+        if call.result is not None and "rollouts" in call.output_scan[0]:
+            sources.append((call.result.output, call.result))
+        for text, source in sources:
             for match in _ROLLOUTS.finditer(text):
                 rollouts = (_int(next(g for g in match.groups() if g)), source.index)
     if rollouts is not None:
@@ -378,7 +489,7 @@ def extract(steps: Sequence[Step]) -> list[Facet]:
 
     examples, cited_examples = 0, []
     for call in work:
-        if call.result is None:
+        if call.result is None or "examples" not in call.output_scan[0]:
             continue
         counts = [_int(m[1]) for m in _EXAMPLES.finditer(call.result.output)]
         if counts:
@@ -410,14 +521,15 @@ def _filled_times(steps: Sequence[Step]) -> list[datetime | None]:
     return times
 
 
-def phases(steps: Sequence[Step], *, idle_gap_s: float = IDLE_GAP_S) -> list[Phase]:
-    """The trace's time split into phases (module docstring, "Time"); [] when no step has a time.
+def phases(steps: Sequence[Step], *, idle_gap_s: float = IDLE_GAP_S, calls: list[Call] | None = None) -> list[Phase]:
+    """The trace's time split into phases (module docstring, "Time"); [] when no step has a time. ``calls``:
+    ``tool_calls(steps)`` when the caller has it already.
 
     Returns:
         Consecutive :class:`Phase` stretches from the first timed step to the last, in order; zero-length
         intervals are dropped, so the stretches' durations sum to the trace's span.
     """
-    calls = tool_calls(steps)
+    calls = tool_calls(steps) if calls is None else calls
     phase_by_index = {c.step.index: c.phase for c in calls}
     times = _filled_times(steps)
     start = next((t for t in times if t is not None), None)

@@ -232,9 +232,11 @@ class Ingester:
         replaced = counts.replaced + parsed.replaced_chars
 
         state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, trace_text, metrics)
-        context = self.contexts[run_name.benchmark]
+        # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
+        calls = facets.tool_calls(parsed.steps)
+        marks = evidence.call_marks(calls, self.contexts[run_name.benchmark])
         texts: list[tuple] = []
-        steps = list(self._step_rows(rid, "agent", parsed, context, texts))
+        steps = list(self._step_rows(rid, "agent", parsed, marks, texts))
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
             if m or path.name == "judgement.log":
@@ -242,7 +244,7 @@ class Ingester:
                 judge_parsed = parse_trace(_read(path, self.redactor, counts) or "", source=path.name)
                 replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
-                steps += list(self._step_rows(rid, judge, judge_parsed, None, texts))
+                steps += list(self._step_rows(rid, judge, judge_parsed, {}, texts))
 
         def redact_verdict(text: str) -> str:
             redacted, n = self.redactor.redact_counted(text)
@@ -284,22 +286,24 @@ class Ingester:
         verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
                         for v in verdicts]
         rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
-                "texts": texts, **_analysis_rows(rid, parsed, run_dir, self.redactor, counts)}
+                "texts": texts, **_analysis_rows(rid, parsed, calls, run_dir, self.redactor, counts)}
         replaced += _make_rows_storable(rows)
         run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
         return rows
 
-    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, context, texts: list[tuple]) -> Iterator[tuple]:
-        """Rows of the steps table for one parsed trace; the whole text of any field cut at STEP_TEXT_CAP is
-        appended to ``texts`` as step_texts rows."""
+    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, marks: dict[int, list[str]],
+                   texts: list[tuple]) -> Iterator[tuple]:
+        """Rows of the steps table for one parsed trace (``marks``: step index -> evidence rule ids, as
+        ``evidence.call_marks`` gives them); the whole text of any field cut at STEP_TEXT_CAP is appended to
+        ``texts`` as step_texts rows."""
         start = next((s.time for s in parsed.steps if s.time is not None), None)
         for s in parsed.steps:
-            marks = evidence.mark(s.kind, s.tool, s.input, context) if context else []
+            marked = marks.get(s.index)
             elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
             stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
             stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
             yield (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
-                   s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marks) or None,
+                   s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marked) if marked else None,
                    s.label, input_bytes, output_bytes)
 
 
@@ -411,14 +415,17 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
 
     warehouse.run_in_transaction(write)
 
-def _analysis_rows(rid: str, parsed: ParsedTrace, run_dir: Path, redactor: Redactor, counts: _Counts) -> dict:
-    """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``).
+def _analysis_rows(rid: str, parsed: ParsedTrace, calls: list[facets.Call], run_dir: Path, redactor: Redactor,
+                   counts: _Counts) -> dict:
+    """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``);
+    ``calls``: ``facets.tool_calls(parsed.steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
     the first sample. ``system_monitor.log`` is read from the run dir, else from ``task/``.
     """
-    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(parsed.steps)]
-    phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in facets.phases(parsed.steps)]
+    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(parsed.steps, calls=calls)]
+    phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
+                  for p in facets.phases(parsed.steps, calls=calls)]
     path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log") if p.is_file()),
                 None)
     samples = parse_monitor(_read(path, redactor, counts) or "") if path else []
