@@ -7,14 +7,19 @@
 # file      plain DuckDB file, `manage.py serve --workers 1` (the file admits one process)
 # ducklake  DuckLake, SQLite catalog + Parquet folder (the embedded default), `serve --workers $WORKERS`
 #
-# Env: DURATION (wrk -d, default 10s), CONNECTIONS (-c, 8), THREADS (-t, 2), WORKERS (3), PORT (8765),
-# PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
+# Env: DURATION (wrk -d, default 10s), CONNECTIONS (a list of -c values, default "8 64"), THREADS (-t, 2),
+# TIMEOUT (wrk --timeout, default 10s: a request slower than that is counted as a timeout, not as a latency),
+# WORKERS (3), PORT (8765), PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
 # `make_demo_results --runs 40 --seed 7` (a ~50 MB, 20,000-step long run), generated once, ingested per kind.
-# Prints requests/s, p50 and p99 latency (ms) per URL and the ratio of each page's requests/s to its static twin.
+# Prints requests/s, p50 and p99 latency (ms), non-2xx answers, socket errors (connect/read/write) and timeouts per
+# URL, and the ratio of each page's requests/s to its static twin. Between two wrk runs the server is drained: the
+# next run starts only once a static file answers within 1 s again (a backlog left by one run must not be billed
+# to the next).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
-DURATION=${DURATION:-10s} CONNECTIONS=${CONNECTIONS:-8} THREADS=${THREADS:-2} WORKERS=${WORKERS:-3} PORT=${PORT:-8765}
+DURATION=${DURATION:-10s} CONNECTIONS=${CONNECTIONS:-8 64} THREADS=${THREADS:-2} WORKERS=${WORKERS:-3}
+PORT=${PORT:-8765} TIMEOUT=${TIMEOUT:-10s}
 KINDS=${*:-file ducklake}
 OUT=bench/out
 TREE=$OUT/results-40-7
@@ -31,14 +36,23 @@ start() {  # start the server for this kind, wait until it answers
     for _ in $(seq 120); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/runs?limit=1" && return; sleep 0.5; done
     cat "$DATA/serve.log" >&2; exit 1
 }
-measure() {  # label path: one wrk run; prints "label req/s p50 p99 non2xx"
+drain() {  # wait until the server answers a static file within 1 s (at most 60 s), so runs do not overlap
+    for _ in $(seq 60); do
+        curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/static/bench/leaderboard.html" && return
+        sleep 1
+    done
+    echo "server still busy after 60 s of draining" >&2
+}
+measure() {  # label path connections: one wrk run; prints "label req/s p50 p99 non2xx errors timeouts"
     local report
-    report=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "http://127.0.0.1:$PORT$2")
+    drain
+    report=$(wrk -t"$THREADS" -c"$3" -d"$DURATION" --timeout "$TIMEOUT" --latency "http://127.0.0.1:$PORT$2")
     awk -v label="$1" '
         function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
         $1 == "50%" { p50 = ms($2) } $1 == "99%" { p99 = ms($2) }
         /Requests\/sec/ { rps = $2 } /Non-2xx/ { bad = $NF }
-        END { printf "%s %.1f %.1f %.1f %d\n", label, rps, p50, p99, bad }' <<<"$report"
+        /Socket errors/ { gsub(",", ""); errors = $4 + $6 + $8; timeouts = $10 }
+        END { printf "%s %.1f %.1f %.1f %d %d %d\n", label, rps, p50, p99, bad, errors, timeouts }' <<<"$report"
 }
 
 for KIND in $KINDS; do
@@ -57,24 +71,27 @@ for KIND in $KINDS; do
 from traces import selectors
 runs, _ = selectors.list_runs(limit=500)
 print(max(runs, key=lambda r: r.step_count).id)" | tail -n1)
-    declare -A PAGES=([leaderboard]=/ [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
+    declare -A PAGES=([leaderboard]=/ [api]=/api/leaderboard [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
+    NAMES="leaderboard api run steps"
     # Capture each page's bytes, then restart so WhiteNoise (which indexes files at start) serves them.
     start "$N"
     mkdir -p "$DATA/static/bench"
-    for name in leaderboard run steps; do curl -sf "http://127.0.0.1:$PORT${PAGES[$name]}" >"$DATA/static/bench/$name.html"; done
+    for name in $NAMES; do curl -sf "http://127.0.0.1:$PORT${PAGES[$name]}" >"$DATA/static/bench/$name.html"; done
     stop
     start "$N"
-    echo "== $KIND warehouse, $N worker(s), wrk -t$THREADS -c$CONNECTIONS -d$DURATION; long run $LONG"
-    printf "%-18s %9s %9s %9s %7s %9s %7s\n" url req/s p50_ms p99_ms non2xx bytes vs_static
-    for name in leaderboard run steps; do
-        page=$(measure "$name" "${PAGES[$name]}")
-        static=$(measure "$name(static)" "/static/bench/$name.html")
-        bytes=$(stat -c %s "$DATA/static/bench/$name.html")
-        read -r l r p50 p99 bad <<<"$page"
-        read -r sl sr sp50 sp99 sbad <<<"$static"
-        printf "%-18s %9s %9s %9s %7s %9s %7s\n" "${PAGES[$name]:0:18}" "$r" "$p50" "$p99" "$bad" "$bytes" \
-            "$(awk -v a="$r" -v b="$sr" 'BEGIN { printf "%.3f", a / b }')"
-        printf "%-18s %9s %9s %9s %7s %9s\n" "static $name" "$sr" "$sp50" "$sp99" "$sbad" "$bytes"
+    for C in $CONNECTIONS; do
+        echo "== $KIND warehouse, $N worker(s), wrk -t$THREADS -c$C -d$DURATION --timeout $TIMEOUT; long run $LONG"
+        printf "%-18s %9s %9s %9s %7s %7s %8s %9s %9s\n" url req/s p50_ms p99_ms non2xx sockerr timeouts bytes vs_static
+        for name in $NAMES; do
+            page=$(measure "$name" "${PAGES[$name]}" "$C")
+            static=$(measure "$name(static)" "/static/bench/$name.html" "$C")
+            bytes=$(stat -c %s "$DATA/static/bench/$name.html")
+            read -r l r p50 p99 bad err tmo <<<"$page"
+            read -r sl sr sp50 sp99 sbad serr stmo <<<"$static"
+            printf "%-18s %9s %9s %9s %7s %7s %8s %9s %9s\n" "${PAGES[$name]:0:18}" "$r" "$p50" "$p99" "$bad" "$err" "$tmo" \
+                "$bytes" "$(awk -v a="$r" -v b="$sr" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print "n/a" }')"
+            printf "%-18s %9s %9s %9s %7s %7s %8s %9s\n" "static $name" "$sr" "$sp50" "$sp99" "$sbad" "$serr" "$stmo" "$bytes"
+        done
     done
     stop
 done
