@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
+from django.urls import reverse
 
 from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
@@ -61,11 +62,11 @@ class JobOut(Schema):
 
     @staticmethod
     def resolve_eval_log_url(job: RerunJob) -> str | None:
-        return f"/reruns/{job.pk}/eval-log" if job.eval_log else None
+        return reverse("evaluator:eval_log", args=[job.pk]) if job.eval_log else None
 
     @staticmethod
     def resolve_page_url(job: RerunJob) -> str:
-        return f"/reruns/{job.pk}/"
+        return reverse("evaluator:job", args=[job.pk])
 
 
 class RerunIn(Schema):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from traces import services as run_services
@@ -131,7 +132,7 @@ def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
         raise Http404(str(exc)) from None
     except ValueError as exc:
         return HttpResponse(f"Not stored: {exc}", status=400, content_type="text/plain")
-    return redirect(f"/runs/{run_id}/#override-log")
+    return redirect(reverse("traces:run", args=[run_id]) + "#override-log")
 
 
 @require_POST

@@ -105,7 +105,7 @@ def _score_grid(path: Path, benchmarks: list[str], models: set[str], *, raw: boo
             yield line, row["model"], benchmark, text
 
 
-def import_published(*, directory: Path | None = None, suite_id: str = "posttrainbench") -> ImportReport:
+def import_published(*, directory: Path | None = None, suite_id: str = settings.DEFAULT_SUITE) -> ImportReport:
     """Load a suite and the published website data into the warehouse, replacing that suite's rows.
 
     A suite without a ``published`` section (no website files) is loaded by :func:`import_suite` instead.

@@ -105,6 +105,7 @@ api = ExplorerAPI(
     "Every HTML page of the site has a JSON twin here with the same query behind it. Times are UTC, with the "
     "zone. Errors answer {\"detail\": ...} with the statuses each operation lists.",
     renderer=UTCJSONRenderer(),
+    urls_namespace="api",  # {% url "api:<operation function>" %}
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)

@@ -106,6 +106,8 @@ DATABASES = {
 PTB_WAREHOUSE = os.environ.get(
     "PTB_WAREHOUSE", f"ducklake:sqlite:{DATA_DIR / 'ducklake' / 'catalog.sqlite'}?data={DATA_DIR / 'ducklake' / 'data'}"
 )
+# The suite a page or command uses when none is named (a suites/<id>.json file).
+DEFAULT_SUITE = os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 # How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).
 PTB_WAREHOUSE_RETRY_SECONDS = float(os.environ.get("PTB_WAREHOUSE_RETRY_SECONDS", "10"))
 
