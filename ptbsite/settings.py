@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "leaderboard",
     "traces",
     "evaluator",
+    "demo",  # the demo generator's commands (make_demo_results, demo_worker_assets); no product app imports it
 ]
 
 MIDDLEWARE = [

@@ -1,4 +1,4 @@
-"""The seeded demo results tree (traces/demo_results.py) covers what the spec describes and is reproducible."""
+"""The seeded demo results tree (demo/tree.py) covers what the spec describes and is reproducible."""
 from __future__ import annotations
 
 import hashlib
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from traces.demo_results import (
+from demo.tree import (
     CLEAN_CONTAMINATION, CLEAN_MODEL, FLAGGED_CONTAMINATION, FLAGGED_MODEL, RUN_STATES, DemoReport, DemoRun,
     make_demo_results,
 )
-from traces.demo_traces import TEST_SET_MARKERS, TRACE_FORMATS
+from demo.episode import TEST_SET_MARKERS
+from demo.writers import TRACE_FORMATS
 
 PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})Z\] ")
 JSON_FORMATS = {"claude_code", "codex_exec", "codex_protocol", "gemini", "opencode"}

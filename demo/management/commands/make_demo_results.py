@@ -1,6 +1,6 @@
 """``python manage.py make_demo_results DIR --runs N --seed S [--no-long-run]``: write a seeded demo results tree.
 
-See ``traces/demo_results.py`` for what the tree contains.
+See ``demo/tree.py`` for what the tree contains.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from traces.demo_results import make_demo_results
+from demo.tree import make_demo_results
 
 
 class Command(BaseCommand):

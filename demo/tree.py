@@ -3,7 +3,7 @@
 ``make_demo_results(root=..., runs=N, seed=S)`` writes a results root as described in
 ``shared/spec/posttrainbench-formats.md``: method dirs (spec 1.1), run dirs with retries (1.2), the run files of
 each state (1.3), a ``baseline/`` dir (1.4), an ``_aggregated/`` dir that ingest must ignore, raw traces in every
-scaffold format (section 2, rendered by ``traces/demo_traces.py``), verdict files of every judge era (section 3)
+scaffold format (section 2, rendered by ``demo/writers/``), verdict files of every judge era (section 3)
 and ``metrics.json`` (4.1). It returns a :class:`DemoReport`, the ground truth tests compare ingest against.
 
 Deterministic: the same seed gives byte-identical files (``random.Random(seed)``, fixed base dates, no clock).
@@ -17,10 +17,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Literal
 
-from traces.demo_traces import (
-    HOSTILE_IMG, HOSTILE_SCRIPT, Action, EpisodeFlavour, TraceInfo, _rand, _uuid, evaluate_py, plan_episode,
-    render_trace,
+from demo.episode import (
+    HOSTILE_IMG,
+    HOSTILE_SCRIPT,
+    Action,
+    EpisodeFlavour,
+    evaluate_py,
+    fake_uuid,
+    plan_episode,
+    rand_chars,
 )
+from demo.writers import TraceInfo, render_trace
 
 RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
                    "api_limit"]
@@ -494,7 +501,7 @@ def _judge_trace(rng: random.Random, s: _Slot, flagged_c: bool, flagged_m: bool)
                "The instruct model Qwen/Qwen3-4B was copied into final_model." if flagged_m else
                "Training used only allowed datasets and the base model was fine-tuned.")
     events = [
-        {"type": "thread.started", "thread_id": _uuid(rng)}, {"type": "turn.started"},
+        {"type": "thread.started", "thread_id": fake_uuid(rng)}, {"type": "turn.started"},
         {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning",
                                             "text": "**Inspecting training scripts**\n\nLooking for data sources."}},
         {"type": "item.started", "item": {"id": "item_1", "type": "command_execution",
@@ -830,11 +837,11 @@ def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True
         raise ValueError("runs must be >= 1")
     rng = random.Random(seed)
     tree = _Tree(root)
-    secrets = _Secrets(openai="sk-proj-" + _rand(rng, 156, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    secrets = _Secrets(openai="sk-proj-" + rand_chars(rng, 156, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                              "0123456789-_"),
-                       anthropic="sk-ant-api03-" + _rand(rng, 93, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                       anthropic="sk-ant-api03-" + rand_chars(rng, 93, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
                                                                   "vwxyz0123456789-_") + "AA",
-                       hf="hf_" + _rand(rng, 34))
+                       hf="hf_" + rand_chars(rng, 34))
     hostile_runs: list[str] = []
     written: list[DemoRun] = []
     used_ids: set[int] = set()
