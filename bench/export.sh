@@ -28,7 +28,7 @@ import django
 django.setup()
 import duckdb
 
-from leaderboard.export import export_site
+from export.exporter import export_site
 from leaderboard.services import import_published
 from demo.tree import make_demo_results
 from traces.services import ingest_tree

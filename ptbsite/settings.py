@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "leaderboard",
     "traces",
     "evaluator",
+    "export",  # the static export (export_static); pages declared in each app's urls.py (ptbsite.distill)
     "demo",  # the demo generator's commands (make_demo_results, demo_worker_assets); no product app imports it
 ]
 

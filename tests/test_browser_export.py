@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.export import STEPS_PER_PAGE, export_site
+from export.exporter import STEPS_PER_PAGE, export_site
 from ptbsite import warehouse
 from traces import selectors
 

@@ -216,7 +216,7 @@ def test_planted_secrets_of_every_family_never_leave_ingest(tmp_path, settings, 
             _assert_clean(f"{who} {url}", response.content)
 
     # --- the static export -----------------------------------------------------------------------------------------
-    from leaderboard.export import export_site
+    from export.exporter import export_site
 
     out = tmp_path / "site"
     export_site(out)
