@@ -25,7 +25,7 @@ def rand_chars(rng: random.Random, n: int, alphabet: str = _ALNUM) -> str:
 
 
 def fake_uuid(rng: random.Random) -> str:
-    h = "%032x" % rng.getrandbits(128)
+    h = f"{rng.getrandbits(128):032x}"
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
 
 

@@ -28,6 +28,7 @@ from demo.episode import (
     rand_chars,
 )
 from demo.writers import TraceInfo, render_trace
+from demo.writers.base import TraceEnding
 
 RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
                    "api_limit"]
@@ -327,7 +328,7 @@ def _assign_slots(rng: random.Random, runs: int, long_run: bool) -> list[_Slot]:
     for i in range(runs):
         counts[i if i < len(_METHODS) else _EXTRA_SLOT_ORDER[(i - len(_METHODS)) % len(_EXTRA_SLOT_ORDER)]] += 1
     slots = {m: [_Slot(_METHODS[m]) for _ in range(c)] for m, c in enumerate(counts) if c}
-    for m, ss in slots.items():
+    for ss in slots.values():
         for s in ss:
             s.state = _random_state(rng, s.method)
             s.contamination = s.state == "scored" and rng.random() < 0.06
@@ -342,7 +343,7 @@ def _assign_slots(rng: random.Random, runs: int, long_run: bool) -> list[_Slot]:
                 ss[i].superseded = True
                 ss[i + 1].retry_of = ss[i]
     _mandatory(slots, long_run)
-    for m, ss in slots.items():
+    for ss in slots.values():
         _assign_cells(rng, ss)
     return [s for m in sorted(slots) for s in slots[m]]
 
@@ -451,7 +452,8 @@ def _eval_attempts(rng: random.Random, s: _Slot, m: _Method, accuracy: float | N
         n_attempts = 9
     else:
         n_attempts = rng.choices((1, 2, 3, 5), weights=(70, 15, 10, 5))[0]
-    files, lines = [], []
+    files: list[tuple[str, str]] = []
+    lines: list[str] = []
     k = 0
     for phase, tries in enumerate(_LADDER_PHASES):
         for i in range(tries):
@@ -666,7 +668,7 @@ def _solve_out(rng: random.Random, s: _Slot, start: datetime, prompt: str, secre
     actions: list[Action] = []
     if agent_started:
         actions = plan_episode(rng=rng, task=s.task, base_model=s.base_model, hours=10, flavour=flavour)
-    ending = "normal"
+    ending: TraceEnding = "normal"
     if s.state in ("timed_out", "never_finished"):
         keep = len(actions) * (85 if s.state == "timed_out" else rng.randint(40, 70)) // 100
         actions, ending = actions[:keep], "killed"

@@ -1,6 +1,8 @@
 """Demo traces in Claude Code's ``--output-format stream-json`` (fed to traces/parsers/claude_code.py)."""
 from __future__ import annotations
 
+from typing import Any
+
 from demo.episode import CWD, Action, fake_uuid, rand_chars
 from demo.writers.base import TraceEnding, TraceWriter, describe_command
 
@@ -38,7 +40,7 @@ class ClaudeWriter(TraceWriter):
         self.context += self.rng.randint(200, 2500)
         if self.context > 150000:  # auto-compaction keeps the context bounded
             self.context = 30000
-        usage = {"input_tokens": self.rng.randint(1, 9), "cache_creation_input_tokens": self.rng.randint(100, 3000),
+        usage: dict[str, Any] = {"input_tokens": self.rng.randint(1, 9), "cache_creation_input_tokens": self.rng.randint(100, 3000),
                  "cache_read_input_tokens": self.context, "cache_creation": {
                      "ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
                  "output_tokens": out_tokens, "service_tier": "standard"}
@@ -76,7 +78,7 @@ class ClaudeWriter(TraceWriter):
         self._message(blocks, "tool_use")
         self.advance(a.seconds * 0.6)
         content = a.output if a.exit_code == 0 else f"Exit code {a.exit_code}\n{a.output}"
-        event = {"type": "user", "message": {"role": "user", "content": [
+        event: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": [
             {"tool_use_id": tool_id, "type": "tool_result", "content": content, "is_error": a.exit_code != 0}]},
             "parent_tool_use_id": None, "session_id": self.session, "uuid": fake_uuid(self.rng),
             "timestamp": self.iso()}

@@ -1,6 +1,8 @@
 """Demo traces in Gemini CLI's stream-json (fed to traces/parsers/gemini.py)."""
 from __future__ import annotations
 
+from typing import Any
+
 from demo.episode import HEX, Action, fake_uuid, rand_chars
 from demo.writers.base import TraceWriter
 
@@ -41,7 +43,7 @@ class GeminiWriter(TraceWriter):
         self.emit({"type": "tool_use", "timestamp": self.iso(), "tool_name": name, "tool_id": tool_id,
                    "parameters": params})
         self.advance(a.seconds * 0.6)
-        result = {"type": "tool_result", "timestamp": self.iso(), "tool_id": tool_id,
+        result: dict[str, Any] = {"type": "tool_result", "timestamp": self.iso(), "tool_id": tool_id,
                   "status": "success" if a.exit_code == 0 else "error", "output": a.output}
         if a.exit_code:
             result["error"] = {"type": "shell_error", "message": f"Command exited with code {a.exit_code}"}

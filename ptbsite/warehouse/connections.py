@@ -33,6 +33,7 @@ def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
         con.execute(f"LOAD {name}")
         return
     version = duckdb.__version__ if duckdb.__version__.startswith("v") else f"v{duckdb.__version__}"
+    assert package.__file__ is not None
     con.execute(f"LOAD {_quote(str(Path(package.__file__).parent / 'extensions' / version / f'{name}.duckdb_extension'))}")
 
 
