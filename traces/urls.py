@@ -3,11 +3,11 @@ from __future__ import annotations
 import json
 from urllib.parse import urlencode
 
-from django.urls import reverse
+from django.urls import path, reverse
 
 from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
 
-from . import views
+from . import review, views
 
 app_name = "traces"
 
@@ -68,6 +68,8 @@ urlpatterns = [
     # The whole text of a long step output is served by the live site.
     distill_path("runs/<str:run_id>/steps/<int:index>/text", views.run_step_text, name="step_text",
                  distill_live_only=True),
+    # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
+    path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
 ]
 
 
