@@ -1,7 +1,7 @@
 """A seeded generator of realistic PostTrainBench results trees, for demos and tests (no real traces needed).
 
 ``make_demo_results(root=..., runs=N, seed=S)`` writes a results root as described in
-``shared/spec/posttrainbench-formats.md``: method dirs (spec 1.1), run dirs with retries (1.2), the run files of
+``docs/posttrainbench-formats.md``: method dirs (spec 1.1), run dirs with retries (1.2), the run files of
 each state (1.3), a ``baseline/`` dir (1.4), an ``_aggregated/`` dir that ingest must ignore, raw traces in every
 scaffold format (section 2, rendered by ``demo/writers/``), verdict files of every judge era (section 3)
 and ``metrics.json`` (4.1). It returns a :class:`DemoReport`, the ground truth tests compare ingest against.
