@@ -2,22 +2,22 @@
 page's form (:func:`run_override`) or the JSON API (:data:`router`); and how often reviewers agreed with the judge.
 The write is ``traces.services.override_verdict``, the read ``traces.selectors.override_agreement``.
 
-Staff only. The HTML view checks the session itself (403, never a login redirect); the API router carries no auth
+Staff only. The HTML view checks the session (``ptbsite.access.staff_required``: 403, never a login redirect); the API router carries no auth
 of its own: ``ptbsite/api.py`` mounts it with the project's staff auth (staff API tokens belong to the evaluator
 app, which traces does not import).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from functools import wraps
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
+
+from ptbsite.access import staff_required
 
 from . import selectors, services
 
@@ -47,20 +47,8 @@ class AgreementOut(Schema):
     judge_error: int
 
 
-def staff_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Answer 403 to anonymous and non-staff users (CSRF on POST is Django's middleware's job)."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not (request.user.is_authenticated and request.user.is_staff):
-            return HttpResponseForbidden("Staff only.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
 @require_POST
-@staff_only
+@staff_required
 def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
     """``POST /reruns/runs/<run>/override`` (kind, flagged true|false, reason): a reviewer's verdict; back to the
     run page's override log. 400 (text) for a value the service refuses, 404 for an unknown run."""
