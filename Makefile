@@ -1,12 +1,13 @@
 # Entry points (README.md): `make serve` sets up and serves the demo site; `make worker` installs and starts a CPU
-# evaluation worker on the embedded defaults; `make test` runs every test.
+# evaluation worker on the embedded defaults; `make test` runs every test; `make lint` runs ruff, mypy and the
+# import-linter layer contracts (configured in pyproject.toml).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve setup worker test demo-data clean
+.PHONY: serve setup worker test lint demo-data clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -50,6 +51,11 @@ worker: $(VENV)/.worker-installed
 test: $(VENV)/.dev-installed
 	bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) data/*.duckdb data/ducklake data/*.sqlite3 data/broker data/evals data/datasets data/worker staticfiles test-artifacts

@@ -28,9 +28,9 @@ import django
 django.setup()
 import duckdb
 
-from leaderboard.export import export_site
+from export.exporter import export_site
 from leaderboard.services import import_published
-from traces.demo_results import make_demo_results
+from demo.tree import make_demo_results
 from traces.services import ingest_tree
 
 runs, seed, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])

@@ -44,7 +44,7 @@ import os
 import sys
 from pathlib import Path
 
-from evaluator.demo_datasets import synthetic_rows
+from demo.datasets import synthetic_rows
 from evaluator.hf_cache import write_local_dataset
 from evaluator.runner import evaluate_checkpoint
 from evaluator.tiny_model import CHATML_TEMPLATE, build_tiny_checkpoint

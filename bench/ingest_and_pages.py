@@ -48,7 +48,7 @@ def main() -> None:
 
     from leaderboard.services import import_published
     from traces import selectors
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
     from traces.services import ingest_tree
 
     call_command("migrate", verbosity=0)

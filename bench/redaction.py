@@ -34,7 +34,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from traces.demo_traces import EpisodeFlavour, plan_episode, render_trace
+    from demo.episode import EpisodeFlavour, plan_episode
+    from demo.writers import render_trace
     from traces.redaction import RULES, Redactor
 
     rng = random.Random(7)

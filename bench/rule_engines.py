@@ -52,7 +52,7 @@ def main() -> None:
 
     django.setup()
     from traces import facets
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
     from traces.parsers import parse_trace
     from traces.parsers.framing import decode
     from traces.redaction import Redactor

@@ -1,7 +1,7 @@
 """JSON API of the evaluator (django-ninja, mounted under /api/).
 
-Staff endpoints (``/api/reruns...``, ``/api/runs/<id>/overrides``, ``/api/runs/<id>/judge``,
-``/api/reviews/agreement``): a staff session with CSRF, or ``Authorization: Token <key>``; 403 otherwise.
+Staff endpoints (``/api/reruns...``, ``/api/runs/<id>/judge``; reviewers' overrides are traces.review, mounted with
+the same auth): a staff session with CSRF, or ``Authorization: Token <key>``; 403 otherwise.
 Worker endpoints (``/api/worker/jobs/<id>/start|progress|finish``): ``Authorization: Bearer <PTB_WORKER_TOKEN>``
 and the job's own credential from its task message in ``X-PTB-Job-Credential``.
 """
@@ -10,13 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
+from django.urls import reverse
 
 from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
-from traces import selectors as run_selectors
-from traces import services as run_services
 
 from . import selectors, services, workers
 from .models import RerunJob
@@ -61,11 +60,11 @@ class JobOut(Schema):
 
     @staticmethod
     def resolve_eval_log_url(job: RerunJob) -> str | None:
-        return f"/reruns/{job.pk}/eval-log" if job.eval_log else None
+        return reverse("evaluator:eval_log", args=[job.pk]) if job.eval_log else None
 
     @staticmethod
     def resolve_page_url(job: RerunJob) -> str:
-        return f"/reruns/{job.pk}/"
+        return reverse("evaluator:job", args=[job.pk])
 
 
 class RerunIn(Schema):
@@ -76,22 +75,6 @@ class RerunIn(Schema):
     provider: str = "auto"
 
 
-class OverrideIn(Schema):
-    kind: str
-    flagged: bool
-    reason: str
-
-
-class OverrideOut(Schema):
-    kind: str
-    previous: str | None
-    new: str
-    flagged: bool
-    reason: str
-    reviewer: str
-    created_at: datetime
-
-
 class WorkersOut(Schema):
     """The Celery workers that answered a broadcast on a queue (cached a few seconds)."""
 
@@ -99,13 +82,6 @@ class WorkersOut(Schema):
     workers: list[str]
     listening: bool
     error: str
-
-
-class AgreementOut(Schema):
-    kind: str
-    agreed: int
-    disagreed: int
-    judge_error: int
 
 
 class StartIn(Schema):
@@ -166,18 +142,6 @@ def cancel_job(request, job_id: int):
     return services.cancel_job(_job(job_id), user=request.auth)
 
 
-@router.post("/runs/{run_id}/overrides", response={201: OverrideOut}, summary="Override a run's verdict")
-def override(request, run_id: str, payload: OverrideIn):
-    try:
-        row = run_services.override_verdict(run_id=run_id, kind=payload.kind, flagged=payload.flagged,
-                                            reason=payload.reason, reviewer=request.auth.username)
-    except run_services.UnknownRun as exc:
-        raise HttpError(404, str(exc)) from None
-    except ValueError as exc:
-        raise HttpError(400, str(exc)) from None
-    return Status(201, row)
-
-
 @router.post("/runs/{run_id}/judge", response={201: JobOut}, summary="Queue a judge re-run of a run (a job)")
 def rerun_judge(request, run_id: str):
     try:
@@ -194,10 +158,6 @@ def list_workers(request, queue: str | None = None):
     found = workers.census(queue or settings.PTB_JOB_QUEUE)
     return {"queue": found.queue, "workers": list(found.workers), "listening": found.listening, "error": found.error}
 
-
-@router.get("/reviews/agreement", response=list[AgreementOut], summary="Judge vs reviewer agreement per kind")
-def agreement(request):
-    return [{"kind": kind, **counts} for kind, counts in run_selectors.override_agreement().items()]
 
 
 @worker_router.post("/jobs/{job_id}/start", response=StartOut)

@@ -1,12 +1,13 @@
 """What the benchmark's own `src/eval/tasks/<task>/evaluate.py` runs for each PostTrainBench task.
 
 We follow one harness revision (``HARNESS``): aisa-group/PostTrainBench ``main`` at 9082063 (2026-04-07). Every
-value below is read from that revision: the inspect task and its dataset, `max_connections`,
+value is read from that revision; the per-benchmark ones live in the suite file (``suites/posttrainbench.json``,
+``benchmarks[].evaluation``, read through ``ptbsite.suites``): the inspect task and its dataset, `max_connections`,
 `gpu_memory_utilization`, `max_tokens`, the vLLM `model_args` (chat template per model family, the bfcl tool
 parser) and the generation settings passed to `inspect_ai.eval` (evaluate.py of each task); the retry ladder and
 `--limit -1` at final evaluation (`src/run_task.sh`, spec section 1.3); the pins of the evaluation container
 (`containers/vllm_debug.def`, `containers/requirements-direct.txt`). The score is the task's accuracy metric, a
-fraction 0..1 (spec section 4.1). Nothing here imports inspect-ai or Django: the web server reads these specs too.
+fraction 0..1 (spec section 4.1). Nothing here imports inspect-ai at module level: the web server reads these specs too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from ptbsite.suites import Benchmark, get_suite, suite_ids
 
 from evaluator.errors import (
     ChatTemplateMissing,
@@ -134,60 +137,27 @@ class BenchmarkSpec:
         return self.dataset.describe() if self.dataset else self.dataset_note
 
 
-_LONG = (16000, 12000, 8000)
-_SHORT = (4000, 3000, 2000)
-_JUDGED = (16384, 12288, 8192)
+def _spec(benchmark: Benchmark) -> BenchmarkSpec:
+    """The BenchmarkSpec of a suite benchmark's ``evaluation`` (suites/<suite>.json, typed by ptbsite.suites)."""
+    ev = benchmark.evaluation
+    assert ev is not None
+    data = ev.dataset
+    return BenchmarkSpec(
+        task_id=benchmark.id, inspect_task=ev.inspect_task,
+        dataset=HfDataset(data.repo, tuple(data.splits), name=data.name, data_dir=data.data_dir,
+                          revision=data.revision) if data else None,
+        dataset_note=ev.dataset_note, max_tokens=(ev.max_tokens[0], ev.max_tokens[1], ev.max_tokens[2]),
+        max_connections=ev.max_connections, gpu_memory_utilization=ev.gpu_memory_utilization,
+        local_scorer=ev.local_scorer, metric=ev.metric, stderr_metric=ev.stderr_metric, log_realtime=ev.log_realtime,
+        judge=ev.judge, attempts=(ev.attempts[0], ev.attempts[1], ev.attempts[2]), harness_limit=ev.harness_limit,
+        notes=tuple(ev.notes),
+    )
 
+
+# Every benchmark of every suite that says how it is evaluated (``benchmarks[].evaluation``): PostTrainBench's seven.
 BENCHMARKS: dict[str, BenchmarkSpec] = {
-    spec.task_id: spec
-    for spec in [
-        BenchmarkSpec(
-            task_id="aime2025", inspect_task="inspect_evals/aime2025",
-            dataset=HfDataset("math-ai/aime25", ("test",)), dataset_note="",
-            max_tokens=_LONG, max_connections=6, gpu_memory_utilization=0.8, local_scorer="match",
-        ),
-        BenchmarkSpec(
-            task_id="arenahardwriting", inspect_task=None, dataset=None,
-            dataset_note="arena-hard-v2.0 (harness evaluation_code/data/arena-hard-v2.0/question.jsonl)",
-            max_tokens=_JUDGED, max_connections=1, gpu_memory_utilization=0.8, local_scorer="includes",
-            judge="gpt-5-mini", harness_limit=None,
-            notes=("pairwise judging against the harness's baseline answers; no inspect task implements it",),
-        ),
-        BenchmarkSpec(
-            task_id="bfcl", inspect_task="inspect_evals/bfcl",
-            dataset=HfDataset("gorilla-llm/Berkeley-Function-Calling-Leaderboard", ("train",), name="exec_simple",
-                              revision="1bf8bbc3c0e35d04d00339c223a3fd653aa195ac"),
-            dataset_note="", max_tokens=_LONG, max_connections=6, gpu_memory_utilization=0.8,
-            local_scorer="includes", stderr_metric=None, log_realtime=None,
-        ),
-        BenchmarkSpec(
-            task_id="gpqamain", inspect_task="gpqa_main",
-            dataset=HfDataset("Idavidrein/gpqa", ("train",), name="gpqa_main"), dataset_note="",
-            max_tokens=_LONG, max_connections=6, gpu_memory_utilization=0.8, local_scorer="includes",
-            harness_limit=50,
-        ),
-        BenchmarkSpec(
-            task_id="gsm8k", inspect_task="inspect_evals/gsm8k",
-            dataset=HfDataset("openai/gsm8k", ("test", "train"), data_dir="main"), dataset_note="",
-            max_tokens=_SHORT, max_connections=2, gpu_memory_utilization=0.3, local_scorer="match",
-            harness_limit=150,
-        ),
-        BenchmarkSpec(
-            task_id="healthbench", inspect_task="inspect_evals/healthbench", dataset=None,
-            dataset_note="healthbench easy (harness evaluation_code/data/healthbench.jsonl)",
-            max_tokens=_JUDGED, max_connections=1, gpu_memory_utilization=0.8, local_scorer="includes",
-            metric="bootstrap_score", stderr_metric="std", judge="gpt-5-mini", harness_limit=32,
-            notes=("graded by inspect_evals' healthbench scorer: OpenAI's simple-evals rubric template and clipped "
-                   "mean, as the harness's grader.py; the harness's answer post-processing (limit_repetitions) "
-                   "is not applied",),
-        ),
-        BenchmarkSpec(
-            task_id="humaneval", inspect_task="inspect_evals/humaneval",
-            dataset=HfDataset("openai/openai_humaneval", ("test",)), dataset_note="",
-            max_tokens=_SHORT, max_connections=1, gpu_memory_utilization=0.3, local_scorer="includes",
-            harness_limit=150,
-        ),
-    ]
+    benchmark.id: _spec(benchmark)
+    for suite_id in suite_ids() for benchmark in get_suite(suite_id).benchmarks if benchmark.evaluation
 }
 
 HEALTHBENCH_DATA = Path("src/eval/tasks/healthbench/evaluation_code/data/healthbench.jsonl")  # in the harness

@@ -4,32 +4,20 @@ the job's own credential (django.core.signing, issued when the job is queued, va
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
-from functools import wraps
 
 from django.conf import settings
 from django.core import signing
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpRequest
 from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.utils import check_csrf
+
+from ptbsite.access import staff_required  # noqa: F401  (the staff pages' check, shared with traces)
 
 from .models import ApiToken, RerunJob
 
 CREDENTIAL_SALT = "evaluator.worker-job"
 CREDENTIAL_HEADER = "X-PTB-Job-Credential"
-
-
-def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Answer 403 to anonymous and non-staff users (CSRF on POST is Django's middleware's job)."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not (request.user.is_authenticated and request.user.is_staff):
-            return HttpResponseForbidden("Staff only.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def staff_auth(request: HttpRequest):

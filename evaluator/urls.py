@@ -12,6 +12,5 @@ urlpatterns = [
     path("reruns/<int:job_id>/eval-log", views.job_eval_log, name="eval_log"),
     path("reruns/<int:job_id>/eval-log/view", views.job_eval_view, name="eval_view"),
     path("reruns/<int:job_id>/cancel", views.job_cancel, name="cancel"),
-    path("reruns/runs/<str:run_id>/override", views.run_override, name="override"),
     path("reruns/runs/<str:run_id>/judge", views.run_judge, name="judge"),
 ]

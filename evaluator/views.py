@@ -1,5 +1,6 @@
 """Staff pages of the evaluator: jobs (list, page, live status partial, .eval log download, cancel), queuing a
-rerun or a judge re-run from a run page (with the form's worker and dataset partial), and a reviewer's override.
+rerun or a judge re-run from a run page (with the form's worker and dataset partial). (A reviewer's override is
+traces.review.)
 Every view answers 403 to anonymous and non-staff users; POSTs need Django's CSRF token."""
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from traces import services as run_services
 
 from . import eval_logs, selectors, services, workers
 from .models import RerunJob
@@ -117,21 +117,6 @@ def job_create(request: HttpRequest) -> HttpResponse:
     except services.BrokerUnavailable as exc:
         return render(request, "evaluator/broker_down.html", {"reason": str(exc)}, status=503)
     return redirect("evaluator:job", job_id=job.pk, permanent=False)
-
-
-@require_POST
-@staff_required
-def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``POST /reruns/runs/<run>/override`` (kind, flagged true|false, reason): a reviewer's verdict."""
-    try:
-        run_services.override_verdict(run_id=run_id, kind=request.POST.get("kind", ""),
-                                      flagged=request.POST.get("flagged") == "true",
-                                      reason=request.POST.get("reason", ""), reviewer=request.user.username)
-    except run_services.UnknownRun as exc:
-        raise Http404(str(exc)) from None
-    except ValueError as exc:
-        return HttpResponse(f"Not stored: {exc}", status=400, content_type="text/plain")
-    return redirect(f"/runs/{run_id}/#override-log")
 
 
 @require_POST

@@ -1,6 +1,6 @@
 """The benchmark's aggregation rules as pure functions (no I/O).
 
-Source: the PostTrainBench aggregation scripts as described in shared/spec/posttrainbench-formats.md
+Source: the PostTrainBench aggregation scripts as described in docs/posttrainbench-formats.md
 section 4 (``compute_single_metrics_avg_stddev.py``, ``aggregate_avg_stddev.py``) and the website's
 ``data.js`` (section 5). All values here are fractions in [0, 1] unless a name says percent.
 """

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from django.conf import settings
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
@@ -95,7 +96,7 @@ class LeaderboardOut(Schema):
 
 
 @router.get("/leaderboard", response=LeaderboardOut, summary="The leaderboard rows, as on /")
-def leaderboard(request, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank",
+def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
                 dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
                 flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None):
     """Rows of the leaderboard for the average over base models (default) or one ``base_model`` id.

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from ptbsite import warehouse
 from traces import selectors as traces_selectors
 
@@ -184,7 +186,7 @@ def _agent_times(suite: str) -> tuple[float, list[AgentTime], list[Reference]]:
     return (budget[0] if budget else 0.0), points, baselines
 
 
-def time_vs_score(*, suite: str = "posttrainbench") -> TimeVsScore:
+def time_vs_score(*, suite: str = settings.DEFAULT_SUITE) -> TimeVsScore:
     """Every timed agent's mean hours used against its headline score (percent), with the Pareto frontier.
 
     The frontier minimises hours and maximises score (``frontier.pareto_frontier``) over the mean values; the
@@ -196,13 +198,13 @@ def time_vs_score(*, suite: str = "posttrainbench") -> TimeVsScore:
     return TimeVsScore(budget, points, frontier, baselines)
 
 
-def time_spent(*, suite: str = "posttrainbench") -> TimeSpent:
+def time_spent(*, suite: str = settings.DEFAULT_SUITE) -> TimeSpent:
     """Every timed agent's mean hours used (with std), sorted from the most hours to the fewest."""
     budget, points, _ = _agent_times(suite)
     return TimeSpent(budget, sorted(points, key=lambda p: -p.hours))
 
 
-def per_benchmark(*, suite: str = "posttrainbench", base_model: str | None = None) -> PerBenchmark:
+def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None) -> PerBenchmark:
     """Each agent's percent score per benchmark and the baselines' as references; agents in the order of the
     overall leaderboard (average over base models) in every view.
 
@@ -230,7 +232,7 @@ def per_benchmark(*, suite: str = "posttrainbench", base_model: str | None = Non
 
 
 @warehouse.retrying
-def budget_and_effort(*, suite: str = "posttrainbench") -> BudgetAndEffort:
+def budget_and_effort(*, suite: str = settings.DEFAULT_SUITE) -> BudgetAndEffort:
     """The paper's ablation series as stored by the importer (``reported_series``), scores in percent."""
     with warehouse.connect() as con:
         rows = con.execute(
@@ -300,7 +302,7 @@ USAGE_GAPS = {
 }
 
 
-def usage_vs_score(*, suite: str = "posttrainbench") -> UsageVsScore:
+def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE) -> UsageVsScore:
     """Every agent with ingested runs: mean tokens and cost per latest run against its runs-leaderboard score.
 
     Usage comes from the runs' traces (Claude Code ``result`` totals, OpenCode ``step_finish`` sums, Codex turn

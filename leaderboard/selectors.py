@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from ptbsite import warehouse
 from traces import selectors as traces_selectors
 
@@ -256,7 +258,7 @@ SOURCES = ("published", "runs", "all")
 
 @warehouse.retrying
 def leaderboard(
-    *, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank", direction: str = "asc",
+    *, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank", direction: str = "asc",
     source: str = "published", apply_flags: bool = True, facet: str | None = None,
 ) -> Leaderboard:
     """The leaderboard of a suite (spec section 4.4 and the website's data.js, section 5).

@@ -105,7 +105,7 @@ def _score_grid(path: Path, benchmarks: list[str], models: set[str], *, raw: boo
             yield line, row["model"], benchmark, text
 
 
-def import_published(*, directory: Path | None = None, suite_id: str = "posttrainbench") -> ImportReport:
+def import_published(*, directory: Path | None = None, suite_id: str = settings.DEFAULT_SUITE) -> ImportReport:
     """Load a suite and the published website data into the warehouse, replacing that suite's rows.
 
     A suite without a ``published`` section (no website files) is loaded by :func:`import_suite` instead.
@@ -157,7 +157,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
         path = root / baseline["file"]
         allowed = set(base_ids) if baseline["rows"] == "base" else set(instruct_to_base)
         all_models = set(base_ids) | set(instruct_to_base)
-        for line, model, benchmark, text in _score_grid(path, bench_ids, all_models):
+        for _line, model, benchmark, text in _score_grid(path, bench_ids, all_models):
             if model not in allowed:
                 continue
             base = model if baseline["rows"] == "base" else instruct_to_base[model]
@@ -170,7 +170,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
         if "avg_file" in agent:
             avg_path, std_path = root / agent["avg_file"], root / agent["std_file"]
             stds = {(m, b): float(t) for _, m, b, t in _score_grid(std_path, bench_ids, set(base_ids))}
-            for line, model, benchmark, text in _score_grid(avg_path, bench_ids, set(base_ids)):
+            for _line, model, benchmark, text in _score_grid(avg_path, bench_ids, set(base_ids)):
                 std = max(stds[(model, benchmark)], 0.0)
                 cells.append((key, model, benchmark, float(text), std, None, rel(avg_path)))
         else:
@@ -183,7 +183,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = "posttrai
                         reasons[(model, benchmark)] = FALLBACK_LABELS[text]
                     else:
                         _fraction(text, raw_path, line, benchmark)
-            for line, model, benchmark, text in _score_grid(final_path, bench_ids, set(base_ids)):
+            for _line, model, benchmark, text in _score_grid(final_path, bench_ids, set(base_ids)):
                 cells.append((key, model, benchmark, float(text), None, reasons.get((model, benchmark)), rel(final_path)))
         agents.append(
             (key, agent["name"], "agent", agent["scaffold"], agent.get("reasoning_effort"), agent["model_family"], position)

@@ -1,15 +1,79 @@
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
 from django.urls import path
 
-from . import views
+from ptbsite.distill import NotExported, Params, distill_api, distill_path, safe_name
+
+from . import selectors, views
 
 app_name = "leaderboard"
+
+# Static export (ptbsite.distill): the leaderboard in every view (base model x source x flags), each plot, and
+# their JSON twins. Sorting and the htmx table need the server.
+VIEW_KEYS = ("base_model", "source", "flags")
+
+
+def _base_models() -> list[str]:
+    return [m.id for m in selectors.leaderboard().base_models]
+
+
+def leaderboard_views() -> list[Params]:
+    """Every leaderboard view: the average and each base model, x every source, x flags applied or ignored (each
+    parameter left out at its default)."""
+    return [{k: v for k, v in (("base_model", model), ("source", source), ("flags", flags)) if v != views.DEFAULTS[k]}
+            for model in ["", *_base_models()] for source in selectors.SOURCES for flags in ("apply", "ignore")]
+
+
+def leaderboard_file(query: Params, run: object = None) -> str:
+    """The file of a leaderboard view: ``<key>/<value>/`` for each of base_model, source, flags that is not its
+    default, then ``index.html`` (``{}`` -> ``index.html``; ``{"base_model": "X"}`` -> ``base_model/X/index.html``)."""
+    if query.get("sort", "rank") != "rank" or query.get("dir", "asc") != "asc":
+        raise NotExported(f"/?{urlencode(query)}: sorting runs in the browser in the static export")
+    parts: list[str] = []
+    for key in VIEW_KEYS:
+        value = query.get(key) or views.DEFAULTS[key]
+        if value != views.DEFAULTS[key]:
+            parts += [key, safe_name(value, key)]
+    return "/".join([*parts, "index.html"])
+
+
+def by_base_model() -> list[Params]:
+    """The average (no parameter), then each base model."""
+    return [{}, *({"base_model": model} for model in _base_models())]
+
+
+def _per_model(folder: str, json: bool = False):
+    def file(params: Params, run: object = None) -> str:
+        model = params.get("base_model")
+        if json:
+            return f"{folder}/{safe_name(model, 'base model')}.json" if model else f"{folder}.json"
+        return f"{folder}/base_model/{safe_name(model, 'base model')}/index.html" if model else f"{folder}/index.html"
+    return file
+
+
 urlpatterns = [
-    path("", views.index, name="index"),
+    distill_path("", views.index, name="index", distill_func=leaderboard_views, distill_file=leaderboard_file,
+                 distill_query=(*VIEW_KEYS, "sort", "dir")),
     path("leaderboard/table", views.table, name="table"),
-    path("plots/", views.plots_index, name="plots"),
-    path("plots/time-vs-score/", views.plot_time_vs_score, name="plot-time-vs-score"),
-    path("plots/usage-vs-score/", views.plot_usage_vs_score, name="plot-usage-vs-score"),
-    path("plots/time-spent/", views.plot_time_spent, name="plot-time-spent"),
-    path("plots/per-benchmark/", views.plot_per_benchmark, name="plot-per-benchmark"),
-    path("plots/budget-and-effort/", views.plot_budget_and_effort, name="plot-budget-and-effort"),
+    distill_path("plots/", views.plots_index, name="plots", distill_file="plots/index.html"),
+    distill_path("plots/time-vs-score/", views.plot_time_vs_score, name="plot-time-vs-score",
+                 distill_file="plots/time-vs-score/index.html"),
+    distill_path("plots/usage-vs-score/", views.plot_usage_vs_score, name="plot-usage-vs-score",
+                 distill_file="plots/usage-vs-score/index.html"),
+    distill_path("plots/time-spent/", views.plot_time_spent, name="plot-time-spent",
+                 distill_file="plots/time-spent/index.html"),
+    distill_path("plots/per-benchmark/", views.plot_per_benchmark, name="plot-per-benchmark",
+                 distill_func=by_base_model, distill_file=_per_model("plots/per-benchmark"),
+                 distill_query=("base_model",)),
+    distill_path("plots/budget-and-effort/", views.plot_budget_and_effort, name="plot-budget-and-effort",
+                 distill_file="plots/budget-and-effort/index.html"),
 ]
+
+distill_api("api:leaderboard", distill_func=by_base_model, distill_file=_per_model("api/leaderboard", json=True),
+            distill_query=("base_model",))
+distill_api("api:per_benchmark", distill_func=by_base_model,
+            distill_file=_per_model("api/plots/per-benchmark", json=True), distill_query=("base_model",))
+for _chart in ("time_vs_score", "time_spent", "budget_and_effort", "usage_vs_score"):
+    distill_api(f"api:{_chart}", distill_file=f"api/plots/{_chart.replace('_', '-')}.json")

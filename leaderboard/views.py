@@ -1,9 +1,10 @@
 """Leaderboard and plot pages: thin views over leaderboard.selectors, leaderboard.plots and leaderboard.figures."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.utils.http import urlencode
 
 from ptbsite.suites import suite_ids
@@ -12,7 +13,7 @@ from traces.facets import FACET_TEXT, METHOD_FACETS
 from . import figures, plots, selectors
 
 
-DEFAULTS = {"suite": "posttrainbench", "base_model": "", "sort": "rank", "dir": "asc", "source": "published",
+DEFAULTS = {"suite": settings.DEFAULT_SUITE, "base_model": "", "sort": "rank", "dir": "asc", "source": "published",
             "flags": "apply", "facet": ""}
 
 
@@ -90,7 +91,7 @@ def table(request: HttpRequest) -> HttpResponse:
 
 
 # The runs list of the traces app; a click on an agent's point opens ``RUNS_URL?agent=<key>``.
-RUNS_URL = "/runs/"
+RUNS_URL = reverse_lazy("traces:runs")
 
 
 def _suite(request: HttpRequest) -> str:

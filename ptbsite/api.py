@@ -22,8 +22,10 @@ from ninja.responses import NinjaJSONEncoder
 
 from evaluator.api import router as evaluator_router
 from evaluator.api import worker_router
+from evaluator.permissions import staff_auth
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
+from traces.review import router as review_router
 
 from .unavailable import RETRY_AFTER_S, add_api_handlers
 
@@ -67,7 +69,7 @@ EXTRA_STATUSES = {
 LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis/method-mix",
                       "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
                       "/api/analysis/reported"}
-CREDENTIAL_TAGS = {"reruns", "worker"}  # the evaluator's staff router and worker router
+CREDENTIAL_TAGS = {"reruns", "reviews", "worker"}  # the staff routers (evaluator, traces.review), the worker router
 
 
 class ExplorerAPI(NinjaAPI):
@@ -105,9 +107,11 @@ api = ExplorerAPI(
     "Every HTML page of the site has a JSON twin here with the same query behind it. Times are UTC, with the "
     "zone. Errors answer {\"detail\": ...} with the statuses each operation lists.",
     renderer=UTCJSONRenderer(),
+    urls_namespace="api",  # {% url "api:<operation function>" %}
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
 api.add_router("/", evaluator_router)
+api.add_router("/", review_router, auth=staff_auth)  # traces' review endpoints, staff only
 api.add_router("/worker", worker_router)
 add_api_handlers(api)

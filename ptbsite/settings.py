@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "leaderboard",
     "traces",
     "evaluator",
+    "export",  # the static export (export_static); pages declared in each app's urls.py (ptbsite.distill)
+    "demo",  # the demo generator's commands (make_demo_results, demo_worker_assets); no product app imports it
 ]
 
 MIDDLEWARE = [
@@ -106,6 +108,8 @@ DATABASES = {
 PTB_WAREHOUSE = os.environ.get(
     "PTB_WAREHOUSE", f"ducklake:sqlite:{DATA_DIR / 'ducklake' / 'catalog.sqlite'}?data={DATA_DIR / 'ducklake' / 'data'}"
 )
+# The suite a page or command uses when none is named (a suites/<id>.json file).
+DEFAULT_SUITE = os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 # How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).
 PTB_WAREHOUSE_RETRY_SECONDS = float(os.environ.get("PTB_WAREHOUSE_RETRY_SECONDS", "10"))
 

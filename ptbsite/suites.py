@@ -1,36 +1,170 @@
-"""Suites are data: ``suites/<id>.json`` defines a benchmark family (benchmarks, base models with their
-instruct counterparts, budget, hardware, scoring rule, weights, the published files' mapping to agents, the
-agents' exact method directories, and results reported elsewhere with their source).
-Every app reads suites through this module; adding a benchmark or a base model needs no code change."""
+"""Suites are data: ``suites/<id>.json`` defines a benchmark family (benchmarks with their evaluation settings, base
+models with their instruct counterparts, budget, hardware, scoring rule, weights, the published files' mapping to
+agents, the agents' exact method directories, and results reported elsewhere with their source).
+
+Every app reads suites through this module: :func:`get_suite` returns the typed :class:`Suite`, :func:`load_suite`
+the same file as a dict (validated by :class:`Suite` first). Adding a benchmark or a base model needs no code change.
+Importable without Django settings (the evaluation worker reads benchmark settings from here).
+"""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any, Literal
 
-from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-SUITES_DIR = Path(settings.BASE_DIR) / "suites"
+SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
+
+
+def default_suite_id() -> str:
+    """The suite shown when a URL names none: settings.DEFAULT_SUITE (env ``PTB_DEFAULT_SUITE``), read from the
+    environment when Django settings are not configured (a worker)."""
+    from django.conf import settings
+
+    if settings.configured:
+        return settings.DEFAULT_SUITE
+    return os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 
 
 class SuiteError(ValueError):
-    """A suite file is missing or malformed; the message names the file."""
+    """A suite file is missing or malformed; the message names the file (and the field)."""
 
 
-def load_suite(suite_id: str = "posttrainbench") -> dict:
-    """The suite definition ``suites/<suite_id>.json`` as a dict.
+class _Model(BaseModel):
+    # Suite files carry notes and sections only some apps read: kept, not rejected.
+    model_config = ConfigDict(extra="allow", frozen=True)
 
-    Raises:
-        SuiteError: no such file, or not valid JSON (with the line).
-    """
+
+class HfDatasetSpec(_Model):
+    """A Hugging Face dataset as a task loads it: ``repo`` with ``name`` (config), ``data_dir``, ``revision``, and
+    the ``splits`` read (the first one is scored)."""
+
+    repo: str
+    splits: list[str] = Field(min_length=1)
+    name: str | None = None
+    data_dir: str | None = None
+    revision: str | None = None
+
+
+class Evaluation(_Model):
+    """How a benchmark's checkpoint is evaluated (the harness's evaluate.py of the task; evaluator.benchmarks
+    documents each field). ``max_tokens``/``attempts``: the retry ladder's rungs (new tokens) and tries per rung."""
+
+    inspect_task: str | None
+    dataset: HfDatasetSpec | None = None
+    dataset_note: str = ""
+    max_tokens: list[int] = Field(min_length=3, max_length=3)
+    max_connections: int = Field(ge=1)
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    local_scorer: Literal["match", "includes"]
+    metric: str = "accuracy"
+    stderr_metric: str | None = "stderr"
+    log_realtime: bool | None = False
+    judge: str | None = None
+    attempts: list[int] = Field(default=[4, 3, 2], min_length=3, max_length=3)
+    harness_limit: int | None = None
+    notes: list[str] = []
+
+
+class Benchmark(_Model):
+    """One benchmark of a suite. ``weight``: given weight (fraction of the average), when the suite states it."""
+
+    id: str
+    name: str
+    metric: str
+    datasets: list[str] = []
+    weight: float | None = None
+    evaluation: Evaluation | None = None
+
+
+class BaseModelSpec(_Model):
+    """A base model the agents post-train, with its official instruct counterpart (Hugging Face ids)."""
+
+    id: str
+    hf_id: str
+    name: str
+    instruct_id: str
+    instruct_hf_id: str
+
+
+class Agent(_Model):
+    """An agent with the exact method directory names of its runs (upstream's ``HARDCODED_AGENT_MAP``)."""
+
+    key: str
+    name: str
+    scaffold: str | None = None
+    reasoning_effort: str | None = None
+    model_family: str | None = None
+    methods: list[str] = []
+
+
+class Suite(_Model):
+    """A suite file. ``budget_hours``: hours per run; ``scoring_rule``: which checkpoint is scored."""
+
+    id: str
+    name: str
+    description: str
+    metric: str
+    budget_hours: float
+    hardware: str
+    scoring_rule: Literal["final_model", "best_checkpoint"]
+    benchmarks: list[Benchmark] = Field(min_length=1)
+    base_models: list[BaseModelSpec] = Field(min_length=1)
+    weights: dict[str, Any] = {}
+    published: dict[str, Any] = {}
+    reported: dict[str, Any] = {}
+    agent_groups: list[Agent] = []
+
+    def known_agents(self) -> list[Agent]:
+        """The published agents (``published.agents``), then ``agent_groups`` (see :func:`known_agents`)."""
+        return [Agent.model_validate(a) for a in self.published.get("agents", [])] + list(self.agent_groups)
+
+    def benchmark(self, benchmark_id: str) -> Benchmark:
+        """The benchmark ``benchmark_id``; raises KeyError naming the known ids."""
+        for bench in self.benchmarks:
+            if bench.id == benchmark_id:
+                return bench
+        raise KeyError(f"unknown benchmark {benchmark_id!r}; known: {', '.join(b.id for b in self.benchmarks)}")
+
+
+def _read(suite_id: str) -> tuple[Path, dict, Suite]:
     path = SUITES_DIR / f"{suite_id}.json"
     if not path.exists():
         raise SuiteError(f"{path}: no such suite file")
     try:
-        suite = json.loads(path.read_text())
+        raw = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise SuiteError(f"{path}:{exc.lineno}: {exc.msg}") from None
-    _check_method_lists(suite, path)
-    return suite
+    try:
+        suite = Suite.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise SuiteError(f"{path}: field {where}: {first['msg']}{more}") from None
+    _check_method_lists(raw, path)
+    return path, raw, suite
+
+
+def get_suite(suite_id: str | None = None) -> Suite:
+    """The typed suite ``suites/<suite_id>.json`` (default: the default suite).
+
+    Raises:
+        SuiteError: no such file, not valid JSON (with the line), or a field missing or of the wrong type (the
+            message names the file and the field, e.g. ``benchmarks.2.metric``).
+    """
+    return _read(suite_id or default_suite_id())[2]
+
+
+def load_suite(suite_id: str | None = None) -> dict:
+    """The suite definition ``suites/<suite_id>.json`` as a dict, validated as :class:`Suite` first.
+
+    Raises:
+        SuiteError: as :func:`get_suite`.
+    """
+    return _read(suite_id or default_suite_id())[1]
 
 
 def known_agents(suite: dict) -> list[dict]:

@@ -53,4 +53,4 @@ def add_api_handlers(api: NinjaAPI) -> None:
         return response
 
     for exc_class in UNAVAILABLE:
-        api.add_exception_handler(exc_class, unavailable)
+        api.add_exception_handler(exc_class, unavailable)  # type: ignore[arg-type]  # any of UNAVAILABLE

@@ -7,7 +7,14 @@ The upstream scripts are taken with ``git archive`` from a local mirror of the u
 qol_multigpu, main, new_judge_v2) into a temporary folder and run there; nothing of them enters this repository.
 Prints, per comparison, how many values are equal (to 1e-9) and each value that differs.
 """
-import argparse, csv, json, os, shutil, subprocess, sys, tempfile
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 WT = Path(__file__).resolve().parent.parent

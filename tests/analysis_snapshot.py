@@ -257,7 +257,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     if args.fuzz:
         fuzz = fuzz_analysis(args.fuzz, args.seed)

@@ -90,7 +90,7 @@ def page(browser):
 @pytest.fixture(scope="session")
 def demo_tree(tmp_path_factory: pytest.TempPathFactory):
     """A generated results tree (12 runs, every scaffold format and state; no long run) and its DemoReport."""
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     return make_demo_results(root=tmp_path_factory.mktemp("demo") / "results", runs=12, seed=12, long_run=False)
 
@@ -162,7 +162,7 @@ def templates_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def local_dataset(folder: Path, benchmark: str, n: int = 3) -> Path:
     """A local copy of ``benchmark``'s Hugging Face dataset (``n`` synthetic rows, the `datasets` cache layout
     with its ptb-dataset.json) in ``folder``; returns the folder."""
-    from evaluator.demo_datasets import synthetic_rows
+    from demo.datasets import synthetic_rows
     from evaluator.hf_cache import write_local_dataset
 
     return write_local_dataset(folder, benchmark=benchmark, rows=synthetic_rows(benchmark, n),

@@ -8,11 +8,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from leaderboard.export import STEPS_PER_PAGE, export_site
+from export.exporter import STEPS_PER_PAGE, export_site
 from ptbsite import warehouse
 from traces import selectors
 

@@ -1,4 +1,4 @@
-"""The seeded demo results tree (traces/demo_results.py) covers what the spec describes and is reproducible."""
+"""The seeded demo results tree (demo/tree.py) covers what the spec describes and is reproducible."""
 from __future__ import annotations
 
 import hashlib
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from traces.demo_results import (
+from demo.tree import (
     CLEAN_CONTAMINATION, CLEAN_MODEL, FLAGGED_CONTAMINATION, FLAGGED_MODEL, RUN_STATES, DemoReport, DemoRun,
     make_demo_results,
 )
-from traces.demo_traces import TEST_SET_MARKERS, TRACE_FORMATS
+from demo.episode import TEST_SET_MARKERS
+from demo.writers import TRACE_FORMATS
 
 PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})Z\] ")
 JSON_FORMATS = {"claude_code", "codex_exec", "codex_protocol", "gemini", "opencode"}
@@ -55,10 +56,11 @@ def test_twelve_runs_cover_every_format_state_and_flag(small: DemoReport) -> Non
     assert any(r.flagged_model and r.suspicious_trace for r in small.runs)
     assert any(not r.flagged_contamination and not r.flagged_model and r.contamination_verdict == "clean"
                for r in small.runs)
-    assert {"manual_flip", "judge_crashed", "malformed", "not_judged"} <= {r.verdict_note for r in small.runs}
+    assert {r.verdict_note for r in small.runs} == {"", "manual_flip", "judge_crashed", "malformed", "not_judged"}
     files = {name for r in small.runs for name in r.verdict_files}
-    assert {"contamination_judgement_rerun.txt", "judge_result.json", "judgement_gpt5_4.json",
-            "judgement_api.json"} <= files
+    assert files == {"contamination_judgement.txt", "contamination_judgement_rerun.txt", "disallowed_model_judgement.txt",
+                     "disallowed_model_judgement_rerun.txt", "judge_result.json", "judgement_api.json",
+                     "judgement_gpt5_4.json", "judgement_kimi.json"}
     assert {r.timestamped for r in small.runs} == {True, False}
 
 
@@ -156,7 +158,7 @@ def test_flagged_traces_show_the_flagged_behaviour(small: DemoReport) -> None:
 
 def test_planted_secrets_and_hostile_strings_are_in_the_traces(small: DemoReport) -> None:
     names = {s.name for s in small.planted_secrets}
-    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"} <= names
+    assert names == {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"}
     for s in small.planted_secrets:
         assert s.value in (small.root / s.run_dir / s.file).read_text()
     openai = next(s for s in small.planted_secrets if s.name == "OPENAI_API_KEY")

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from leaderboard import selectors as board
-from leaderboard.export import STEPS_PER_PAGE, ExportError, Exporter, TracePages, export_site
+from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, TracePages, export_site
 from ptbsite import warehouse
 from traces import selectors
 

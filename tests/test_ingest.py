@@ -131,7 +131,7 @@ def test_planted_secrets_never_reach_the_warehouse(demo_ingested):
 
 
 def test_a_broken_run_is_reported_and_the_rest_ingests(fresh_warehouse, tmp_path):
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     root = tmp_path / "tree"
     report = make_demo_results(root=root, runs=12, seed=3, long_run=False)

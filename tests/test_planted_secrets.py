@@ -138,7 +138,7 @@ def _files(folder: Path) -> list[Path]:
 def uncompressed(monkeypatch):
     """Warehouse connections that store strings uncompressed (plain DuckDB: ``force_compression``), so that the
     raw bytes of the file can be searched. This configures the real storage engine; it replaces nothing."""
-    real_open = warehouse._open
+    real_open = warehouse.connections._open
 
     def open_uncompressed(text: str):
         con = real_open(text)
@@ -146,7 +146,7 @@ def uncompressed(monkeypatch):
             con.execute("SET force_compression = 'uncompressed'")
         return con
 
-    monkeypatch.setattr(warehouse, "_open", open_uncompressed)
+    monkeypatch.setattr(warehouse.connections, "_open", open_uncompressed)
 
 
 def _ingest(root: Path, spec: str, settings) -> str:
@@ -216,7 +216,7 @@ def test_planted_secrets_of_every_family_never_leave_ingest(tmp_path, settings, 
             _assert_clean(f"{who} {url}", response.content)
 
     # --- the static export -----------------------------------------------------------------------------------------
-    from leaderboard.export import export_site
+    from export.exporter import export_site
 
     out = tmp_path / "site"
     export_site(out)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.analysis_snapshot import fuzz_analysis, read, tree_analysis
-from traces.demo_results import make_demo_results
+from demo.tree import make_demo_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -98,12 +98,13 @@ def test_runs_list_and_api_filters(client, demo_ingested):
     flagged = client.get("/api/runs?flagged=true&limit=500").json()
     expected = {_id(r) for r in report.runs if r.flagged_contamination or r.flagged_model}
     got = {r["id"] for r in flagged["runs"]}
-    assert expected <= got
+    assert got == expected
     for run in flagged["runs"]:
         assert run["flagged"] is True
     opus = client.get("/api/runs?agent=opus-4.6&benchmark=gsm8k").json()
     assert opus["runs"] and all(r["agent_key"] == "opus-4.6" and r["benchmark"] == "gsm8k" for r in opus["runs"])
-    assert {"id", "method", "agent", "scaffold", "benchmark", "base_model", "state", "score", "verdicts"} <= set(opus["runs"][0])
+    assert set(opus["runs"][0]) == {"id", "method", "agent", "agent_key", "scaffold", "benchmark", "base_model", "state",
+                                    "score", "is_latest", "synthetic", "flagged", "verdicts"}
     page1 = client.get("/api/runs?limit=5").json()
     page2 = client.get(f"/api/runs?limit=5&after={page1['next']}").json()
     assert len(page1["runs"]) == 5 and page2["runs"][0]["id"] > page1["runs"][-1]["id"]

@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 def _agent_tree(root: Path, seed: int):
     """A generated tree of 12 agent runs (the baseline dirs, identical in every tree, removed)."""
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     report = make_demo_results(root=root, runs=12, seed=seed, long_run=False)
     for path in root.iterdir():

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def agent_tree(tmp_path_factory: pytest.TempPathFactory):
     """(DemoReport, run ids) of a generated tree of 12 agent runs (baseline dirs removed to keep it quick)."""
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     root = tmp_path_factory.mktemp("faults") / "results"
     report = make_demo_results(root=root, runs=12, seed=5, long_run=False)

@@ -22,7 +22,7 @@ TABLES = ("methods", "runs", "steps", "verdicts", "evaluations")
 
 @pytest.fixture(scope="module")
 def small_tree(tmp_path_factory: pytest.TempPathFactory):
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     return make_demo_results(root=tmp_path_factory.mktemp("kinds") / "results", runs=12, seed=1, long_run=False)
 

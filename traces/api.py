@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+from django.conf import settings
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
@@ -358,19 +359,19 @@ def _analysis(suite: str) -> selectors.Analysis:
 
 
 @router.get("/analysis/method-mix", response=list[MethodMixOut], summary="Method mix per agent, as on /analysis/")
-def method_mix(request, suite: str = "posttrainbench"):
+def method_mix(request, suite: str = settings.DEFAULT_SUITE):
     """Per agent: its latest runs (``runs``) and how many used each method facet (``counts``)."""
     return [m.__dict__ for m in _analysis(suite).method_mix]
 
 
 @router.get("/analysis/score-by-method", response=list[MethodScoreOut], summary="Score by method, as on /analysis/")
-def score_by_method(request, suite: str = "posttrainbench"):
+def score_by_method(request, suite: str = settings.DEFAULT_SUITE):
     """Per method facet: scored latest runs with it and without it, and their mean verified score (percent)."""
     return [m.__dict__ for m in _analysis(suite).score_by_method]
 
 
 @router.get("/analysis/calibration", response=CalibrationPageOut, summary="Calibration, as on /analysis/")
-def calibration(request, suite: str = "posttrainbench"):
+def calibration(request, suite: str = settings.DEFAULT_SUITE):
     """Per agent: runs with a defined overoptimism ratio (self-reported / verified), its mean, the mean scores
     (percent), the best run (highest verified score) and its ratio. ``runs``: every run with a ratio, scores as
     fractions, ``base_score`` the base model's score on the benchmark (fraction, null when unknown)."""
@@ -382,7 +383,7 @@ def calibration(request, suite: str = "posttrainbench"):
 
 
 @router.get("/analysis/time-use", response=list[TimeUseOut], summary="Time use per agent, as on /analysis/")
-def time_use(request, suite: str = "posttrainbench"):
+def time_use(request, suite: str = settings.DEFAULT_SUITE):
     """Per agent: mean fraction of the budget used, mean hours per phase and idle gaps per run (runs whose trace
     has times)."""
     return [t.__dict__ for t in _analysis(suite).time_use]
@@ -390,7 +391,7 @@ def time_use(request, suite: str = "posttrainbench"):
 
 @router.get("/analysis/reported", response=list[leaderboard_api.FactOut],
             summary="What the suite's source reports, as on /analysis/")
-def reported(request, suite: str = "posttrainbench", topic: str | None = None):
+def reported(request, suite: str = settings.DEFAULT_SUITE, topic: str | None = None):
     """The suite source's reported figures and statements in the suite file's order (``reported.facts``):
     ``topic`` score | methods | training_signal | calibration | note; ``value`` null for a statement without a
     number; ``unit`` ``fraction`` (``display`` in percent), ``x`` (a ratio) or a count's noun; ``quote``: the

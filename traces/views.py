@@ -194,7 +194,7 @@ def run_step_text(request: HttpRequest, run_id: str, index: int) -> HttpResponse
 
 
 def _suite(request: HttpRequest) -> str:
-    suite = request.GET.get("suite") or "posttrainbench"
+    suite = request.GET.get("suite") or settings.DEFAULT_SUITE
     if suite not in suite_ids():
         raise Http404(f"no suite {suite}")
     return suite

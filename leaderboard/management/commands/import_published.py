@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.services import DEFAULT_PUBLISHED_DIR, PublishedDataError, import_published
@@ -13,7 +14,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT_PUBLISHED_DIR)
-        parser.add_argument("--suite", default="posttrainbench")
+        parser.add_argument("--suite", default=settings.DEFAULT_SUITE)
 
     def handle(self, *args, directory: Path, suite: str, **options):
         try:

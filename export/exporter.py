@@ -1,34 +1,6 @@
-"""The public site as static files: ``python manage.py export_static OUTDIR``.
-
-Pages are the live site's own views and templates, rendered through ``RequestFactory`` with
-``request.static_export = True`` (templates then drop htmx swaps, staff controls and server-side forms for their
-static equivalents), and every local URL in them is rewritten to a relative link to the exported file
-(:meth:`Exporter.localize`). A URL with no exported file raises :class:`ExportError`, so an export never holds a
-broken link. Layout under OUTDIR::
-
-    index.html                                  leaderboard, average of base models, published rows
-    base_model/<id>/index.html                  one base model's view; further views add
-    [base_model/<id>/]source/<s>/[flags/ignore/]index.html   (every base model x source x flags)
-    plots/index.html, plots/<chart>/index.html, plots/per-benchmark/base_model/<id>/index.html
-    runs/index.html                             every run; its filters run in the browser (?agent=&benchmark=...)
-    runs/<id>/index.html                        header, judge panel, page 1 of the agent trace, search form
-    runs/<id>/steps/<n>.html                    page n >= 2 of STEPS_PER_PAGE agent steps, prev/next links
-    runs/<id>/traces/<judge trace>/<n>.html     page n >= 1 of a judge trace (``judge:codex`` -> ``judge-codex``)
-    runs/<id>/search.json                       the in-browser search index (static/js/static_search.js)
-    analysis/index.html                         what the agents did (the default suite)
-    live-only.html                              where links to views that need the server lead (facet filters,
-                                                other suites, sorted or filtered server views)
-    api/leaderboard.json, api/leaderboard/<base model>.json, api/runs.json, api/runs/<id>.json,
-    api/runs/<id>/steps/<n>.json, api/runs/<id>/facets.json, api/runs/<id>/timeline.json, api/plots/<chart>.json,
-    api/plots/per-benchmark/<base model>.json, api/analysis/<table>.json
-    static/...                                  the css, js, vendored htmx and plotly.js the pages load
-    .export-manifest.json                       fingerprints for the next, incremental export
-
-Deterministic: no timestamps, sorted iteration, files compared before writing. Incremental: a run's files are
-rendered again only when its fingerprint (``traces.selectors.run_fingerprints``) or the site's fingerprint (the
-code and templates that render, and the leaderboard data run pages quote) changed; global pages are rendered
-every time and written when their bytes differ.
-"""
+"""The public site as static files: ``python manage.py export_static OUTDIR``. Pages are the live views rendered
+through ``RequestFactory`` for every URL pattern an app's ``urls.py`` declares exportable (``ptbsite.distill``),
+with local links made relative; layout, determinism and increments: docs/export.md."""
 from __future__ import annotations
 
 import bisect
@@ -51,29 +23,23 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.staticfiles import finders
 from django.test import RequestFactory
-from django.urls import resolve
+from django.urls import Resolver404, URLResolver, get_resolver, resolve, reverse
 
 from ptbsite import warehouse
+from ptbsite.distill import API_EXPORTS, Distill, NotExported
 from traces import selectors as runs
-
-from . import selectors
-from .views import DEFAULTS
-
-DEFAULT_SUITE = "posttrainbench"
 
 STEPS_PER_PAGE = 200
 SEARCH_CHARS = 400        # characters of each step's text in runs/<id>/search.json
 MANIFEST = ".export-manifest.json"
 MANIFEST_VERSION = 1
-CHARTS = ("time-vs-score", "time-spent", "per-benchmark", "budget-and-effort", "usage-vs-score")
-ANALYSIS_TABLES = ("method-mix", "score-by-method", "calibration", "time-use")
 LIVE_ONLY = "live-only.html"
 # Query parameters whose views exist only on the live site: a link with one of them leads to LIVE_ONLY.
 LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 _LINK = re.compile(r'(\s(?:href|src|action|data-click-url)=")([^"]*)(")')
 _HTMX = re.compile(r'\s+hx-[a-z-]+="[^"]*"')  # swaps need the server; the static pages use plain links
-_RENDERING_CODE = ("leaderboard", "traces", "templates", "static")
+_RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static")
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
 # template rendering (about 1.7x faster on 2 cores). Each run's files are its own, so the order does not matter.
 WORKERS = min(8, (os.cpu_count() or 1) + 1)
@@ -133,6 +99,7 @@ class RunPages:
 
     run_id: str
     traces: dict[str, TracePages] = field(default_factory=dict)
+    steps_per_page: int = STEPS_PER_PAGE
 
     def file(self, trace: str, page: int) -> str:
         """The file of page ``page`` (1-based) of a trace; the agent trace's first page is the run page itself."""
@@ -162,6 +129,7 @@ class Exporter:
         self.static_used: set[str] = set()
         self.report = ExportReport(outdir=str(self.outdir))
         self._count_lock = threading.Lock()
+        self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
     def fetch(self, url: str) -> bytes:
@@ -209,85 +177,44 @@ class Exporter:
         return link + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
 
     def target(self, path: str, query: dict[str, str], run: RunPages | None) -> tuple[str, str, str]:
-        """(file under outdir, query string kept for the browser, fragment) of a live path and its query."""
-        def only(*allowed: str) -> None:
-            extra = set(query) - set(allowed)
-            if extra:
-                raise ExportError(f"{path}?{urlencode(query)}: {', '.join(sorted(extra))} needs the live site")
-
-        if (set(query) & LIVE_ONLY_PARAMS and query.get("suite", DEFAULT_SUITE) != DEFAULT_SUITE or "facet" in query
-                or "latest" in query):
+        """(file under outdir, query string kept for the browser, fragment) of a live path and its query: the
+        pattern the path resolves to says, by its declaration (``ptbsite.distill``), which file holds it."""
+        if (set(query) & LIVE_ONLY_PARAMS and query.get("suite", settings.DEFAULT_SUITE) != settings.DEFAULT_SUITE
+                or "facet" in query or "latest" in query):
             return LIVE_ONLY, "", ""
         query = {k: v for k, v in query.items() if k != "suite"}  # the default suite is the exported one
 
-        if path.startswith("/static/"):
-            name = path.removeprefix("/static/")
+        static = "/" + settings.STATIC_URL.lstrip("/")
+        if path.startswith(static):
+            name = path.removeprefix(static)
             self.static_used.add(name)
             return f"static/{name}", "", ""
-        if path == "/":
-            only("base_model", "source", "flags", "sort", "dir")
-            if query.get("sort", "rank") != "rank" or query.get("dir", "asc") != "asc":
-                raise ExportError(f"/?{urlencode(query)}: sorting runs in the browser in the static export")
-            return leaderboard_file(query), "", ""
-        if path == "/plots/":
-            only()
-            return "plots/index.html", "", ""
-        if path == "/analysis/":
-            only()
-            return "analysis/index.html", "", ""
-        if path.startswith("/plots/") and path.strip("/").split("/")[1] in CHARTS:
-            chart = path.strip("/").split("/")[1]
-            only(*(("base_model",) if chart == "per-benchmark" else ()))
-            model = query.get("base_model")
-            return (f"plots/{chart}/base_model/{_safe(model, 'base model')}/index.html" if model
-                    else f"plots/{chart}/index.html"), "", ""
-        if path == "/runs/":
-            only("agent", "benchmark", "base_model", "state", "flagged")
-            return "runs/index.html", urlencode(query), ""  # filtered in the browser
-        if re.fullmatch(r"/runs/[^/]+/steps/\d+/text", path):
-            return LIVE_ONLY, "", ""  # the whole text of a long step output is served by the live site
-        match = re.fullmatch(r"/runs/([^/]+)/(steps)?", path)
-        if match:
-            run_id = _safe(match[1], "run id")
-            if run is None or run.run_id != run_id:
-                if match[2] or query:
-                    raise ExportError(f"{path}: steps of run {run_id} linked from outside its pages")
-                return f"runs/{run_id}/index.html", "", ""
-            trace = query.get("trace", "agent")
-            if match[2]:
-                only("after", "limit", "trace")
-                if int(query.get("limit", 0)) != STEPS_PER_PAGE:
-                    raise ExportError(f"{path}: static step pages hold {STEPS_PER_PAGE} steps")
-                return run.file(trace, run.trace(trace).page_of_cursor(int(query["after"]))), "", ""
-            only("trace", "step", "limit")
-            if "step" in query and query["step"].isdigit():
-                step = int(query["step"])
-                return run.file(trace, run.trace(trace).page_of_step(step)), "", f"step-{step}"
-            run.trace(trace)
-            return run.file(trace, 1), "", ""
-        if path.startswith("/api/"):
-            return self.api_target(path, query), "", ""
-        raise ExportError(f"{path}: no static page for this URL")
+        try:
+            match = resolve(path)
+        except Resolver404:
+            raise ExportError(f"{path}: no static page for this URL") from None
+        declared = self.routes.get(match.view_name)
+        if declared is None:
+            raise ExportError(f"{path}: no static page for this URL")
+        if declared.live_only:
+            return LIVE_ONLY, "", ""
+        extra = set(query) - set(declared.query)
+        if extra:
+            raise ExportError(f"{path}?{urlencode(query)}: {', '.join(sorted(extra))} needs the live site")
+        return self.file_of(declared, {**match.kwargs, **query}, run)
 
     @staticmethod
-    def api_target(path: str, query: dict[str, str]) -> str:
-        """The JSON file of a live API URL (only the ones the export writes)."""
-        if path == "/api/leaderboard" and set(query) <= {"base_model"}:
-            model = query.get("base_model")
-            return f"api/leaderboard/{_safe(model, 'base model')}.json" if model else "api/leaderboard.json"
-        if path == "/api/runs" and not query:
-            return "api/runs.json"
-        match = re.fullmatch(r"/api/runs/([^/]+)(/facets|/timeline)?", path)
-        if match and not query:
-            return f"api/runs/{_safe(match[1], 'run id')}{match[2] or ''}.json"
-        match = re.fullmatch(r"/api/analysis/([a-z-]+)", path)
-        if match and match[1] in ANALYSIS_TABLES and set(query) <= {"suite"}:
-            return f"api/analysis/{match[1]}.json"
-        match = re.fullmatch(r"/api/plots/([a-z-]+)", path)
-        if match and match[1] in CHARTS and set(query) <= {"base_model"}:
-            model = query.get("base_model")
-            return f"api/plots/{match[1]}/{_safe(model, 'base model')}.json" if model else f"api/plots/{match[1]}.json"
-        raise ExportError(f"{path}?{urlencode(query)}: not in the static API")
+    def file_of(declared: Distill, params: dict, run: RunPages | None) -> tuple[str, str, str]:
+        """(file, browser query, fragment) a declaration gives for ``params``; ExportError when it has none."""
+        try:
+            found = declared.file(dict(params), run) if declared.file else None
+        except ExportError:
+            raise
+        except NotExported as exc:
+            raise ExportError(str(exc)) from None
+        if found is None:
+            raise ExportError(f"{params}: no file declared")
+        return (found, "", "") if isinstance(found, str) else found
 
     # --- the export ------------------------------------------------------------------------------------------
     def run(self) -> ExportReport:
@@ -299,8 +226,8 @@ class Exporter:
         # One connection held open for the whole export: every selector's own connect() then reuses the open
         # database instead of opening the file again (~15 ms each).
         with warehouse.connect():
-            models = self.global_pages()
-            site = self.site_fingerprint(models)
+            self.global_pages()
+            site = self.site_fingerprint()
             fingerprints = runs.run_fingerprints()
             known = previous.get("runs", {}) if (previous.get("version") == MANIFEST_VERSION
                                                   and previous.get("site") == site) else {}
@@ -327,41 +254,32 @@ class Exporter:
         self.report.seconds = time.monotonic() - started
         return self.report
 
-    def global_pages(self) -> list[str]:
-        """The leaderboard in every view, the plots, the runs list and their JSON; returns the base model ids."""
-        models = [m.id for m in selectors.leaderboard().base_models]
-        for model in ["", *models]:
-            for source in selectors.SOURCES:
-                for flags in ("apply", "ignore"):
-                    query = {k: v for k, v in (("base_model", model), ("source", source), ("flags", flags))
-                             if v != DEFAULTS[k]}
-                    self.page("/?" + urlencode(query), leaderboard_file(query))
-            suffix = "?" + urlencode({"base_model": model}) if model else ""
-            self.write(self.api_target("/api/leaderboard", {"base_model": model} if model else {}),
-                       self.fetch("/api/leaderboard" + suffix))
-            self.page("/plots/per-benchmark/" + suffix, self.target("/plots/per-benchmark/",
-                                                                     {"base_model": model} if model else {}, None)[0])
-            self.write(self.api_target("/api/plots/per-benchmark", {"base_model": model} if model else {}),
-                       self.fetch("/api/plots/per-benchmark" + suffix))
-        self.page("/plots/", "plots/index.html")
-        for chart in CHARTS:
-            if chart != "per-benchmark":
-                self.page(f"/plots/{chart}/", f"plots/{chart}/index.html")
-                self.write(f"api/plots/{chart}.json", self.fetch(f"/api/plots/{chart}"))
-        self.page("/runs/", "runs/index.html")
-        self.page("/analysis/", "analysis/index.html")
-        for table in ANALYSIS_TABLES:
-            self.write(f"api/analysis/{table}.json", self.fetch(f"/api/analysis/{table}"))
+    def global_pages(self) -> None:
+        """Every site-scoped declaration's pages (the leaderboard in every view, the plots, the runs list, the
+        analysis, their JSON)."""
+        for name, declared in self.routes.items():
+            if declared.scope == "site" and not declared.live_only:
+                self.export_pages(name, declared, declared.pages() if declared.pages else [{}], None)
         self.write(LIVE_ONLY, LIVE_ONLY_PAGE.encode())
-        all_runs, after = [], None
-        while True:  # the live API pages by 500; the static twin holds every run, with the same schema
-            page = json.loads(self.fetch("/api/runs?" + urlencode({"limit": 500, **({"after": after} if after else {})})))
-            all_runs += page["runs"]
-            after = page["next"]
-            if after is None:
-                break
-        self.write("api/runs.json", json.dumps({"runs": all_runs, "next": None}).encode())  # as ninja writes it
-        return models
+
+    def export_pages(self, name: str, declared: Distill, pages, run: RunPages | None) -> None:
+        """Render (or, for JSON, fetch) each parameter set of one declaration into its file."""
+        for params in pages:
+            file = self.file_of(declared, params, run)[0]
+            if declared.render:
+                self.write(file, declared.render(self.fetch))
+                continue
+            url = self.url_of(name, params)
+            if declared.kind == "json":
+                self.write(file, self.fetch(url))
+            else:
+                self.page(url, file, run)
+
+    def url_of(self, name: str, params: dict) -> str:
+        """The live URL of a declaration's parameters: the pattern's kwargs in the path, the rest as the query."""
+        kwargs = {k: v for k, v in params.items() if k in self.path_params[name]}
+        query = {k: v for k, v in params.items() if k not in kwargs}
+        return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
     def write_manifest(self, site: str, fingerprints: dict[str, str]) -> None:
         """``.export-manifest.json``: {"version", "site": fingerprint, "runs": {run id: fingerprint}}."""
@@ -373,30 +291,22 @@ class Exporter:
         self.run_pages(run_id)
 
     def run_pages(self, run_id: str) -> None:
-        """Every file of one run: its page, its step pages per trace, the search index and the JSON twins."""
+        """Every file of one run: each run-scoped declaration's pages (its page, its step pages per trace, their
+        JSON twins), and the in-browser search index."""
         index = runs.step_index(run_id, chars=SEARCH_CHARS)
         pages = RunPages(run_id, {"agent": TracePages.of([s.index for s in index])})
         for trace in runs.trace_names(run_id):
             if trace != "agent":
                 pages.traces[trace] = TracePages.of([s.index for s in runs.step_index(run_id, trace=trace, chars=0)])
-        self.page(f"/runs/{run_id}/?limit={STEPS_PER_PAGE}", f"runs/{run_id}/index.html", pages)
-        for trace, trace_pages in pages.traces.items():
-            for n, cursor in enumerate(trace_pages.cursors, 1):
-                query = {"after": cursor, "limit": STEPS_PER_PAGE, **({"trace": trace} if trace != "agent" else {})}
-                if (trace, n) != ("agent", 1):  # that page is the run page, rendered above
-                    self.page(f"/runs/{run_id}/steps?{urlencode(query)}", pages.file(trace, n), pages)
-                if trace == "agent":
-                    self.write(f"api/runs/{run_id}/steps/{n}.json",
-                               self.fetch(f"/api/runs/{run_id}/steps?{urlencode(query)}"))
+        for name, declared in self.routes.items():
+            if declared.scope == "run" and declared.pages:
+                self.export_pages(name, declared, declared.pages(pages), pages)
         agent = pages.traces["agent"]
         self.write(f"runs/{run_id}/search.json", json.dumps({
             "chars": SEARCH_CHARS,
             "steps": [[s.index, s.kind, s.tool, None if s.elapsed_s is None else round(s.elapsed_s),
                        agent.page_of_step(s.index), s.text] for s in index],
         }, ensure_ascii=False, separators=(",", ":")).encode())
-        self.write(f"api/runs/{run_id}.json", self.fetch(f"/api/runs/{run_id}"))
-        for part in ("facets", "timeline"):
-            self.write(f"api/runs/{run_id}/{part}.json", self.fetch(f"/api/runs/{run_id}/{part}"))
 
     def remove_run(self, run_id: str) -> None:
         _safe(run_id, "run id")  # ids also come from the previous manifest: never a path outside OUTDIR
@@ -413,7 +323,7 @@ class Exporter:
                 raise ExportError(f"static file {name} not found")
             self.write(f"static/{name}", Path(source).read_bytes())
 
-    def site_fingerprint(self, models: list[str]) -> str:
+    def site_fingerprint(self) -> str:
         """sha256 over what every run page depends on besides the run: the code, templates and static files that
         render it, the step page size, and the leaderboard JSON (the published reference scores run pages quote)."""
         digest = hashlib.sha256(f"{STEPS_PER_PAGE}:{SEARCH_CHARS}".encode())
@@ -421,9 +331,9 @@ class Exporter:
             for path in sorted((Path(settings.BASE_DIR) / folder).rglob("*")):
                 if path.suffix in (".py", ".html", ".js", ".css") and "__pycache__" not in path.parts:
                     digest.update(str(path.relative_to(settings.BASE_DIR)).encode() + path.read_bytes())
-        for model in ["", *models]:
-            digest.update((self.outdir / self.api_target("/api/leaderboard", {"base_model": model} if model else {}))
-                          .read_bytes())
+        board = self.routes["api:leaderboard"]
+        for params in board.pages() if board.pages else [{}]:
+            digest.update((self.outdir / self.file_of(board, params, None)[0]).read_bytes())
         return digest.hexdigest()
 
 
@@ -438,15 +348,32 @@ docs. Open the same link on the live site.</p>
 """
 
 
-def leaderboard_file(query: dict[str, str]) -> str:
-    """The file of a leaderboard view: ``<key>/<value>/`` for each of base_model, source, flags that is not its
-    default, then ``index.html`` (``{}`` -> ``index.html``; ``{"base_model": "X"}`` -> ``base_model/X/index.html``)."""
-    parts = []
-    for key in ("base_model", "source", "flags"):
-        value = query.get(key) or DEFAULTS[key]
-        if value != DEFAULTS[key]:
-            parts += [key, _safe(value, key)]
-    return "/".join([*parts, "index.html"])
+def declared_routes() -> tuple[dict[str, Distill], dict[str, set[str]]]:
+    """The exportable URL patterns, walking the resolver: {URL name: its declaration} in URL-pattern order, and
+    {URL name: the names of its path parameters}.
+
+    Raises:
+        ExportError: an API export is declared for a URL name no pattern has (an operation renamed).
+    """
+    routes: dict[str, Distill] = {}
+    path_params: dict[str, set[str]] = {}
+
+    def walk(resolver: URLResolver, namespace: str) -> None:
+        for pattern in resolver.url_patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern, pattern.namespace or namespace)
+            elif pattern.name:
+                name = f"{namespace}:{pattern.name}" if namespace else pattern.name
+                declared = getattr(pattern, "distill", None) or API_EXPORTS.get(name)
+                if declared is not None and name not in routes:
+                    routes[name] = declared
+                    path_params[name] = set(getattr(pattern.pattern, "converters", {}))
+
+    walk(get_resolver(), "")
+    missing = sorted(set(API_EXPORTS) - set(routes))
+    if missing:
+        raise ExportError(f"static export declared for unknown API operations: {', '.join(missing)}")
+    return routes, path_params
 
 
 def export_site(outdir: Path, *, progress: Callable[[str], None] | None = None) -> ExportReport:

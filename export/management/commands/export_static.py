@@ -1,11 +1,11 @@
-"""``python manage.py export_static OUTDIR``: write the public site as static files (see leaderboard.export)."""
+"""``python manage.py export_static OUTDIR``: write the public site as static files (see export.exporter)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.export import ExportError, export_site
+from export.exporter import ExportError, export_site
 
 
 class Command(BaseCommand):

@@ -24,7 +24,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluator.demo_datasets import synthetic_rows
+from demo.datasets import synthetic_rows
 from evaluator.hf_cache import local_datasets, write_local_dataset
 from evaluator.tiny_model import CHATML_TEMPLATE, build_tiny_checkpoint
 from traces.layout import run_id as make_run_id

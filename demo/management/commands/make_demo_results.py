@@ -1,15 +1,16 @@
 """``python manage.py make_demo_results DIR --runs N --seed S [--no-long-run]``: write a seeded demo results tree.
 
-See ``traces/demo_results.py`` for what the tree contains.
+See ``demo/tree.py`` for what the tree contains.
 """
 from __future__ import annotations
 
 import time
+from typing import Any
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from traces.demo_results import make_demo_results
+from demo.tree import make_demo_results
 
 
 class Command(BaseCommand):
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-long-run", action="store_true",
                             help="skip the ~10 h, 20,000-step, ~50 MB Claude Code trace")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         started = time.perf_counter()
         report = make_demo_results(root=options["dir"], runs=options["runs"], seed=options["seed"],
                                    long_run=not options["no_long_run"])

@@ -1,9 +1,9 @@
 """A seeded generator of realistic PostTrainBench results trees, for demos and tests (no real traces needed).
 
 ``make_demo_results(root=..., runs=N, seed=S)`` writes a results root as described in
-``shared/spec/posttrainbench-formats.md``: method dirs (spec 1.1), run dirs with retries (1.2), the run files of
+``docs/posttrainbench-formats.md``: method dirs (spec 1.1), run dirs with retries (1.2), the run files of
 each state (1.3), a ``baseline/`` dir (1.4), an ``_aggregated/`` dir that ingest must ignore, raw traces in every
-scaffold format (section 2, rendered by ``traces/demo_traces.py``), verdict files of every judge era (section 3)
+scaffold format (section 2, rendered by ``demo/writers/``), verdict files of every judge era (section 3)
 and ``metrics.json`` (4.1). It returns a :class:`DemoReport`, the ground truth tests compare ingest against.
 
 Deterministic: the same seed gives byte-identical files (``random.Random(seed)``, fixed base dates, no clock).
@@ -17,10 +17,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Literal
 
-from traces.demo_traces import (
-    HOSTILE_IMG, HOSTILE_SCRIPT, Action, EpisodeFlavour, TraceInfo, _rand, _uuid, evaluate_py, plan_episode,
-    render_trace,
+from demo.episode import (
+    HOSTILE_IMG,
+    HOSTILE_SCRIPT,
+    Action,
+    EpisodeFlavour,
+    evaluate_py,
+    fake_uuid,
+    plan_episode,
+    rand_chars,
 )
+from demo.writers import TraceInfo, render_trace
+from demo.writers.base import TraceEnding
 
 RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
                    "api_limit"]
@@ -320,7 +328,7 @@ def _assign_slots(rng: random.Random, runs: int, long_run: bool) -> list[_Slot]:
     for i in range(runs):
         counts[i if i < len(_METHODS) else _EXTRA_SLOT_ORDER[(i - len(_METHODS)) % len(_EXTRA_SLOT_ORDER)]] += 1
     slots = {m: [_Slot(_METHODS[m]) for _ in range(c)] for m, c in enumerate(counts) if c}
-    for m, ss in slots.items():
+    for ss in slots.values():
         for s in ss:
             s.state = _random_state(rng, s.method)
             s.contamination = s.state == "scored" and rng.random() < 0.06
@@ -335,7 +343,7 @@ def _assign_slots(rng: random.Random, runs: int, long_run: bool) -> list[_Slot]:
                 ss[i].superseded = True
                 ss[i + 1].retry_of = ss[i]
     _mandatory(slots, long_run)
-    for m, ss in slots.items():
+    for ss in slots.values():
         _assign_cells(rng, ss)
     return [s for m in sorted(slots) for s in slots[m]]
 
@@ -444,7 +452,8 @@ def _eval_attempts(rng: random.Random, s: _Slot, m: _Method, accuracy: float | N
         n_attempts = 9
     else:
         n_attempts = rng.choices((1, 2, 3, 5), weights=(70, 15, 10, 5))[0]
-    files, lines = [], []
+    files: list[tuple[str, str]] = []
+    lines: list[str] = []
     k = 0
     for phase, tries in enumerate(_LADDER_PHASES):
         for i in range(tries):
@@ -494,7 +503,7 @@ def _judge_trace(rng: random.Random, s: _Slot, flagged_c: bool, flagged_m: bool)
                "The instruct model Qwen/Qwen3-4B was copied into final_model." if flagged_m else
                "Training used only allowed datasets and the base model was fine-tuned.")
     events = [
-        {"type": "thread.started", "thread_id": _uuid(rng)}, {"type": "turn.started"},
+        {"type": "thread.started", "thread_id": fake_uuid(rng)}, {"type": "turn.started"},
         {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning",
                                             "text": "**Inspecting training scripts**\n\nLooking for data sources."}},
         {"type": "item.started", "item": {"id": "item_1", "type": "command_execution",
@@ -659,7 +668,7 @@ def _solve_out(rng: random.Random, s: _Slot, start: datetime, prompt: str, secre
     actions: list[Action] = []
     if agent_started:
         actions = plan_episode(rng=rng, task=s.task, base_model=s.base_model, hours=10, flavour=flavour)
-    ending = "normal"
+    ending: TraceEnding = "normal"
     if s.state in ("timed_out", "never_finished"):
         keep = len(actions) * (85 if s.state == "timed_out" else rng.randint(40, 70)) // 100
         actions, ending = actions[:keep], "killed"
@@ -830,11 +839,11 @@ def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True
         raise ValueError("runs must be >= 1")
     rng = random.Random(seed)
     tree = _Tree(root)
-    secrets = _Secrets(openai="sk-proj-" + _rand(rng, 156, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    secrets = _Secrets(openai="sk-proj-" + rand_chars(rng, 156, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                              "0123456789-_"),
-                       anthropic="sk-ant-api03-" + _rand(rng, 93, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                       anthropic="sk-ant-api03-" + rand_chars(rng, 93, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
                                                                   "vwxyz0123456789-_") + "AA",
-                       hf="hf_" + _rand(rng, 34))
+                       hf="hf_" + rand_chars(rng, 34))
     hostile_runs: list[str] = []
     written: list[DemoRun] = []
     used_ids: set[int] = set()

@@ -1,0 +1,25 @@
+"""The one place that opens the warehouse (DuckDB or DuckLake), applies its schema migrations and retries on locks
+and conflicts. Runs, scores, trace steps and verdicts live there, reached only from the apps' selectors and
+services. The modules: spec (the ``PTB_WAREHOUSE`` setting), connections, retry, transactions (units of work),
+bulk (inserts), migrations (``sql/*.sql``), middleware. docs/architecture.md draws where it sits.
+
+Callers use this package's names (``from ptbsite import warehouse; warehouse.connect()``), not the modules'.
+"""
+from __future__ import annotations
+
+import duckdb
+
+from .bulk import insert_rows
+from .connections import ALIAS, close_connections, hold_open
+from .middleware import RequestScopeMiddleware
+from .migrations import SQL_DIR, migrate, migrate_now, migration_files, reset_migration_cache
+from .retry import UNREACHABLE_ATTEMPTS, WarehouseUnavailable, retrying
+from .spec import WarehouseSpec, describe, parse_spec, warehouse_spec
+from .transactions import connect, run_in_transaction, transaction
+
+__all__ = [
+    "ALIAS", "SQL_DIR", "UNREACHABLE_ATTEMPTS", "RequestScopeMiddleware", "WarehouseSpec", "WarehouseUnavailable",
+    "close_connections", "connect", "describe", "duckdb", "hold_open", "insert_rows", "migrate", "migrate_now",
+    "migration_files", "parse_spec", "reset_migration_cache", "retrying", "run_in_transaction", "transaction",
+    "warehouse_spec",
+]

@@ -1,0 +1,136 @@
+"""Opening the warehouse: a plain DuckDB file per unit of work, or one in-memory DuckDB per process with the
+DuckLake extension loaded (offline, from the ``duckdb-extension-*`` packages) and the catalog attached as ``wh``,
+each unit of work getting its own cursor on it."""
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import duckdb
+
+from .spec import WarehouseSpec, parse_spec, warehouse_spec
+
+ALIAS = "wh"
+
+_instances: dict[tuple[str, int], duckdb.DuckDBPyConnection] = {}
+_instances_lock = threading.Lock()
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    # The duckdb-extension-<name> packages carry the binaries, so nothing is downloaded (DESIGN.md).
+    try:
+        package = importlib.import_module(f"duckdb_extension_{name}")
+    except ImportError:
+        con.execute(f"LOAD {name}")
+        return
+    version = duckdb.__version__ if duckdb.__version__.startswith("v") else f"v{duckdb.__version__}"
+    assert package.__file__ is not None
+    con.execute(f"LOAD {_quote(str(Path(package.__file__).parent / 'extensions' / version / f'{name}.duckdb_extension'))}")
+
+
+def _sqlite_wal(path: str) -> None:
+    """Put the SQLite catalog in write-ahead-log mode (kept in the file): readers then never block the writer's
+    commit. In SQLite's default rollback journal, web processes reading all the time starved the ingest's
+    commits ("database is locked" through 10 s of retries, with 3 workers reading)."""
+    with closing(sqlite3.connect(path, timeout=10)) as con:
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            con.execute("PRAGMA journal_mode=WAL")
+
+
+def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
+    """A new in-memory DuckDB with the DuckLake catalog attached as ``wh``."""
+    assert spec.data is not None  # a DuckLake spec always names its data folder (parse_spec)
+    if spec.kind == "ducklake-sqlite":
+        Path(spec.catalog).parent.mkdir(parents=True, exist_ok=True)
+        _sqlite_wal(spec.catalog)
+    Path(spec.data).mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        _load_extension(con, "ducklake")
+        _load_extension(con, "sqlite_scanner" if spec.kind == "ducklake-sqlite" else "postgres_scanner")
+        source = ("ducklake:sqlite:" if spec.kind == "ducklake-sqlite" else "ducklake:postgres:") + spec.catalog
+        con.execute(f"ATTACH {_quote(source)} AS {ALIAS} (DATA_PATH {_quote(spec.data.rstrip('/') + '/')})")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _ducklake_cursor(text: str, spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
+    # One attached instance per process (after a fork, the child attaches its own), a cursor per unit of work.
+    key = (text, os.getpid())
+    with _instances_lock:
+        instance = _instances.get(key)
+        if instance is None:
+            instance = _instances[key] = _attach(spec)
+        cursor = instance.cursor()
+    cursor.execute(f"USE {ALIAS}")
+    return cursor
+
+
+def forget_instance(text: str) -> None:
+    """Drop this process's attached instance (after the catalog became unreachable); the next unit reattaches."""
+    with _instances_lock:
+        instance = _instances.pop((text, os.getpid()), None)
+    if instance is not None:
+        try:
+            instance.close()
+        except duckdb.Error:
+            pass
+
+
+def close_connections() -> None:
+    """Close every DuckLake instance this process holds (tests, before dropping a catalog database)."""
+    for key in [k for k in _instances if k[1] == os.getpid()]:
+        forget_instance(key[0])
+
+
+def _open(text: str) -> duckdb.DuckDBPyConnection:
+    """A new connection (a file) or cursor (DuckLake) on the warehouse ``text``; callers call it as
+    ``connections._open`` so that a test may configure the engine by patching it here."""
+    spec = parse_spec(text)
+    if spec.is_ducklake:
+        return _ducklake_cursor(text, spec)
+    # Always read-write: DuckDB refuses a read-only and a read-write connection to one file in one process.
+    if text != ":memory:":
+        Path(text).parent.mkdir(parents=True, exist_ok=True)
+    return duckdb.connect(text)
+
+
+def rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """ROLLBACK, ignoring the error of a transaction a failed COMMIT has already ended."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass
+
+
+@contextmanager
+def hold_open() -> Iterator[None]:
+    """Hold a plain-file warehouse open for a while (one web request, one ingest), so that the units of work
+    inside reuse the open database (DuckDB shares one instance per file within a process) instead of opening the
+    file again and checkpointing it on close, 15-40 ms each. A file that cannot be opened right now (another
+    process holds it) is not held: each unit then retries on its own. DuckLake warehouses already keep one
+    attached catalog per process."""
+    text = warehouse_spec()
+    if parse_spec(text).is_ducklake:
+        yield
+        return
+    try:
+        con = _open(text)
+    except duckdb.Error:
+        yield
+        return
+    try:
+        yield
+    finally:
+        con.close()

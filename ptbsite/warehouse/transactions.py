@@ -1,0 +1,81 @@
+"""Units of work: :func:`connect` (one connection, schema migrated), :func:`transaction` (BEGIN ... COMMIT) and
+:func:`run_in_transaction` (a transaction retried as a whole on a lock or commit conflict)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import duckdb
+
+from . import connections, migrations
+from .retry import with_retries
+from .spec import warehouse_spec
+
+T = TypeVar("T")
+
+
+@contextmanager
+def connect() -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the warehouse for one unit of work and close it afterwards.
+
+    Yields a ``duckdb.DuckDBPyConnection`` (on DuckLake: a cursor with ``wh`` in use) with the schema migrated.
+    Opening is retried on a lock; a query in the body is retried only if the caller is a unit of work
+    (``@retrying``, ``run_in_transaction``), since the body itself cannot run twice.
+
+    Raises:
+        WarehouseUnavailable: the warehouse stayed locked or unreachable through every retry.
+    """
+    text = warehouse_spec()
+
+    def open_migrated() -> duckdb.DuckDBPyConnection:
+        con = connections._open(text)
+        try:
+            if not migrations.is_migrated(text):
+                migrations.migrate(con)
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    con = with_retries(open_migrated)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
+def transaction() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection inside BEGIN ... COMMIT; any exception rolls everything back and propagates.
+
+    Not retried by itself: use ``run_in_transaction`` (or call it inside a ``@retrying`` function).
+    """
+    with connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException:
+            connections.rollback(con)
+            raise
+        try:
+            con.execute("COMMIT")
+        except BaseException:
+            connections.rollback(con)
+            raise
+
+
+def run_in_transaction(work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    """Run ``work(con)`` inside one transaction and return its result; on a lock or commit conflict the
+    transaction is rolled back and ``work`` runs again from the start, so it must only write through ``con``.
+
+    Raises:
+        WarehouseUnavailable: retries exhausted (nothing of ``work`` is stored).
+        duckdb.Error and whatever ``work`` raises: rolled back, not retried.
+    """
+
+    def unit() -> T:
+        with transaction() as con:
+            return work(con)
+
+    return with_retries(unit)

@@ -1,0 +1,80 @@
+"""Verdict review, a traces concept: a reviewer overrides a judge's verdict on a run, with a reason, from the run
+page's form (:func:`run_override`) or the JSON API (:data:`router`); and how often reviewers agreed with the judge.
+The write is ``traces.services.override_verdict``, the read ``traces.selectors.override_agreement``.
+
+Staff only. The HTML view checks the session (``ptbsite.access.staff_required``: 403, never a login redirect); the API router carries no auth
+of its own: ``ptbsite/api.py`` mounts it with the project's staff auth (staff API tokens belong to the evaluator
+app, which traces does not import).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from ninja import Router, Schema, Status
+from ninja.errors import HttpError
+
+from ptbsite.access import staff_required
+
+from . import selectors, services
+
+router = Router(tags=["reviews"])
+
+
+class OverrideIn(Schema):
+    kind: str
+    flagged: bool
+    reason: str
+
+
+class OverrideOut(Schema):
+    kind: str
+    previous: str | None
+    new: str
+    flagged: bool
+    reason: str
+    reviewer: str
+    created_at: datetime
+
+
+class AgreementOut(Schema):
+    kind: str
+    agreed: int
+    disagreed: int
+    judge_error: int
+
+
+@require_POST
+@staff_required
+def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
+    """``POST /reruns/runs/<run>/override`` (kind, flagged true|false, reason): a reviewer's verdict; back to the
+    run page's override log. 400 (text) for a value the service refuses, 404 for an unknown run."""
+    try:
+        services.override_verdict(run_id=run_id, kind=request.POST.get("kind", ""),
+                                  flagged=request.POST.get("flagged") == "true",
+                                  reason=request.POST.get("reason", ""), reviewer=request.user.username)
+    except services.UnknownRun as exc:
+        raise Http404(str(exc)) from None
+    except ValueError as exc:
+        return HttpResponse(f"Not stored: {exc}", status=400, content_type="text/plain")
+    return redirect(reverse("traces:run", args=[run_id]) + "#override-log")
+
+
+@router.post("/runs/{run_id}/overrides", response={201: OverrideOut}, summary="Override a run's verdict")
+def override(request, run_id: str, payload: OverrideIn):
+    try:
+        row = services.override_verdict(run_id=run_id, kind=payload.kind, flagged=payload.flagged,
+                                        reason=payload.reason, reviewer=request.auth.username)
+    except services.UnknownRun as exc:
+        raise HttpError(404, str(exc)) from None
+    except ValueError as exc:
+        raise HttpError(400, str(exc)) from None
+    return Status(201, row)
+
+
+@router.get("/reviews/agreement", response=list[AgreementOut], summary="Judge vs reviewer agreement per kind")
+def agreement(request):
+    return [{"kind": kind, **counts} for kind, counts in selectors.override_agreement().items()]
