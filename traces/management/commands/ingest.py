@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from traces.services import ingest_tree
+from traces.ingest import ingest_tree
 
 
 class Command(BaseCommand):
