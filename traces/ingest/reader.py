@@ -27,10 +27,12 @@ from ..redaction import Redactor
 from ..services import STEP_TEXT_CAP, TEXT_CHUNK
 from ..steps import ParsedTrace
 from ..verdicts import read_verdicts
+from .reindex import suite_contexts, versions_json
 from .state import derive_state, read_accuracy
 
 _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
+TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")  # the agent trace, first present wins
 _HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 
 
@@ -65,6 +67,11 @@ def _read(path: Path, redactor: Redactor, counts: _Counts | None = None) -> str 
 
 
 
+def agent_trace_path(run_dir: Path) -> Path | None:
+    """The run's agent trace: ``solve_out.txt``, else ``trace.txt``, else ``solve_parsed.txt``; None without one."""
+    return next((run_dir / n for n in TRACE_NAMES if (run_dir / n).is_file()), None)
+
+
 def content_hash(run_dir: Path) -> str:
     """The run's content hash (64 hex chars): sha256 over the run's top-level files (names and bytes) and the names under task/ and final_model/."""
     digest = hashlib.sha256()
@@ -92,8 +99,8 @@ class Ingester:
         self.base_by_safe = {layout.model_safe(m["hf_id"]): m for m in self.suite["base_models"]}
         self.instruct_by_safe = {layout.model_safe(m["instruct_hf_id"]): m for m in self.suite["base_models"]}
         self.datasets = {b["id"]: tuple(b.get("datasets", [])) for b in self.suite["benchmarks"]}
-        instruct = tuple(m["instruct_hf_id"] for m in self.suite["base_models"])
-        self.contexts = {bid: evidence.EvidenceContext(names, instruct) for bid, names in self.datasets.items()}
+        self.contexts = suite_contexts(suite_id)
+        self.rules_version = versions_json()
 
     def method_row(self, name: layout.MethodName, root: Path) -> tuple:
         known = layout.match_known_agent(name.raw, known_agents(self.suite))
@@ -107,8 +114,18 @@ class Ingester:
                 name.experiment, name.scaffold, key, display, effort, self.synthetic, str(root),
                 datetime.now(timezone.utc).replace(tzinfo=None))
 
-    def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False) -> dict:
-        """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written)."""
+    def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
+                  known_hash: str | None = None) -> dict:
+        """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written).
+
+        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns a dict of
+        row lists (``run`` a dict of the runs table's columns; ``steps``, ``texts``, ``verdicts``,
+        ``evaluations``, ``facets``, ``phases``, ``monitor`` tuples in their tables' column order),
+        ``problems`` ("path: message" strings) and ``stored_steps`` (how many step rows, every trace).
+
+        Raises:
+            RunIngestError: an unknown base model or benchmark. OSError: a file could not be read.
+        """
         run_name = layout.parse_run_name(run_dir.name)
         models = self.instruct_by_safe | self.base_by_safe if baseline else self.base_by_safe
         model = models.get(run_name.model_safe)
@@ -135,8 +152,7 @@ class Ingester:
         if accuracy_problem:
             problems.append(accuracy_problem)
 
-        trace_path = next((run_dir / n for n in ("solve_out.txt", "trace.txt", "solve_parsed.txt")
-                           if (run_dir / n).is_file()), None)
+        trace_path = agent_trace_path(run_dir)
         raw_size = trace_path.stat().st_size if trace_path else 0
         trace_text = _read(trace_path, self.redactor, counts) if trace_path else ""
         parsed = parse_trace(trace_text, source=trace_path.name if trace_path else "", scaffold=method.harness_agent) \
@@ -185,8 +201,8 @@ class Ingester:
             "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
             "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
             "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
-            "synthetic": self.synthetic, "content_hash": content_hash(run_dir), "ingested_at": now,
-            "trace_incomplete": parsed.incomplete,
+            "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir), "ingested_at": now,
+            "trace_incomplete": parsed.incomplete, "rules_version": self.rules_version,
             "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
         }
         evaluations = []
@@ -201,6 +217,7 @@ class Ingester:
                         for v in verdicts]
         rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
                 "texts": texts, **_analysis_rows(rid, parsed, calls, run_dir, self.redactor, counts)}
+        rows["stored_steps"] = len(steps)
         replaced += _make_rows_storable(rows)
         run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
         return rows
