@@ -251,3 +251,73 @@ class Redactor:
             context = text[start:start + CONTEXT_CHARS].replace("\n", " ").replace("\r", " ")
             warnings.append(f"{m.group()} at offset {m.start()}: {context}")
         return warnings
+
+
+# The longest stretch of text any alternative of the redaction pattern may read across a newline: the private-key
+# body (at most 16,384 characters plus its markers) is the longest; every other part that can match "\n" is a
+# handful of separators, and every unbounded part stops at "\n". A match attempt starting further than this
+# before a "\n" that ends the text read so far cannot reach it, so it gives what it gives on the whole text.
+STREAM_REACH = 20_000
+_LOOKBEHIND = 64  # characters before a resumed scan that the pattern's lookbehind assertions may read
+
+
+class StreamRedactor:
+    """:meth:`Redactor.redact_counted` over a text that arrives in pieces, each ending in ``"\\n"`` (but the
+    last): the concatenation of what :meth:`feed` returns is exactly ``redact_counted`` of the concatenated
+    pieces, and :attr:`secrets` its count. Holds at most :data:`STREAM_REACH` characters back."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.pattern = redactor.pattern
+        self.secrets = 0
+        self._behind = ""  # original text just before the held-back text, for lookbehinds
+        self._held = ""
+
+    def feed(self, piece: str, *, final: bool = False) -> str:
+        """The redacted text that is now certain (``final``: all of it). Raises nothing."""
+        text = self._behind + self._held + piece
+        start = len(self._behind)
+        limit = len(text) if final else len(text) - STREAM_REACH
+        out: list[str] = []
+        pos = start
+        if limit > start:
+            for match in self.pattern.finditer(text, start):
+                if match.start() >= limit:
+                    break
+                out.append(text[pos:match.start()])
+                out.append(Redactor._replace(match))
+                pos = match.end()
+                self.secrets += 1
+        cut = max(pos, limit, start)
+        out.append(text[pos:cut])
+        self._behind, self._held = text[max(0, cut - _LOOKBEHIND):cut], text[cut:]
+        return "".join(out)
+
+
+class ResidualScanner:
+    """:meth:`Redactor.residual_warnings` over redacted text that arrives in pieces: after :meth:`feed` of every
+    piece (the last with ``final=True``), :attr:`warnings` is exactly the warnings of the whole text (offsets
+    into it). Holds a few dozen characters back."""
+
+    _HOLD = CONTEXT_CHARS  # more than a prefix plus the context after a hit
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self._text = ""
+        self._offset = 0  # offset of _text[0] in the whole text
+        self._pos = 0     # where the next search starts, in _text
+
+    def feed(self, piece: str, *, final: bool = False) -> None:
+        """Scan what ``piece`` makes certain. Raises nothing."""
+        text = self._text + piece
+        limit = len(text) if final else len(text) - self._HOLD
+        pos = self._pos
+        for m in _RESIDUAL.finditer(text, pos):
+            if m.start() >= limit:
+                break
+            start = max(0, m.start() - CONTEXT_CHARS // 2)
+            context = text[start:start + CONTEXT_CHARS].replace("\n", " ").replace("\r", " ")
+            self.warnings.append(f"{m.group()} at offset {self._offset + m.start()}: {context}")
+            pos = m.end()
+        pos = max(pos, limit) if limit > pos else pos
+        keep = max(0, pos - CONTEXT_CHARS)
+        self._text, self._offset, self._pos = text[keep:], self._offset + keep, pos - keep

@@ -19,6 +19,8 @@ from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
 TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
+STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
+STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of text
 
 
 STEP_COLUMNS = ["run_id", "trace", "idx", "time", "elapsed_s", "kind", "tool", "input", "output", "is_error",
@@ -33,50 +35,95 @@ TEXT_TYPES = [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.
 def store_run(rows: dict, *, method_row: tuple) -> None:
     """Replace one run (and upsert its method) in one transaction; recompute the latest-run flags of its cell.
 
-    Raises:
+    ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them. Raises:
         warehouse.WarehouseUnavailable, duckdb.Error: nothing of the run is stored then.
     """
-    run = rows["run"]
-    columns = list(run)
-    steps = pa.table(
-        {name: pa.array([r[i] for r in rows["steps"]], type=typ) for i, (name, typ) in enumerate(zip(STEP_COLUMNS, STEP_TYPES))}
-    )
+    warehouse.run_in_transaction(lambda con: write_run(con, rows, method_row=method_row))
 
-    def write(con) -> None:
-        con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
-        con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
-        # A run stored before is replaced; a new one (the common case) skips the deletes, each a scan of a table
-        # that grows with every run ingested.
-        stored = con.execute("SELECT count(*) FROM runs WHERE id = ?", [run["id"]]).fetchone()[0] > 0
-        if stored:
-            for table in ("runs", "steps", "step_texts", "verdicts", *_ANALYSIS_TYPES):
-                con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run["id"]])
-            con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run["id"]])
-        con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                    [run[c] for c in columns])
-        con.register("new_steps", steps)
+
+def delete_run(con, run_id: str) -> None:
+    """Delete a stored run's rows (runs, steps, texts, verdicts, facets, phases, monitor, its original
+    evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
+    # A new run skips the deletes, each a scan of a table that grows with every run ingested.
+    if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
+        return
+    for table in ("runs", "steps", "step_texts", "verdicts", *_ANALYSIS_TYPES):
+        con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
+    con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
+
+
+def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
+    if steps:
+        table = pa.table({name: pa.array([r[i] for r in steps], type=typ)
+                          for i, (name, typ) in enumerate(zip(STEP_COLUMNS, STEP_TYPES))})
+        con.register("new_steps", table)
         try:
             con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
         finally:
             con.unregister("new_steps")
-        if rows.get("texts"):
-            texts = pa.table({f"c{i}": pa.array([r[i] for r in rows["texts"]], type=t) for i, t in enumerate(TEXT_TYPES)})
-            con.register("new_texts", texts)
-            try:
-                con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
-            finally:
-                con.unregister("new_texts")
-        warehouse.insert_rows(con, "verdicts", rows["verdicts"])
-        warehouse.insert_rows(con, "evaluations", rows["evaluations"])
-        _store_analysis(con, run["id"], rows)
-        con.execute(
-            "UPDATE runs SET is_latest = (cluster_id = (SELECT max(r.cluster_id) FROM runs r WHERE r.method = runs.method "
-            "AND r.benchmark = runs.benchmark AND r.base_model = runs.base_model)) "
-            "WHERE method = ? AND benchmark = ? AND base_model = ?",
-            [run["method"], run["benchmark"], run["base_model"]],
-        )
+    if texts:
+        table = pa.table({f"c{i}": pa.array([r[i] for r in texts], type=t) for i, t in enumerate(TEXT_TYPES)})
+        con.register("new_texts", table)
+        try:
+            con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
+        finally:
+            con.unregister("new_texts")
 
-    warehouse.run_in_transaction(write)
+
+class StepWriter:
+    """Step rows (and ``step_texts`` rows) of a run written in batches inside the caller's transaction, so that
+    a long trace is never held whole: :meth:`add` rows in order, :meth:`flush` at the end. A batch is written
+    when it holds ``batch_rows`` steps or ``batch_bytes`` bytes of text."""
+
+    def __init__(self, con, *, batch_rows: int | None = None, batch_bytes: int | None = None) -> None:
+        self.con = con
+        self.batch_rows = batch_rows or STEP_BATCH_ROWS
+        self.batch_bytes = batch_bytes or STEP_BATCH_BYTES
+        self.steps: list[tuple] = []
+        self.texts: list[tuple] = []
+        self.written = 0
+        self._bytes = 0
+
+    def add(self, row: tuple, size: int) -> None:
+        """One steps-table row (STEP_COLUMNS order); ``size``: bytes of text it (and its texts rows) hold."""
+        self.steps.append(row)
+        self._bytes += size
+        if len(self.steps) >= self.batch_rows or self._bytes >= self.batch_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the rows held. Raises duckdb.Error."""
+        _insert_steps(self.con, self.steps, self.texts)
+        self.written += len(self.steps)
+        self.steps, self.texts, self._bytes = [], [], 0
+
+
+def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> None:
+    """The body of :func:`store_run`, inside the caller's transaction: upsert the method, (``replace``: delete
+    the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
+    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
+    latest-run flags of its cell. Raises duckdb.Error."""
+    run = rows["run"]
+    columns = list(run)
+    con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
+    con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
+    if replace:
+        delete_run(con, run["id"])
+    con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                [run[c] for c in columns])
+    _insert_steps(con, rows["steps"], rows.get("texts") or [])
+    for tokens_in, tokens_out, trace, idx in rows.get("late_usage", []):
+        con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
+                    [tokens_in, tokens_out, run["id"], trace, idx])
+    warehouse.insert_rows(con, "verdicts", rows["verdicts"])
+    warehouse.insert_rows(con, "evaluations", rows["evaluations"])
+    _store_analysis(con, run["id"], rows)
+    con.execute(
+        "UPDATE runs SET is_latest = (cluster_id = (SELECT max(r.cluster_id) FROM runs r WHERE r.method = runs.method "
+        "AND r.benchmark = runs.benchmark AND r.base_model = runs.base_model)) "
+        "WHERE method = ? AND benchmark = ? AND base_model = ?",
+        [run["method"], run["benchmark"], run["base_model"]],
+    )
 
 
 _ANALYSIS_TYPES = {

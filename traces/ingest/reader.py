@@ -5,6 +5,18 @@ secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-1
 (counted per run), NUL characters the visible U+2400. A step's input or output longer than
 ``traces.services.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
 goes to ``step_texts``, zlib-compressed in chunks of ``traces.services.TEXT_CHUNK`` bytes.
+
+Two ways to read an agent trace, with the same rows as the result (``tests/test_ingest_stream.py``):
+
+* whole (a worker process's runs, every run without a ``StepWriter``): the file is read, redacted and parsed at
+  once, every step held, and the rows returned;
+* as a stream (a trace over :data:`STREAM_BYTES` read by the storing process, inside the run's transaction):
+  blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``,
+  exact across blocks), scanned for residual key prefixes and API-limit markers, framed and parsed
+  (``traces.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
+  row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls with their
+  text (the facets read them at the end), each step's kind, index and time (the phases), and only the tool
+  outputs an output rule may read.
 """
 from __future__ import annotations
 
@@ -21,17 +33,20 @@ from ptbsite.suites import known_agents, load_suite
 
 from .. import evidence, facets, layout
 from ..monitor import parse_monitor
-from ..parsers import parse_trace, storable
+from ..parsers import StreamFailed, parse_trace, storable, stream_trace
 from ..parsers.framing import decode, loads
-from ..redaction import Redactor
-from ..services import STEP_TEXT_CAP, TEXT_CHUNK
-from ..steps import ParsedTrace
+from ..redaction import Redactor, ResidualScanner, StreamRedactor
+from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
+from ..steps import ParsedTrace, Step
 from ..verdicts import read_verdicts
 from .reindex import suite_contexts, versions_json
-from .state import derive_state, read_accuracy
+from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 
 _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
+STREAM_BYTES = 16 * 1024 * 1024  # an agent trace larger than this is read as a stream when a StepWriter is given
+READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
+_MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
 TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")  # the agent trace, first present wins
 _HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 
@@ -115,13 +130,17 @@ class Ingester:
                 datetime.now(timezone.utc).replace(tzinfo=None))
 
     def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
-                  known_hash: str | None = None) -> dict:
+                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> dict:
         """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written).
 
         ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns a dict of
         row lists (``run`` a dict of the runs table's columns; ``steps``, ``texts``, ``verdicts``,
         ``evaluations``, ``facets``, ``phases``, ``monitor`` tuples in their tables' column order),
         ``problems`` ("path: message" strings) and ``stored_steps`` (how many step rows, every trace).
+
+        ``step_writer`` (inside the caller's transaction, the run deleted before): an agent trace over
+        :data:`STREAM_BYTES` is read as a stream (module docstring) and its step rows go to the writer, not to
+        ``steps``; ``late_usage`` then lists the token counts to set on rows it wrote already.
 
         Raises:
             RunIngestError: an unknown base model or benchmark. OSError: a file could not be read.
@@ -154,19 +173,20 @@ class Ingester:
 
         trace_path = agent_trace_path(run_dir)
         raw_size = trace_path.stat().st_size if trace_path else 0
-        trace_text = _read(trace_path, self.redactor, counts) if trace_path else ""
-        parsed = parse_trace(trace_text, source=trace_path.name if trace_path else "", scaffold=method.harness_agent) \
-            if trace_path else ParsedTrace(format="none")
+        context = self.contexts[run_name.benchmark]
+        if step_writer is not None and trace_path is not None and raw_size > STREAM_BYTES:
+            agent = self._stream_agent(rid, trace_path, method, context, step_writer, counts)
+        else:
+            agent = self._whole_agent(rid, trace_path, method, context, counts)
+        parsed = agent.parsed
         problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
-        warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
+        warnings = agent.warnings
         replaced = counts.replaced + parsed.replaced_chars
 
-        state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, trace_text, metrics)
-        # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
-        calls = facets.tool_calls(parsed.steps)
-        marks = evidence.call_marks(calls, self.contexts[run_name.benchmark])
-        texts: list[tuple] = []
-        steps = list(self._step_rows(rid, "agent", parsed, marks, texts))
+        state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, agent.text, metrics)
+        calls = agent.calls
+        texts: list[tuple] = agent.texts
+        steps = agent.rows
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
             if m or path.name == "judgement.log":
@@ -183,7 +203,7 @@ class Ingester:
 
         verdicts = [] if baseline else read_verdicts(run_dir, redact_verdict)
         time_taken = _read(run_dir / "time_taken.txt", self.redactor, counts)
-        times = [s.time for s in parsed.steps if s.time is not None]
+        times = [s.time for s in agent.steps if s.time is not None]
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
         run = {
@@ -197,7 +217,7 @@ class Ingester:
             "prompt": _read(run_dir / "prompt.txt", self.redactor, counts),
             "has_final_model": (run_dir / "final_model").is_dir(), "eval_attempts": eval_attempts,
             "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
-            "trace_bytes": raw_size, "step_count": len(parsed.steps),
+            "trace_bytes": raw_size, "step_count": agent.count,
             "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
             "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
             "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
@@ -216,11 +236,100 @@ class Ingester:
         verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
                         for v in verdicts]
         rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
-                "texts": texts, **_analysis_rows(rid, parsed, calls, run_dir, self.redactor, counts)}
-        rows["stored_steps"] = len(steps)
+                "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts),
+                "late_usage": [(t_in, t_out, "agent", idx) for idx, (t_in, t_out) in parsed.late_usage.items()]}
+        rows["stored_steps"] = len(steps) + agent.streamed
         replaced += _make_rows_storable(rows)
         run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
         return rows
+
+    def _whole_agent(self, rid: str, path: Path | None, method: layout.MethodName,
+                     context: evidence.EvidenceContext, counts: _Counts) -> _Agent:
+        """The agent trace read whole: every step held, its rows returned."""
+        trace_text = _read(path, self.redactor, counts) if path else ""
+        parsed = parse_trace(trace_text, source=path.name if path else "", scaffold=method.harness_agent) \
+            if path else ParsedTrace(format="none")
+        warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
+        # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
+        calls = facets.tool_calls(parsed.steps)
+        marks = evidence.call_marks(calls, context)
+        texts: list[tuple] = []
+        rows = list(self._step_rows(rid, "agent", parsed, marks, texts))
+        return _Agent(parsed, parsed.steps, calls, rows, texts, warnings, trace_text, len(parsed.steps), 0)
+
+    def _stream_agent(self, rid: str, path: Path, method: layout.MethodName, context: evidence.EvidenceContext,
+                      writer: StepWriter, counts: _Counts) -> _Agent:
+        """The agent trace read as a stream: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded,
+        redacted (``StreamRedactor``), scanned for residual key prefixes and API-limit markers, parsed
+        (``stream_trace``); each step's call scanned, classified and marked as it comes, its row handed to
+        ``writer``. Held: the tool calls (with their text) and the outputs an output rule may read."""
+        before = _Counts(counts.secrets, counts.replaced)
+        written = writer.written + len(writer.steps)
+        try:
+            return self._stream_agent_once(rid, path, method, context, writer, counts)
+        except StreamFailed:
+            # Rows handed on are taken back; the whole text is then parsed as parse_trace does (plain text).
+            writer.flush()
+            writer.con.execute("DELETE FROM steps WHERE run_id = ? AND trace = 'agent'", [rid])
+            writer.con.execute("DELETE FROM step_texts WHERE run_id = ? AND trace = 'agent'", [rid])
+            writer.written = written
+            counts.secrets, counts.replaced = before.secrets, before.replaced
+            return self._whole_agent(rid, path, method, context, counts)
+
+    def _stream_agent_once(self, rid: str, path: Path, method: layout.MethodName,
+                           context: evidence.EvidenceContext, writer: StepWriter, counts: _Counts) -> _Agent:
+        redactor = StreamRedactor(self.redactor)
+        residual = ResidualScanner()
+        markers: set[str] = set()
+        tail = ""
+
+        def cleaned(data: bytes, final: bool) -> str:
+            nonlocal tail
+            text, replaced = decode(data)
+            counts.replaced += replaced
+            redacted = redactor.feed(text, final=final)
+            residual.feed(redacted, final=final)
+            seen = tail + redacted
+            markers.update(m for m in API_LIMIT_MARKERS if m in seen)
+            tail = seen[-_MARKER_TAIL:]
+            return redacted
+
+        def pieces() -> Iterator[str]:
+            with path.open("rb") as handle:
+                held = b""
+                while block := handle.read(READ_BLOCK):
+                    data = held + block
+                    cut = data.rfind(b"\n") + 1
+                    held = data[cut:]
+                    if cut:
+                        yield cleaned(data[:cut], False)
+                yield cleaned(held, True)
+
+        collector = facets.CallCollector(slim=True)
+        kept: list[Step] = []
+        start: datetime | None = None
+
+        def on_step(step: Step) -> None:
+            nonlocal start
+            call = collector.add(step)
+            marked = None
+            if call is not None:
+                hits, sure = call.raw_scan
+                marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure,
+                                       data=call.data)
+                call.data = evidence.UNPARSED  # read by the marks only
+            if start is None and step.time is not None:
+                start = step.time
+            row = _step_row(rid, "agent", step, start, marked, writer.texts)
+            writer.add(row, len(row[7] or "") + len(row[8]))
+            # Phases read kind, index and time; the calls hold what the facets read.
+            kept.append(step if step.kind == "tool_call" else Step(index=step.index, kind=step.kind, time=step.time))
+
+        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=method.harness_agent)
+        counts.secrets += redactor.secrets
+        # derive_state looks for the first API-limit marker (in its order) in the text: these are all it can find.
+        found = "\n".join(m for m in API_LIMIT_MARKERS if m in markers)
+        return _Agent(parsed, kept, collector.calls, [], [], residual.warnings, found, len(kept), len(kept))
 
     def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, marks: dict[int, list[str]],
                    texts: list[tuple]) -> Iterator[tuple]:
@@ -229,13 +338,36 @@ class Ingester:
         ``texts`` as step_texts rows."""
         start = next((s.time for s in parsed.steps if s.time is not None), None)
         for s in parsed.steps:
-            marked = marks.get(s.index)
-            elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
-            stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
-            stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
-            yield (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
-                   s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marked) if marked else None,
-                   s.label, input_bytes, output_bytes)
+            yield _step_row(rid, trace, s, start, marks.get(s.index), texts)
+
+
+@dataclass
+class _Agent:
+    """The agent trace of a run as ``parse_run`` uses it: ``steps`` (for times and phases; slim copies when
+    streamed), the calls, the rows not yet written (none when streamed), the residual warnings, the text
+    ``derive_state`` searches, how many steps, and how many of them a StepWriter got."""
+
+    parsed: ParsedTrace
+    steps: list[Step]
+    calls: list[facets.Call]
+    rows: list[tuple]
+    texts: list[tuple]
+    warnings: list[str]
+    text: str
+    count: int
+    streamed: int
+
+
+def _step_row(rid: str, trace: str, s: Step, start: datetime | None, marked: list[str] | None,
+              texts: list[tuple]) -> tuple:
+    """One steps-table row (STEP_COLUMNS order); ``start``: the trace's first step time; a field cut at
+    STEP_TEXT_CAP has its whole text appended to ``texts`` as step_texts rows."""
+    elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
+    stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
+    stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
+    return (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
+            s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marked) if marked else None,
+            s.label, input_bytes, output_bytes)
 
 
 def utf8_size(text: str | None) -> int | None:
@@ -290,21 +422,21 @@ def _naive(moment: datetime | None) -> datetime | None:
 
 
 
-def _analysis_rows(rid: str, parsed: ParsedTrace, calls: list[facets.Call], run_dir: Path, redactor: Redactor,
+def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
                    counts: _Counts) -> dict:
     """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``);
-    ``calls``: ``facets.tool_calls(parsed.steps)``, shared with the evidence marks.
+    ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
     the first sample. ``system_monitor.log`` is read from the run dir, else from ``task/``.
     """
-    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(parsed.steps, calls=calls)]
+    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
     phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
-                  for p in facets.phases(parsed.steps, calls=calls)]
+                  for p in facets.phases(steps, calls=calls)]
     path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log") if p.is_file()),
                 None)
     samples = parse_monitor(_read(path, redactor, counts) or "") if path else []
-    origin = next((s.time for s in parsed.steps if s.time is not None), None) or (samples[0].time if samples else None)
+    origin = next((s.time for s in steps if s.time is not None), None) or (samples[0].time if samples else None)
     monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
                      s.gpu_mem_total_mib) for s in samples]
     return {"facets": facet_rows, "phases": phase_rows, "monitor": monitor_rows}

@@ -5,7 +5,9 @@ stored by this process alone, one transaction per run: a plain DuckDB file admit
 DuckLake one writer never meets a commit conflict between runs (DuckLake retries those, but each retry runs the
 whole unit again). A run's rows travel from its worker as one pickled dict: the runs of a results tree are
 0.3-1.3 MB of trace each. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
-instead, so that its rows are not held twice (in the worker and here).
+instead, as a stream: its steps are parsed, redacted, derived and written in batches inside its transaction, so
+memory is bounded by a batch and the facts it holds, not by the trace (``traces.ingest.reader``). With one
+process (``workers=1``) every run is read so.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ptbsite import warehouse
 
 from .. import layout
 from ..redaction import Redactor
-from ..services import refresh_agent, store_run
+from ..services import StepWriter, delete_run, refresh_agent, store_run, write_run
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,30 @@ def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, ob
         log.exception("ingest of %s failed", job.run_dir)
         return job.index, "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
     return job.index, "rows", rows
+
+
+def _store_here(job: _Job, ingester: Ingester) -> tuple[str, object]:
+    """Read and store one run in this process, in one transaction: a long agent trace is read as a stream and
+    its steps written in batches as they come (``Ingester.parse_run``'s ``step_writer``). Returns ``("stored",
+    rows)``, or ``("failed" | "error", message)`` as :func:`_read_job`. Raises nothing."""
+    rid = layout.run_id(job.method.raw, job.run_dir.name)
+
+    def unit(con) -> dict:
+        delete_run(con, rid)
+        writer = StepWriter(con)
+        rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
+                                  step_writer=writer)
+        writer.flush()
+        write_run(con, rows, method_row=job.method_row, replace=False)
+        return rows
+
+    try:
+        return "stored", warehouse.run_in_transaction(unit)
+    except (layout.LayoutError, RunIngestError) as exc:
+        return "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+        log.exception("ingest of %s failed", job.run_dir)
+        return "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
 
 
 def default_workers() -> int:
@@ -202,10 +228,11 @@ def ingest_tree(
         total_bytes = sum(j.trace_bytes for j in jobs)
 
         def finish(job: _Job, outcome: str, value: object) -> None:
-            if outcome == "rows":
+            if outcome in ("rows", "stored"):
                 rows = value
                 try:
-                    store_run(rows, method_row=job.method_row)
+                    if outcome == "rows":
+                        store_run(rows, method_row=job.method_row)
                 except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
                     outcome, value = "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
                     log.exception("ingest of %s failed", job.run_dir)
@@ -217,7 +244,7 @@ def ingest_tree(
                     if progress:
                         progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
                                  f"{rows['run']['step_count']} steps")
-            if outcome != "rows":
+            if outcome not in ("rows", "stored"):
                 report.failed += 1
                 problems[job.index] = [str(value)]
             done["runs"] += 1
@@ -234,12 +261,12 @@ def ingest_tree(
             with context.Pool(workers, initializer=_init_worker, initargs=(ingester,)) as pool:
                 results = pool.imap_unordered(_read_job, pooled, chunksize=1)
                 for job in here:  # the large runs, read here while the workers read the rest
-                    finish(job, *_read_job(job, ingester)[1:])
+                    finish(job, *_store_here(job, ingester))
                 for index, outcome, value in results:
                     finish(jobs[index], outcome, value)
         else:
             for job in here:
-                finish(job, *_read_job(job, ingester)[1:])
+                finish(job, *_store_here(job, ingester))
         for index in sorted(problems):
             report.problems += problems[index]
     report.seconds = time.monotonic() - started

@@ -158,3 +158,45 @@ def _is_cut_off_event(raw: str) -> bool:
     except ValueError:
         return True
     return False
+
+
+class LineFramer:
+    """:func:`frame_trace` over text that arrives in pieces: :meth:`feed` returns the framed lines each piece
+    completes, :meth:`finish` the last ones; :attr:`cut_line` is then what ``frame_trace`` reports. The lines
+    are those ``frame_trace`` gives for the concatenated pieces, numbered alike."""
+
+    def __init__(self) -> None:
+        self.cut_line: int | None = None
+        self._partial = ""
+        self._no = 0
+        self._cache: dict[str, datetime | None] = {}
+
+    def _frame(self, raw: str) -> Line:
+        self._no += 1
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        if raw.startswith("[") and len(raw) >= _PREFIX_LEN:
+            head = raw[:_PREFIX_LEN]
+            if head not in self._cache:
+                if len(self._cache) > 4096:
+                    self._cache.clear()
+                self._cache[head] = parse_prefix(head)[0]
+            time = self._cache[head]
+            return (self._no, time, raw[_PREFIX_LEN:] if time is not None else raw)
+        return (self._no, None, raw)
+
+    def feed(self, piece: str) -> list[Line]:
+        """The lines ``piece`` completes. Raises nothing."""
+        raws = (self._partial + piece).split("\n")
+        self._partial = raws.pop()
+        return [self._frame(raw) for raw in raws]
+
+    def finish(self) -> list[Line]:
+        """The last line when the text does not end in ``"\\n"`` (none when it is a cut-off event). Raises nothing."""
+        raw, self._partial = self._partial, ""
+        if raw == "":
+            return []
+        if _is_cut_off_event(raw):
+            self.cut_line = self._no + 1
+            return []
+        return [self._frame(raw)]
