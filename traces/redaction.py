@@ -155,6 +155,20 @@ SHAPES: tuple[str, ...] = tuple(p for rule in RULES for p in rule.patterns)
 _RESIDUAL = re.compile("|".join(map(re.escape, RESIDUAL_PREFIXES)))
 
 
+def residual_hits(text: str, start: int = 0) -> list[tuple[int, str]]:
+    """``[(offset, prefix)]`` of ``_RESIDUAL.finditer(text, start)``, in order, found with ``str.find`` (10x
+    faster than the alternation over a long text): no two of :data:`RESIDUAL_PREFIXES` can overlap (none
+    contains the start of another or of itself), so the matches are every occurrence of every prefix."""
+    hits = []
+    for prefix in RESIDUAL_PREFIXES:
+        at = text.find(prefix, start)
+        while at >= 0:
+            hits.append((at, prefix))
+            at = text.find(prefix, at + len(prefix))
+    hits.sort()
+    return hits
+
+
 def _numbered(patterns: tuple[str, ...]) -> list[str]:
     """Give each ``value`` group a unique number (a group name may appear once in the whole expression)."""
     out, n = [], 0
@@ -246,10 +260,10 @@ class Redactor:
         newlines shown as spaces), for admins to review. Raises nothing.
         """
         warnings = []
-        for m in _RESIDUAL.finditer(text):
-            start = max(0, m.start() - CONTEXT_CHARS // 2)
+        for at, prefix in residual_hits(text):
+            start = max(0, at - CONTEXT_CHARS // 2)
             context = text[start:start + CONTEXT_CHARS].replace("\n", " ").replace("\r", " ")
-            warnings.append(f"{m.group()} at offset {m.start()}: {context}")
+            warnings.append(f"{prefix} at offset {at}: {context}")
         return warnings
 
 
@@ -311,13 +325,13 @@ class ResidualScanner:
         text = self._text + piece
         limit = len(text) if final else len(text) - self._HOLD
         pos = self._pos
-        for m in _RESIDUAL.finditer(text, pos):
-            if m.start() >= limit:
+        for at, prefix in residual_hits(text, pos):
+            if at >= limit:
                 break
-            start = max(0, m.start() - CONTEXT_CHARS // 2)
+            start = max(0, at - CONTEXT_CHARS // 2)
             context = text[start:start + CONTEXT_CHARS].replace("\n", " ").replace("\r", " ")
-            self.warnings.append(f"{m.group()} at offset {self._offset + m.start()}: {context}")
-            pos = m.end()
+            self.warnings.append(f"{prefix} at offset {self._offset + at}: {context}")
+            pos = at + len(prefix)
         pos = max(pos, limit) if limit > pos else pos
         keep = max(0, pos - CONTEXT_CHARS)
         self._text, self._offset, self._pos = text[keep:], self._offset + keep, pos - keep

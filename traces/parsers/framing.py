@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import orjson
+
 Line = tuple[int, datetime | None, str]
 
 MAX_JSON_DEPTH = 100  # arrays/objects nested deeper than this are not parsed: the line is kept as text
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
 _BRACKETS = re.compile(r"[\[\]{}]")
 _ESCAPE = re.compile(r"\\.", re.S)
 
@@ -66,9 +69,19 @@ class TooDeep(ValueError):
 
 def loads(text: str) -> Any:
     """``json.loads`` bounded in nesting: raises :class:`TooDeep` (a ValueError) for text nested deeper than
-    :data:`MAX_JSON_DEPTH`, ``ValueError`` for invalid JSON; never ``RecursionError``."""
+    :data:`MAX_JSON_DEPTH`, ``ValueError`` for invalid JSON; never ``RecursionError``.
+
+    orjson decodes first (3-4x faster) unless the text has a run of 19 digits (orjson would make an integer
+    beyond 64 bits a float); what it refuses (``NaN``, lone surrogate escapes, invalid JSON) goes to ``json.loads``, whose value or error message is then the answer, so the result
+    is ``json.loads``' wherever orjson accepts a text ``json.loads`` also accepts, with the same value
+    (``tests/test_parsers_framing.py`` checks the edge cases)."""
     if too_deep(text):
         raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if _LONG_DIGITS.search(text) is None:  # orjson turns integers beyond 64 bits into floats
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
     try:
         return json.loads(text)
     except RecursionError:  # too_deep already refused such text; kept for a shallow call stack's sake
