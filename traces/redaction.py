@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+
+import re2
 from dataclasses import dataclass
 
 PLACEHOLDER = "<omitted-api-key>"
@@ -155,10 +157,15 @@ SHAPES: tuple[str, ...] = tuple(p for rule in RULES for p in rule.patterns)
 _RESIDUAL = re.compile("|".join(map(re.escape, RESIDUAL_PREFIXES)))
 
 
+_RESIDUAL_RE2 = re2.compile("|".join(map(re.escape, RESIDUAL_PREFIXES)))
+
+
 def residual_hits(text: str, start: int = 0) -> list[tuple[int, str]]:
     """``[(offset, prefix)]`` of ``_RESIDUAL.finditer(text, start)``, in order, found with ``str.find`` (10x
     faster than the alternation over a long text): no two of :data:`RESIDUAL_PREFIXES` can overlap (none
     contains the start of another or of itself), so the matches are every occurrence of every prefix."""
+    if _RESIDUAL_RE2.search(text, start) is None:  # one RE2 pass says whether there is any (the usual answer)
+        return []
     hits = []
     for prefix in RESIDUAL_PREFIXES:
         at = text.find(prefix, start)

@@ -54,8 +54,9 @@ def delete_run(con, run_id: str) -> None:
 
 def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
     if steps:
-        table = pa.table({name: pa.array([r[i] for r in steps], type=typ)
-                          for i, (name, typ) in enumerate(zip(STEP_COLUMNS, STEP_TYPES))})
+        columns = list(zip(*steps))
+        table = pa.table({name: pa.array(column, type=typ)
+                          for name, column, typ in zip(STEP_COLUMNS, columns, STEP_TYPES)})
         con.register("new_steps", table)
         try:
             con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")

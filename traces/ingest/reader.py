@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import re2
+
 from ptbsite.suites import known_agents, load_suite
 
 from .. import evidence, facets, layout
@@ -47,6 +49,7 @@ _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?
 STREAM_BYTES = 16 * 1024 * 1024  # an agent trace larger than this is read as a stream when a StepWriter is given
 READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
 _MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
+_MARKERS = re2.compile("|".join(map(re.escape, API_LIMIT_MARKERS)))
 TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")  # the agent trace, first present wins
 _HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 
@@ -290,7 +293,8 @@ class Ingester:
             redacted = redactor.feed(text, final=final)
             residual.feed(redacted, final=final)
             seen = tail + redacted
-            markers.update(m for m in API_LIMIT_MARKERS if m in seen)
+            if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
+                markers.update(m for m in API_LIMIT_MARKERS if m in seen)
             tail = seen[-_MARKER_TAIL:]
             return redacted
 
