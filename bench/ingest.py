@@ -1,6 +1,6 @@
 """Whole-process ``manage.py ingest`` against a bare ``orjson.loads`` loop over the same trace files (issue 15).
 
-Usage: .venv/bin/python bench/ingest.py [--mb 180] [--runs 40] [--seed 7] [--profile] [--work DIR]
+Usage: .venv/bin/python bench/ingest.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
 
 Two trees, each ingested by a fresh ``manage.py ingest ROOT --quiet`` process into a fresh warehouse file
 (``manage.py migrate`` runs first, untimed):
@@ -18,6 +18,9 @@ splits it into lines, strips the ``[YYYY-MM-DDTHH:MM:SSZ] `` prefix and runs ``o
 (non-JSON lines raise and are skipped), best of 3. Printed: trace MB, ingest seconds, MB/s, anchor seconds, the
 ratio ingest / anchor, and the ingest process's peak RSS (``os.wait4``'s ``ru_maxrss``, what
 ``/usr/bin/time -v`` reports as "Maximum resident set size").
+
+``--repeat N``: each tree's ingest and its anchor N times in turn (the machine is shared: the spread says how much
+a figure can be trusted); one line per pair, then the median ratio and the range.
 
 ``--profile``: ingest the big tree once more under ``py-spy record`` (``pip install py-spy``; not a requirement)
 and print the top functions by own samples and by inclusive samples, and the share of samples inside the trace
@@ -197,6 +200,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", action="store_true", help="also profile the big ingest with py-spy")
+    parser.add_argument("--repeat", type=int, default=1, help="ingest/anchor pairs per tree")
     parser.add_argument("--work", type=Path, help="work folder (default: a new temporary folder, removed after)")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="ptb-bench-ingest-"))
@@ -204,7 +208,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from traces.demo_results import make_demo_results
+    from demo.tree import make_demo_results
 
     try:
         demo_root = work / "demo"
@@ -220,12 +224,19 @@ def main() -> None:
             files = trace_files(root)
             megabytes = sum(p.stat().st_size for p in files) / 1e6
             runs = sum(1 for p in root.glob("*/*") if p.is_dir() and not p.parent.name.startswith("_"))
-            seconds, rss, summary = timed_ingest(work, name, root)
-            anchor = bare_loop(files)
             label = f"{name}: {root.name}" if name == "big" else f"demo: --runs {args.runs} --seed {args.seed}"
-            print(f"{label:<40} {runs:>5} {megabytes:>9.1f} {seconds:>9.2f} {megabytes / seconds:>6.1f} "
-                  f"{anchor:>14.3f} {seconds / anchor:>6.1f}x {rss:>12.0f}")
-            print(f"  {summary.split(': ', 1)[-1]}")
+            ratios = []
+            for _ in range(args.repeat):
+                seconds, rss, summary = timed_ingest(work, name, root)
+                anchor = bare_loop(files)
+                ratios.append(seconds / anchor)
+                print(f"{label:<40} {runs:>5} {megabytes:>9.1f} {seconds:>9.2f} {megabytes / seconds:>6.1f} "
+                      f"{anchor:>14.3f} {seconds / anchor:>6.1f}x {rss:>12.0f}", flush=True)
+                print(f"  {summary.split(': ', 1)[-1]}", flush=True)
+            if args.repeat > 1:
+                ratios.sort()
+                print(f"  {name}: median ratio {ratios[len(ratios) // 2]:.1f}x, range {ratios[0]:.1f}-{ratios[-1]:.1f}x "
+                      f"over {len(ratios)} pairs", flush=True)
         if args.profile:
             profile(work, big_root)
     finally:

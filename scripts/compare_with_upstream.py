@@ -121,7 +121,7 @@ def ours(root, name):
     settings.PTB_WAREHOUSE = os.environ["PTB_WAREHOUSE"]
     from ptbsite import warehouse; warehouse.reset_migration_cache()
     from leaderboard.services import import_published
-    from traces.services import ingest_tree
+    from traces.ingest import ingest_tree
     from leaderboard import api
     import_published(); rep = ingest_tree(root=root, synthetic=False); assert rep.failed == 0
     views = {}

@@ -42,7 +42,7 @@ def tree_analysis(root: Path, *, only: set[str] | None = None) -> dict[str, dict
     are listed with their error message under ``"error"``."""
     from traces import facets, layout
     from traces.redaction import Redactor
-    from traces.services import Ingester, RunIngestError
+    from traces.ingest import Ingester, RunIngestError
 
     ingester = Ingester(suite_id="posttrainbench", redactor=Redactor(), synthetic=True)
     out: dict[str, dict] = {}

@@ -18,7 +18,7 @@ from leaderboard.services import DEFAULT_PUBLISHED_DIR
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
 from traces import layout
-from traces.services import ingest_tree
+from traces.ingest import ingest_tree
 
 WEIGHTS = json.loads((DEFAULT_PUBLISHED_DIR / "data/factors.json").read_text())
 MODELS = {"Qwen3-1.7B-Base": "Qwen/Qwen3-1.7B-Base", "Qwen3-4B-Base": "Qwen/Qwen3-4B-Base",

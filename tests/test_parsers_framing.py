@@ -119,3 +119,27 @@ def test_events_of_unexpected_shape_never_raise(fmt):
     assert [s.index for s in trace.steps] == list(range(len(trace.steps)))
     assert all(s.tool is None or isinstance(s.tool, str) for s in trace.steps)
     assert all(s.call_id is None or isinstance(s.call_id, str) for s in trace.steps)
+
+
+ORJSON_EDGES = ['NaN', '{"a": 1e400}', '{"a": 123456789012345678901234567890}', '{"a": 9223372036854775807}',
+                '{"a": -9223372036854775809}', '"\\ud83d"', '{"a":1,"a":2}', '-0', '1.0', '[1, 2.5e-3]',
+                '{"x": "\\u0000"}', ' {"a": [] } ', '0.1', '1E5', '-0.0', '"\\ud83d\\ude00"', '{"a":"\x01"}', '[1,]',
+                '{"a" : true, "b": null}', '1.7976931348623157e309', '"\\/"', '123abc', '[]]', '\ufeff{}',
+                '{"a":1}\n', '"\u2028"', '1e-400']
+
+
+@pytest.mark.parametrize("text", ORJSON_EDGES)
+def test_loads_is_json_loads_where_orjson_differs(text):
+    """framing.loads decodes with orjson first: values and error messages are still json.loads'."""
+    import json
+
+    from traces.parsers.framing import loads
+
+    def outcome(decode):
+        try:
+            value = decode(text)
+        except ValueError as exc:
+            return ("error", str(exc))
+        return (type(value).__name__, repr(value))
+
+    assert outcome(loads) == outcome(json.loads)

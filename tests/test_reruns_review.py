@@ -15,6 +15,7 @@ from django.utils import timezone
 from evaluator.models import RerunJob
 from tests.conftest import write_run
 from traces import selectors, services
+from traces.ingest import ingest_tree
 from traces.layout import run_id as make_run_id
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +32,7 @@ def _flagged_run(rerun_tree: dict, tiny_checkpoint: Path) -> str:
     """A second run of the tree, judged contaminated; returns its id."""
     name = "gsm8k_Qwen_Qwen3-1.7B-Base_17000002"
     write_run(rerun_tree["root"], checkpoint=tiny_checkpoint, run_dir=name, contamination="contamination detected")
-    services.ingest_tree(root=rerun_tree["root"])
+    ingest_tree(root=rerun_tree["root"])
     return make_run_id("claude_claude-opus-4-6_10h_run1", name)
 
 

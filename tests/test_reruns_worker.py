@@ -19,7 +19,7 @@ from evaluator.benchmarks import spec_for
 from evaluator.models import RerunJob
 from tests.conftest import JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
 from traces import selectors
-from traces import services as run_services
+from traces.ingest import ingest_tree
 from traces.layout import run_id as make_run_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -178,7 +178,7 @@ def test_the_real_benchmark_task_runs_on_a_local_copy_of_its_dataset(
     # (2 synthetic rows in the `datasets` cache layout), which the real task loads offline.
     name = f"{benchmark}_Qwen_Qwen3-1.7B-Base_17000101"
     write_run(rerun_tree["root"], checkpoint=tiny_checkpoint, run_dir=name)
-    run_services.ingest_tree(root=rerun_tree["root"])
+    ingest_tree(root=rerun_tree["root"])
     run_id = make_run_id("claude_claude-opus-4-6_10h_run1", name)
     copy = local_dataset(tmp_path / f"{benchmark}-copy", benchmark, n=2)
     response = staff_client.post("/api/reruns", {"run_id": run_id, "max_tokens": 8, "dataset_path": str(copy)},

@@ -371,9 +371,29 @@ def tool_calls(steps: Sequence[Step]) -> list[Call]:
     Each call's text is scanned once (:data:`CALL_RULES`) and classified once; :func:`extract`, :func:`phases`
     and ``traces.evidence.call_marks`` all read these calls, so pass the list to each of them.
     """
-    calls: list[Call] = []
-    open_calls: dict[str, Call] = {}
+    collector = CallCollector()
     for step in steps:
+        collector.add(step)
+    return collector.calls
+
+
+class CallCollector:
+    """:func:`tool_calls` one step at a time (a trace read as a stream): :meth:`add` each step in order, then
+    read :attr:`calls`.
+
+    ``slim``: keep of each result only what :func:`extract` reads: a result whose output no output rule may
+    match (:attr:`Call.output_scan`, computed when it is paired) of a call that is not an evaluation is kept
+    without its output, so a long trace's tool outputs are not all held. The facts are the same.
+    """
+
+    def __init__(self, *, slim: bool = False) -> None:
+        self.calls: list[Call] = []
+        self.slim = slim
+        self._open: dict[str, Call] = {}
+
+    def add(self, step: Step) -> Call | None:
+        """Take the next step; returns the :class:`Call` it starts (a ``tool_call``), else None."""
+        calls = self.calls
         if step.kind == "tool_call":
             text, head, data = _call_text(step)
             hits, sure = CALL_RULES.scan(text)
@@ -381,14 +401,18 @@ def tool_calls(steps: Sequence[Step]) -> list[Call]:
             call.phase = _classify(text, head, hits, sure, call.search)
             calls.append(call)
             if step.call_id:
-                open_calls[step.call_id] = call
-        elif step.kind == "tool_result":
-            call = open_calls.pop(step.call_id, None) if step.call_id else None
+                self._open[step.call_id] = call
+            return call
+        if step.kind == "tool_result":
+            call = self._open.pop(step.call_id, None) if step.call_id else None
             if call is None and calls and calls[-1].result is None and not (step.call_id and calls[-1].step.call_id):
                 call = calls[-1]
             if call is not None and call.result is None:
                 call.result = step
-    return calls
+                if self.slim and call.phase != "evaluation" and not call.output_scan[0]:
+                    call.result = Step(index=step.index, kind=step.kind, time=step.time, tool=step.tool,
+                                       call_id=step.call_id)
+        return None
 
 
 def _parse_score(output: str) -> tuple[float, str] | None:

@@ -85,6 +85,8 @@ class ParsedTrace:
             kept as a ``system`` step holding the event as compact JSON.
         replaced_chars: characters that could not be stored and were replaced by U+FFFD: invalid UTF-8 byte
             sequences and lone UTF-16 surrogates (JSON ``"\\ud83d"``, an emoji cut in half).
+        late_usage: a trace read as a stream only (``traces.parsers.stream_trace``): step index ->
+            ``(tokens_in, tokens_out)`` set after the step was handed on (a message's usage repeated far later).
     """
 
     format: str
@@ -98,3 +100,4 @@ class ParsedTrace:
     incomplete: str | None = None
     unknown_events: dict[str, int] = field(default_factory=dict)
     replaced_chars: int = 0
+    late_usage: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
-from itertools import islice
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
 
-from traces.steps import ParsedTrace, ParseProblem
+from traces.steps import ParsedTrace, ParseProblem, Step
 
 from . import claude_code, codex_exec, codex_protocol, codex_text, gemini, opencode, text
 from .detect import FAR_WINDOW, detect_lines
-from .framing import Line, frame_lines, frame_trace
+from .framing import Line, LineFramer, frame_lines, frame_trace
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PARSERS", "detect_format", "parse_trace", "storable"]
+__all__ = ["PARSERS", "StreamFailed", "detect_format", "parse_trace", "storable", "stream_trace"]
 
 PARSERS: dict[str, Callable[[Iterable[Line], str], ParsedTrace]] = {
     "claude_code": claude_code.parse,
@@ -53,19 +53,86 @@ def parse_trace(text_or_lines: str | bytes | Iterable[str], *, source: str = "so
     """
     framed = frame_trace(text_or_lines)
     lines = framed.lines
-    fmt = detect_lines(lines, scaffold)
+    trace = _parse_lines(lines, detect_lines(lines, scaffold), source)
+    _cut_off(trace, framed.cut_line, source)
+    trace.replaced_chars += framed.replaced + _make_storable(trace)
+    return trace
+
+
+def _parse_lines(lines: list[Line], fmt: str, source: str) -> ParsedTrace:
+    """``PARSERS[fmt](lines)``, else (the parser failed) the lines as plain text with a problem saying so."""
     try:
-        trace = PARSERS[fmt](lines, source)
-    except Exception as exc:  # noqa: BLE001 - last line of defence, see the docstring
+        return PARSERS[fmt](lines, source)
+    except Exception as exc:  # noqa: BLE001 - last line of defence, see parse_trace's docstring
         log.exception("the %s parser failed on %s", fmt, source)
         trace = text.parse(lines, source)
         trace.problems.insert(0, ParseProblem(source, 1, f"the {fmt} parser failed ({type(exc).__name__}: "
                                                          f"{str(exc)[:200]}): the trace is shown as plain text"))
-    if framed.cut_line is not None:
-        trace.problems.append(ParseProblem(source, framed.cut_line, "the trace ends inside this event (cut off, "
-                                                                    "e.g. killed at the time limit): dropped"))
+        return trace
+
+
+def _cut_off(trace: ParsedTrace, cut_line: int | None, source: str) -> None:
+    if cut_line is not None:
+        trace.problems.append(ParseProblem(source, cut_line, "the trace ends inside this event (cut off, "
+                                                             "e.g. killed at the time limit): dropped"))
         trace.incomplete = trace.incomplete or "the last line is cut off mid-event"
-    trace.replaced_chars += framed.replaced + _make_storable(trace)
+
+
+class StreamFailed(RuntimeError):
+    """A format parser failed on a trace read as a stream after it had handed steps on: the caller discards
+    them and parses the whole text with :func:`parse_trace` (which shows it as plain text)."""
+
+
+STREAMED_FORMATS = {"claude_code": claude_code.parse}  # formats whose steps are final a window of steps later
+
+
+def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], source: str = "solve_out.txt",
+                 scaffold: str | None = None) -> ParsedTrace:
+    """:func:`parse_trace` of the concatenated ``pieces`` (text, e.g. a file read in blocks), with every step
+    handed to ``on_step`` in order, made storable, instead of kept: the result's ``steps`` is empty.
+
+    A Claude Code trace (:data:`STREAMED_FORMATS`) is parsed as it is read: at most a window of recent steps is
+    held, and a usage set on a step already handed on is in ``late_usage``; other formats are parsed whole,
+    then handed on. The steps, problems and totals are those of ``parse_trace``.
+
+    Raises:
+        StreamFailed: the streamed format's parser failed after steps were handed on (see the class).
+    """
+    framer = LineFramer()
+
+    def framed() -> Iterator[Line]:
+        for piece in pieces:
+            yield from framer.feed(piece)
+        yield from framer.finish()
+
+    lines = framed()
+    head = list(islice(lines, FAR_WINDOW))
+    fmt = detect_lines(head, scaffold)
+    replaced = 0
+    handed = 0
+
+    def hand_on(step: Step) -> None:
+        nonlocal replaced, handed
+        replaced += _make_step_storable(step)
+        handed += 1
+        on_step(step)
+
+    if fmt in STREAMED_FORMATS:
+        try:
+            trace = STREAMED_FORMATS[fmt](chain(head, lines), source, sink=hand_on)
+        except Exception as exc:  # noqa: BLE001 - as parse_trace, but the steps handed on must be taken back
+            log.exception("the %s parser failed on %s", fmt, source)
+            if handed:
+                raise StreamFailed(f"the {fmt} parser failed on {source}: {type(exc).__name__}: {exc}") from exc
+            trace = _parse_lines(head + list(lines), fmt, source)  # nothing handed on: the plain-text fallback
+    else:
+        trace = _parse_lines(head + list(lines), fmt, source)
+    if trace.steps:
+        steps, trace.steps = trace.steps, []
+        for step in steps:
+            hand_on(step)
+    _cut_off(trace, framer.cut_line, source)
+    trace.replaced_chars += replaced + _make_storable(trace)
     return trace
 
 
@@ -86,17 +153,22 @@ def storable(value: str) -> tuple[str, int]:
     return fixed, sum(1 for c in value if "\ud800" <= c <= "\udfff")
 
 
+def _make_step_storable(step: Step) -> int:
+    """Make every string of ``step`` storable in place (:func:`storable`); returns the surrogates replaced."""
+    replaced = 0
+    for name in ("tool", "input", "output", "call_id", "label"):
+        value = getattr(step, name)
+        if value:
+            fixed, n = storable(value)
+            if fixed is not value:
+                setattr(step, name, fixed)
+                replaced += n
+    return replaced
+
+
 def _make_storable(trace: ParsedTrace) -> int:
     """Make every string of ``trace`` storable in place (:func:`storable`); returns the surrogates replaced."""
-    replaced = 0
-    for step in trace.steps:
-        for name in ("tool", "input", "output", "call_id", "label"):
-            value = getattr(step, name)
-            if value:
-                fixed, n = storable(value)
-                if fixed is not value:
-                    setattr(step, name, fixed)
-                    replaced += n
+    replaced = sum(_make_step_storable(step) for step in trace.steps)
     if trace.model:
         trace.model, n = storable(trace.model)
         replaced += n

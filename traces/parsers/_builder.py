@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,15 +27,26 @@ from traces.steps import ParsedTrace, ParseProblem, Step, StepKind
 
 from .framing import Line, TooDeep, loads
 
+STREAM_WINDOW = 128  # steps a streaming TraceBuilder holds back (an event may still change them)
 MAX_INJECTED_TRIES = 64  # candidate start columns tried when looking for an event written into a broken line
 
 
 class TraceBuilder:
-    """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas)."""
+    """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas).
 
-    def __init__(self, fmt: str, source: str) -> None:
+    ``sink``: a trace read as a stream (``traces.parsers.stream_trace``): between events (:meth:`checkpoint`),
+    steps more than ``window`` (:data:`STREAM_WINDOW`) steps old are handed to ``sink`` in order and dropped from ``trace.steps``, which
+    then holds the last steps only (:meth:`step_at` finds a step by index while it is held; :attr:`count` counts
+    them all). A format streams only when no event changes a step that far back but through :meth:`late_usage`.
+    """
+
+    def __init__(self, fmt: str, source: str, sink: Callable[[Step], None] | None = None,
+                 window: int | None = None) -> None:
         self.trace = ParsedTrace(format=fmt)
         self.source = source
+        self.sink = sink
+        self.window = STREAM_WINDOW if window is None else window
+        self.flushed = 0
         self._run_key: Hashable | None = None
         self._run_step: Step | None = None
         self._run_parts: list[str] = []
@@ -45,7 +56,7 @@ class TraceBuilder:
         """Close any open run and append one step; ``fields`` are :class:`Step` fields (``tool`` and ``call_id``
         taken from the event as they are: anything but a string or a number becomes None)."""
         self.close_run()
-        step = Step(index=len(self.trace.steps), kind=kind, time=time, line=line, **_labels(fields))
+        step = Step(index=self.flushed + len(self.trace.steps), kind=kind, time=time, line=line, **_labels(fields))
         self.trace.steps.append(step)
         return step
 
@@ -102,9 +113,45 @@ class TraceBuilder:
         if self.trace.incomplete is None:
             self.trace.incomplete = reason
 
+    @property
+    def count(self) -> int:
+        """Steps added so far, handed to the sink or not."""
+        return self.flushed + len(self.trace.steps)
+
+    def checkpoint(self) -> None:
+        """Between two events: hand the steps older than ``window`` to the sink (none without a sink)."""
+        steps = self.trace.steps
+        if self.sink is None or len(steps) <= 2 * self.window:
+            return
+        n = len(steps) - self.window
+        old = steps[:n]
+        del steps[:n]
+        self.flushed += n
+        for step in old:
+            self.sink(step)
+
+    def step_at(self, index: int) -> Step | None:
+        """The step ``index`` while it is held, else None (handed to the sink)."""
+        i = index - self.flushed
+        return self.trace.steps[i] if 0 <= i < len(self.trace.steps) else None
+
+    def late_usage(self, index: int, tokens: tuple[int | None, int | None]) -> None:
+        """Set a step's ``(tokens_in, tokens_out)``; for a step already handed to the sink, the change is kept in
+        ``trace.late_usage`` for the caller to apply to what it stored."""
+        step = self.step_at(index)
+        if step is None:
+            self.trace.late_usage[index] = tokens
+        else:
+            step.tokens_in, step.tokens_out = tokens
+
     def finish(self) -> ParsedTrace:
-        """Close the open run and return the trace."""
+        """Close the open run and return the trace (with a sink: every step handed to it, ``steps`` empty)."""
         self.close_run()
+        if self.sink is not None:
+            steps, self.trace.steps = self.trace.steps, []
+            self.flushed += len(steps)
+            for step in steps:
+                self.sink(step)
         return self.trace
 
 
@@ -127,6 +174,7 @@ def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, d
     it = iter(lines)
     peeked: Line | None = None
     while True:
+        b.checkpoint()  # the previous event is done with
         if peeked is not None:
             no, time, text = peeked
             peeked = None

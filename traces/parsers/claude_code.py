@@ -27,7 +27,7 @@ Usage: ``tokens_in = input_tokens + cache_creation_input_tokens + cache_read_inp
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -65,21 +65,24 @@ def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
     return (sum(known) if known else None), int_or_none(usage.get("output_tokens"))
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
+def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | None = None) -> ParsedTrace:
     """Parse framed lines of a Claude Code stream-json trace into a :class:`ParsedTrace` (spec 2.2).
 
     ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`; ``source`` names the file in
-    problems. Raises nothing: broken lines become problems plus text steps.
+    problems. ``sink``: read as a stream (``TraceBuilder``): steps go to ``sink`` and ``steps`` is empty; a
+    message's usage set on a step already handed on is in ``late_usage``. Raises nothing: broken lines become
+    problems plus text steps.
     """
-    b = TraceBuilder("claude_code", source)
-    first_step_of: dict[str, Step] = {}  # message.id -> step carrying that message's usage
+    b = TraceBuilder("claude_code", source, sink=sink)
+    first_step_of: dict[str, int] = {}  # message.id -> index of the step carrying that message's usage
+    usage_of: dict[str, tuple[int | None, int | None]] = {}  # message.id -> its (last) usage
     tool_names: dict[str, str] = {}
     last_result: dict[str, Any] | None = None
     for no, time, event in json_events(lines, b):
         kind = event.get("type")
         message = event.get("message")
         if kind == "assistant" and isinstance(message, dict):
-            _assistant(b, no, time, message, first_step_of, tool_names)
+            _assistant(b, no, time, message, first_step_of, usage_of, tool_names)
         elif kind == "user" and isinstance(message, dict):
             _user(b, no, time or iso_time(event.get("timestamp")), message, tool_names)
         elif kind == "result":
@@ -102,21 +105,21 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         else:
             b.unknown(f"system {event.get('subtype')}" if kind == "system" else kind)
             b.add("system", no, time, output=compact(event))
-    if last_result is None and b.trace.steps:
+    if last_result is None and b.count:
         b.incomplete("no final result event")
     trace = b.finish()
     if last_result is not None:
         trace.tokens_in, trace.tokens_out = usage_tokens(last_result.get("usage"))
         trace.cost_usd = usd(last_result.get("total_cost_usd"))
     else:
-        counted = list(first_step_of.values())
-        trace.tokens_in = _sum(s.tokens_in for s in counted)
-        trace.tokens_out = _sum(s.tokens_out for s in counted)
+        trace.tokens_in = _sum(t[0] for t in usage_of.values())
+        trace.tokens_out = _sum(t[1] for t in usage_of.values())
     return trace
 
 
 def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],
-               first_step_of: dict[str, Step], tool_names: dict[str, str]) -> None:
+               first_step_of: dict[str, int], usage_of: dict[str, tuple[int | None, int | None]],
+               tool_names: dict[str, str]) -> None:
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else as_list(content)
     steps: list[Step] = []
@@ -138,8 +141,12 @@ def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[st
     msg_id = message.get("id")
     if "usage" not in message or not steps:
         return
-    target = first_step_of.setdefault(msg_id, steps[0]) if isinstance(msg_id, str) else steps[0]
-    target.tokens_in, target.tokens_out = usage_tokens(message["usage"])
+    tokens = usage_tokens(message["usage"])
+    if isinstance(msg_id, str):
+        usage_of[msg_id] = tokens
+        b.late_usage(first_step_of.setdefault(msg_id, steps[0].index), tokens)
+    else:
+        steps[0].tokens_in, steps[0].tokens_out = tokens
 
 
 def _user(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],

@@ -14,9 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import orjson
+import re2
+
 Line = tuple[int, datetime | None, str]
 
 MAX_JSON_DEPTH = 100  # arrays/objects nested deeper than this are not parsed: the line is kept as text
+# RE2: 3x faster than re here, and the answer (is there such a run) is the same.
+_LONG_DIGITS = re2.compile(r"[0-9]{19}")
 _BRACKETS = re.compile(r"[\[\]{}]")
 _ESCAPE = re.compile(r"\\.", re.S)
 
@@ -66,9 +71,19 @@ class TooDeep(ValueError):
 
 def loads(text: str) -> Any:
     """``json.loads`` bounded in nesting: raises :class:`TooDeep` (a ValueError) for text nested deeper than
-    :data:`MAX_JSON_DEPTH`, ``ValueError`` for invalid JSON; never ``RecursionError``."""
+    :data:`MAX_JSON_DEPTH`, ``ValueError`` for invalid JSON; never ``RecursionError``.
+
+    orjson decodes first (3-4x faster) unless the text has a run of 19 digits (orjson would make an integer
+    beyond 64 bits a float); what it refuses (``NaN``, lone surrogate escapes, invalid JSON) goes to ``json.loads``, whose value or error message is then the answer, so the result
+    is ``json.loads``' wherever orjson accepts a text ``json.loads`` also accepts, with the same value
+    (``tests/test_parsers_framing.py`` checks the edge cases)."""
     if too_deep(text):
         raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if _LONG_DIGITS.search(text) is None:  # orjson turns integers beyond 64 bits into floats
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
     try:
         return json.loads(text)
     except RecursionError:  # too_deep already refused such text; kept for a shallow call stack's sake
@@ -158,3 +173,45 @@ def _is_cut_off_event(raw: str) -> bool:
     except ValueError:
         return True
     return False
+
+
+class LineFramer:
+    """:func:`frame_trace` over text that arrives in pieces: :meth:`feed` returns the framed lines each piece
+    completes, :meth:`finish` the last ones; :attr:`cut_line` is then what ``frame_trace`` reports. The lines
+    are those ``frame_trace`` gives for the concatenated pieces, numbered alike."""
+
+    def __init__(self) -> None:
+        self.cut_line: int | None = None
+        self._partial = ""
+        self._no = 0
+        self._cache: dict[str, datetime | None] = {}
+
+    def _frame(self, raw: str) -> Line:
+        self._no += 1
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        if raw.startswith("[") and len(raw) >= _PREFIX_LEN:
+            head = raw[:_PREFIX_LEN]
+            if head not in self._cache:
+                if len(self._cache) > 4096:
+                    self._cache.clear()
+                self._cache[head] = parse_prefix(head)[0]
+            time = self._cache[head]
+            return (self._no, time, raw[_PREFIX_LEN:] if time is not None else raw)
+        return (self._no, None, raw)
+
+    def feed(self, piece: str) -> list[Line]:
+        """The lines ``piece`` completes. Raises nothing."""
+        raws = (self._partial + piece).split("\n")
+        self._partial = raws.pop()
+        return [self._frame(raw) for raw in raws]
+
+    def finish(self) -> list[Line]:
+        """The last line when the text does not end in ``"\\n"`` (none when it is a cut-off event). Raises nothing."""
+        raw, self._partial = self._partial, ""
+        if raw == "":
+            return []
+        if _is_cut_off_event(raw):
+            self.cut_line = self._no + 1
+            return []
+        return [self._frame(raw)]

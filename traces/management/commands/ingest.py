@@ -1,15 +1,19 @@
 """``python manage.py ingest RESULTS_ROOT``: store every run of a results tree in the warehouse."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
 
-from traces.services import ingest_tree
+from traces.ingest import ingest_tree
+from traces.ingest.tree import TreeProgress
 
 
 class Command(BaseCommand):
-    help = "Ingest a PostTrainBench results tree (method dirs, run dirs, baseline dirs); re-ingesting adds nothing."
+    help = ("Ingest a PostTrainBench results tree (method dirs, run dirs, baseline dirs) on all cores; re-ingesting "
+            "adds nothing. On a terminal a progress bar shows runs, MB and the time left; otherwise one summary line.")
 
     def add_arguments(self, parser):
         parser.add_argument("root", type=Path)
@@ -18,13 +22,31 @@ class Command(BaseCommand):
                             help="label the runs as synthetic demo data (default: whether ROOT/SYNTHETIC exists)")
         parser.add_argument("--quiet", action="store_true",
                             help="print only the summary (the problems are listed on each run's page)")
+        parser.add_argument("--workers", type=int, default=None,
+                            help="processes reading runs (default: one per core, or PTB_INGEST_WORKERS)")
 
-    def handle(self, *args, root: Path, suite: str, synthetic: bool | None, quiet: bool, **options):
+    def handle(self, *args, root: Path, suite: str, synthetic: bool | None, quiet: bool, workers: int | None,
+               **options):
+        bar = None
+        on_terminal = sys.stderr.isatty()
+
+        def tick(state: TreeProgress) -> None:
+            nonlocal bar
+            if bar is None:  # MB on the bar (what the time left depends on), runs beside it
+                bar = tqdm(total=state.bytes_total, unit="B", unit_scale=True, unit_divisor=1000, desc="ingest",
+                           file=sys.stderr, dynamic_ncols=True)
+            bar.update(state.bytes_done - bar.n)
+            bar.set_postfix_str(f"{state.runs_done}/{state.runs_total} runs", refresh=True)
+
         try:
-            report = ingest_tree(root=root, suite_id=suite, synthetic=synthetic,
-                                 progress=None if quiet else self.stdout.write)
+            report = ingest_tree(root=root, suite_id=suite, synthetic=synthetic, workers=workers,
+                                 progress=None if quiet or on_terminal else self.stdout.write,
+                                 ticker=tick if on_terminal else None)
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from None
+        finally:
+            if bar is not None:
+                bar.close()
         if not quiet:
             for problem in report.problems:
                 self.stderr.write(problem)

@@ -1,0 +1,447 @@
+"""Reading one run directory into the rows the warehouse stores (``traces.services.store_run``).
+
+Every text is redacted (``traces.redaction``) before it is parsed or stored, and the run records how many
+secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD
+(counted per run), NUL characters the visible U+2400. A step's input or output longer than
+``traces.services.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
+goes to ``step_texts``, zlib-compressed in chunks of ``traces.services.TEXT_CHUNK`` bytes.
+
+Two ways to read an agent trace, with the same rows as the result (``tests/test_ingest_stream.py``):
+
+* whole (a worker process's runs, every run without a ``StepWriter``): the file is read, redacted and parsed at
+  once, every step held, and the rows returned;
+* as a stream (a trace over :data:`STREAM_BYTES` read by the storing process, inside the run's transaction):
+  blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``,
+  exact across blocks), scanned for residual key prefixes and API-limit markers, framed and parsed
+  (``traces.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
+  row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls with their
+  text (the facets read them at the end), each step's kind, index and time (the phases), and only the tool
+  outputs an output rule may read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import re2
+
+from ptbsite.suites import known_agents, load_suite
+
+from .. import evidence, facets, layout
+from ..monitor import parse_monitor
+from ..parsers import StreamFailed, parse_trace, storable, stream_trace
+from ..parsers.framing import decode, loads
+from ..redaction import Redactor, ResidualScanner, StreamRedactor
+from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
+from ..steps import ParsedTrace, Step
+from ..verdicts import read_verdicts
+from .reindex import suite_contexts, versions_json
+from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
+
+_FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
+_JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
+STREAM_BYTES = 16 * 1024 * 1024  # an agent trace larger than this is read as a stream when a StepWriter is given
+READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
+_MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
+_MARKERS = re2.compile("|".join(map(re.escape, API_LIMIT_MARKERS)))
+TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")  # the agent trace, first present wins
+_HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
+
+
+class RunIngestError(RuntimeError):
+    """One run could not be stored; the message names its directory."""
+
+
+def _hours_minutes_seconds(text: str) -> int | None:
+    match = _HMS.match(text.strip())
+    return int(match[1]) * 3600 + int(match[2]) * 60 + int(match[3]) if match else None
+
+
+@dataclass
+class _Counts:
+    """What reading one run's files replaced: secrets (redacted) and characters (invalid UTF-8 -> U+FFFD)."""
+
+    secrets: int = 0
+    replaced: int = 0
+
+
+def _read(path: Path, redactor: Redactor, counts: _Counts | None = None) -> str | None:
+    """The file's text, decoded (invalid UTF-8 -> U+FFFD) and redacted, counting both into ``counts``; None when
+    it is not a file."""
+    if not path.is_file():
+        return None
+    text, replaced = decode(path.read_bytes())
+    text, secrets = redactor.redact_counted(text)
+    if counts is not None:
+        counts.secrets += secrets
+        counts.replaced += replaced
+    return text
+
+
+
+def agent_trace_path(run_dir: Path) -> Path | None:
+    """The run's agent trace: ``solve_out.txt``, else ``trace.txt``, else ``solve_parsed.txt``; None without one."""
+    return next((run_dir / n for n in TRACE_NAMES if (run_dir / n).is_file()), None)
+
+
+def content_hash(run_dir: Path) -> str:
+    """The run's content hash (64 hex chars): sha256 over the run's top-level files (names and bytes) and the names under task/ and final_model/."""
+    digest = hashlib.sha256()
+    for path in sorted(run_dir.iterdir()):
+        digest.update(path.name.encode() + b"\0")
+        if path.is_file():
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        elif path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                digest.update(str(sub.relative_to(run_dir)).encode() + b"\0")
+    return digest.hexdigest()
+
+
+
+class Ingester:
+    """Ingest state for one tree: the suite's models and agents, the redactor, the evidence contexts."""
+
+    def __init__(self, *, suite_id: str, redactor: Redactor, synthetic: bool):
+        self.suite = load_suite(suite_id)
+        self.suite_id = suite_id
+        self.redactor = redactor
+        self.synthetic = synthetic
+        self.base_by_safe = {layout.model_safe(m["hf_id"]): m for m in self.suite["base_models"]}
+        self.instruct_by_safe = {layout.model_safe(m["instruct_hf_id"]): m for m in self.suite["base_models"]}
+        self.datasets = {b["id"]: tuple(b.get("datasets", [])) for b in self.suite["benchmarks"]}
+        self.contexts = suite_contexts(suite_id)
+        self.rules_version = versions_json()
+
+    def method_row(self, name: layout.MethodName, root: Path) -> tuple:
+        known = layout.match_known_agent(name.raw, known_agents(self.suite))
+        key = known["key"] if known else name.raw
+        # A method in no agent's list is its own row, keyed by the method name, and never joins a group (upstream
+        # aggregates only the listed methods); it is named after its model config and harness agent, e.g.
+        # "gpt-5.1-codex-max (codexhigh)".
+        display = known["name"] if known else f"{name.config} ({name.harness_agent})"
+        effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
+        return (name.raw, self.suite_id, name.harness_agent, name.config, name.budget_hours, name.gpus,
+                name.experiment, name.scaffold, key, display, effort, self.synthetic, str(root),
+                datetime.now(timezone.utc).replace(tzinfo=None))
+
+    def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
+                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> dict:
+        """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written).
+
+        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns a dict of
+        row lists (``run`` a dict of the runs table's columns; ``steps``, ``texts``, ``verdicts``,
+        ``evaluations``, ``facets``, ``phases``, ``monitor`` tuples in their tables' column order),
+        ``problems`` ("path: message" strings) and ``stored_steps`` (how many step rows, every trace).
+
+        ``step_writer`` (inside the caller's transaction, the run deleted before): an agent trace over
+        :data:`STREAM_BYTES` is read as a stream (module docstring) and its step rows go to the writer, not to
+        ``steps``; ``late_usage`` then lists the token counts to set on rows it wrote already.
+
+        Raises:
+            RunIngestError: an unknown base model or benchmark. OSError: a file could not be read.
+        """
+        run_name = layout.parse_run_name(run_dir.name)
+        models = self.instruct_by_safe | self.base_by_safe if baseline else self.base_by_safe
+        model = models.get(run_name.model_safe)
+        if model is None:
+            raise RunIngestError(f"{run_dir}: unknown base model {run_name.model_safe!r}")
+        if run_name.benchmark not in self.datasets:
+            raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
+        is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
+        rid = layout.run_id(method.raw, run_dir.name)
+        problems: list[str] = []
+        counts = _Counts()
+
+        metrics_text = _read(run_dir / "metrics.json", self.redactor, counts)
+        metrics = None
+        if metrics_text is not None:
+            try:
+                metrics = loads(metrics_text)
+                if not isinstance(metrics, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:
+                problems.append(f"{run_dir / 'metrics.json'}: unreadable ({exc}); counted as no score")
+                metrics = None
+        accuracy, accuracy_problem = read_accuracy(metrics, run_dir / "metrics.json")
+        if accuracy_problem:
+            problems.append(accuracy_problem)
+
+        trace_path = agent_trace_path(run_dir)
+        raw_size = trace_path.stat().st_size if trace_path else 0
+        context = self.contexts[run_name.benchmark]
+        if step_writer is not None and trace_path is not None and raw_size > STREAM_BYTES:
+            agent = self._stream_agent(rid, trace_path, method, context, step_writer, counts)
+        else:
+            agent = self._whole_agent(rid, trace_path, method, context, counts)
+        parsed = agent.parsed
+        problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
+        warnings = agent.warnings
+        replaced = counts.replaced + parsed.replaced_chars
+
+        state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, agent.text, metrics)
+        calls = agent.calls
+        texts: list[tuple] = agent.texts
+        steps = agent.rows
+        for path in sorted(run_dir.iterdir()):
+            m = _JUDGE_TRACE.match(path.name)
+            if m or path.name == "judgement.log":
+                judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
+                judge_parsed = parse_trace(_read(path, self.redactor, counts) or "", source=path.name)
+                replaced += judge_parsed.replaced_chars
+                problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
+                steps += list(self._step_rows(rid, judge, judge_parsed, {}, texts))
+
+        def redact_verdict(text: str) -> str:
+            redacted, n = self.redactor.redact_counted(text)
+            counts.secrets += n
+            return redacted
+
+        verdicts = [] if baseline else read_verdicts(run_dir, redact_verdict)
+        time_taken = _read(run_dir / "time_taken.txt", self.redactor, counts)
+        times = [s.time for s in agent.steps if s.time is not None]
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
+        run = {
+            "id": rid, "method": method.raw, "run_dir": run_dir.name, "suite": self.suite_id,
+            "benchmark": run_name.benchmark, "base_model": (model["instruct_id"] if is_instruct else model["id"]),
+            "base_model_hf": (model["instruct_hf_id"] if is_instruct else model["hf_id"]),
+            "cluster_id": run_name.cluster_id, "is_latest": True, "state": state, "state_detail": detail,
+            "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
+            "budget_hours": method.budget_hours, "accuracy": accuracy,
+            "metrics_json": json.dumps(metrics) if metrics is not None else None,
+            "prompt": _read(run_dir / "prompt.txt", self.redactor, counts),
+            "has_final_model": (run_dir / "final_model").is_dir(), "eval_attempts": eval_attempts,
+            "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
+            "trace_bytes": raw_size, "step_count": agent.count,
+            "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
+            "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
+            "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
+            "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir), "ingested_at": now,
+            "trace_incomplete": parsed.incomplete, "rules_version": self.rules_version,
+            "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
+        }
+        evaluations = []
+        if accuracy is not None:
+            # Stamped with metrics.json's mtime, when the harness scored the run: re-ingesting an unchanged score
+            # must not make it newer than a later rerun (the newest evaluation is the one that counts).
+            scored_at = datetime.fromtimestamp((run_dir / "metrics.json").stat().st_mtime, timezone.utc)
+            evaluations.append((f"{rid}-original", rid, "original", float(accuracy), run["metrics_json"],
+                                json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}),
+                                scored_at.replace(tzinfo=None)))
+        verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
+                        for v in verdicts]
+        rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
+                "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts),
+                "late_usage": [(t_in, t_out, "agent", idx) for idx, (t_in, t_out) in parsed.late_usage.items()]}
+        rows["stored_steps"] = len(steps) + agent.streamed
+        replaced += _make_rows_storable(rows)
+        run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
+        return rows
+
+    def _whole_agent(self, rid: str, path: Path | None, method: layout.MethodName,
+                     context: evidence.EvidenceContext, counts: _Counts) -> _Agent:
+        """The agent trace read whole: every step held, its rows returned."""
+        trace_text = _read(path, self.redactor, counts) if path else ""
+        parsed = parse_trace(trace_text, source=path.name if path else "", scaffold=method.harness_agent) \
+            if path else ParsedTrace(format="none")
+        warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
+        # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
+        calls = facets.tool_calls(parsed.steps)
+        marks = evidence.call_marks(calls, context)
+        texts: list[tuple] = []
+        rows = list(self._step_rows(rid, "agent", parsed, marks, texts))
+        return _Agent(parsed, parsed.steps, calls, rows, texts, warnings, trace_text, len(parsed.steps), 0)
+
+    def _stream_agent(self, rid: str, path: Path, method: layout.MethodName, context: evidence.EvidenceContext,
+                      writer: StepWriter, counts: _Counts) -> _Agent:
+        """The agent trace read as a stream: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded,
+        redacted (``StreamRedactor``), scanned for residual key prefixes and API-limit markers, parsed
+        (``stream_trace``); each step's call scanned, classified and marked as it comes, its row handed to
+        ``writer``. Held: the tool calls (with their text) and the outputs an output rule may read."""
+        before = _Counts(counts.secrets, counts.replaced)
+        written = writer.written + len(writer.steps)
+        try:
+            return self._stream_agent_once(rid, path, method, context, writer, counts)
+        except StreamFailed:
+            # Rows handed on are taken back; the whole text is then parsed as parse_trace does (plain text).
+            writer.flush()
+            writer.con.execute("DELETE FROM steps WHERE run_id = ? AND trace = 'agent'", [rid])
+            writer.con.execute("DELETE FROM step_texts WHERE run_id = ? AND trace = 'agent'", [rid])
+            writer.written = written
+            counts.secrets, counts.replaced = before.secrets, before.replaced
+            return self._whole_agent(rid, path, method, context, counts)
+
+    def _stream_agent_once(self, rid: str, path: Path, method: layout.MethodName,
+                           context: evidence.EvidenceContext, writer: StepWriter, counts: _Counts) -> _Agent:
+        redactor = StreamRedactor(self.redactor)
+        residual = ResidualScanner()
+        markers: set[str] = set()
+        tail = ""
+
+        def cleaned(data: bytes, final: bool) -> str:
+            nonlocal tail
+            text, replaced = decode(data)
+            counts.replaced += replaced
+            redacted = redactor.feed(text, final=final)
+            residual.feed(redacted, final=final)
+            seen = tail + redacted
+            if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
+                markers.update(m for m in API_LIMIT_MARKERS if m in seen)
+            tail = seen[-_MARKER_TAIL:]
+            return redacted
+
+        def pieces() -> Iterator[str]:
+            with path.open("rb") as handle:
+                held = b""
+                while block := handle.read(READ_BLOCK):
+                    data = held + block
+                    cut = data.rfind(b"\n") + 1
+                    held = data[cut:]
+                    if cut:
+                        yield cleaned(data[:cut], False)
+                yield cleaned(held, True)
+
+        collector = facets.CallCollector(slim=True)
+        kept: list[Step] = []
+        start: datetime | None = None
+
+        def on_step(step: Step) -> None:
+            nonlocal start
+            call = collector.add(step)
+            marked = None
+            if call is not None:
+                hits, sure = call.raw_scan
+                marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure,
+                                       data=call.data)
+                call.data = evidence.UNPARSED  # read by the marks only
+            if start is None and step.time is not None:
+                start = step.time
+            row = _step_row(rid, "agent", step, start, marked, writer.texts)
+            writer.add(row, len(row[7] or "") + len(row[8]))
+            # Phases read kind, index and time; the calls hold what the facets read.
+            kept.append(step if step.kind == "tool_call" else Step(index=step.index, kind=step.kind, time=step.time))
+
+        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=method.harness_agent)
+        counts.secrets += redactor.secrets
+        # derive_state looks for the first API-limit marker (in its order) in the text: these are all it can find.
+        found = "\n".join(m for m in API_LIMIT_MARKERS if m in markers)
+        return _Agent(parsed, kept, collector.calls, [], [], residual.warnings, found, len(kept), len(kept))
+
+    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, marks: dict[int, list[str]],
+                   texts: list[tuple]) -> Iterator[tuple]:
+        """Rows of the steps table for one parsed trace (``marks``: step index -> evidence rule ids, as
+        ``evidence.call_marks`` gives them); the whole text of any field cut at STEP_TEXT_CAP is appended to
+        ``texts`` as step_texts rows."""
+        start = next((s.time for s in parsed.steps if s.time is not None), None)
+        for s in parsed.steps:
+            yield _step_row(rid, trace, s, start, marks.get(s.index), texts)
+
+
+@dataclass
+class _Agent:
+    """The agent trace of a run as ``parse_run`` uses it: ``steps`` (for times and phases; slim copies when
+    streamed), the calls, the rows not yet written (none when streamed), the residual warnings, the text
+    ``derive_state`` searches, how many steps, and how many of them a StepWriter got."""
+
+    parsed: ParsedTrace
+    steps: list[Step]
+    calls: list[facets.Call]
+    rows: list[tuple]
+    texts: list[tuple]
+    warnings: list[str]
+    text: str
+    count: int
+    streamed: int
+
+
+def _step_row(rid: str, trace: str, s: Step, start: datetime | None, marked: list[str] | None,
+              texts: list[tuple]) -> tuple:
+    """One steps-table row (STEP_COLUMNS order); ``start``: the trace's first step time; a field cut at
+    STEP_TEXT_CAP has its whole text appended to ``texts`` as step_texts rows."""
+    elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
+    stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
+    stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
+    return (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
+            s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marked) if marked else None,
+            s.label, input_bytes, output_bytes)
+
+
+def utf8_size(text: str | None) -> int | None:
+    """Bytes of ``text`` in UTF-8 (None for None); ASCII text is not encoded to count it."""
+    if text is None:
+        return None
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _capped(text: str | None, key: tuple, texts: list[tuple]) -> tuple[str | None, int | None]:
+    """``(text to store in the steps table, UTF-8 size of the whole text)``: a text over STEP_TEXT_CAP bytes is
+    cut there (at a character boundary) and its whole bytes go to ``texts`` as zlib chunks of TEXT_CHUNK."""
+    size = utf8_size(text)
+    if text is None or size <= STEP_TEXT_CAP:
+        return text, size
+    data = text.encode("utf-8")
+    for n in range(0, len(data), TEXT_CHUNK):
+        texts.append((*key, n // TEXT_CHUNK, zlib.compress(data[n:n + TEXT_CHUNK], 6)))
+    return data[:STEP_TEXT_CAP].decode("utf-8", "ignore"), size
+
+
+def _make_rows_storable(rows: dict) -> int:
+    """Make every string of the run's rows but the steps (already made storable by the parsers) storable
+    (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
+    surrogates replaced."""
+    replaced = 0
+    run = rows["run"]
+    for key, value in run.items():
+        if isinstance(value, str):
+            run[key], n = storable(value)
+            replaced += n
+    for table in ("verdicts", "evaluations", "facets", "phases"):
+        fixed_rows = []
+        for row in rows.get(table, []):
+            fixed = []
+            for value in row:
+                if isinstance(value, str):
+                    value, n = storable(value)
+                    replaced += n
+                fixed.append(value)
+            fixed_rows.append(tuple(fixed))
+        rows[table] = fixed_rows
+    rows["problems"] = [storable(p)[0] for p in rows["problems"]]
+    return replaced
+
+
+def _naive(moment: datetime | None) -> datetime | None:
+    """UTC-aware -> naive UTC (the warehouse's TIMESTAMP columns hold UTC)."""
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+
+def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
+                   counts: _Counts) -> dict:
+    """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``);
+    ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
+
+    Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
+    the first sample. ``system_monitor.log`` is read from the run dir, else from ``task/``.
+    """
+    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
+    phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
+                  for p in facets.phases(steps, calls=calls)]
+    path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log") if p.is_file()),
+                None)
+    samples = parse_monitor(_read(path, redactor, counts) or "") if path else []
+    origin = next((s.time for s in steps if s.time is not None), None) or (samples[0].time if samples else None)
+    monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
+                     s.gpu_mem_total_mib) for s in samples]
+    return {"facets": facet_rows, "phases": phase_rows, "monitor": monitor_rows}
+

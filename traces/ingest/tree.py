@@ -1,0 +1,273 @@
+"""Walking a results tree (spec section 1) and storing each of its runs, each in its own transaction.
+
+Runs are read (parsed, redacted, facets and evidence derived) by a pool of worker processes, one per core, and
+stored by this process alone, one transaction per run: a plain DuckDB file admits one writing process, and on
+DuckLake one writer never meets a commit conflict between runs (DuckLake retries those, but each retry runs the
+whole unit again). A run's rows travel from its worker as one pickled dict: the runs of a results tree are
+0.3-1.3 MB of trace each. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
+instead, as a stream: its steps are parsed, redacted, derived and written in batches inside its transaction, so
+memory is bounded by a batch and the facts it holds, not by the trace (``traces.ingest.reader``). With one
+process (``workers=1``) every run is read so.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ptbsite import warehouse
+
+from .. import layout
+from ..redaction import Redactor
+from ..services import StepWriter, delete_run, refresh_agent, store_run, write_run
+from .reader import Ingester, RunIngestError, agent_trace_path, content_hash
+
+log = logging.getLogger(__name__)
+
+SYNTHETIC_MARKER = "SYNTHETIC"  # a file at the results root that marks a generated (demo) tree
+IN_PROCESS_BYTES = 32 * 1024 * 1024  # bytes of agent trace above which a run is read in the storing process
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest_tree`` call did. ``problems`` are "path: message" strings; nothing in them is fatal."""
+
+    root: str
+    stored: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    steps: int = 0
+    bytes_read: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    workers: int = 1
+
+    def __str__(self) -> str:
+        return (f"{self.root}: {self.stored} runs stored, {self.unchanged} unchanged, {self.failed} failed, "
+                f"{self.steps} steps, {self.bytes_read / 1e6:.1f} MB of traces, {len(self.problems)} problems, "
+                f"{self.seconds:.1f} s on {self.workers} {'process' if self.workers == 1 else 'processes'}")
+
+
+@dataclass(frozen=True)
+class TreeProgress:
+    """Where an ``ingest_tree`` stands, after each run: runs and agent-trace bytes done of those to read (runs
+    skipped as unchanged are not counted), seconds since it started, and the run just done ("method/run dir")."""
+
+    runs_done: int
+    runs_total: int
+    bytes_done: int
+    bytes_total: int
+    seconds: float
+    last: str
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One run directory to read and store; ``index`` is its position in the tree's order."""
+
+    index: int
+    method: layout.MethodName
+    method_row: tuple
+    run_dir: Path
+    baseline: bool
+    content_hash: str
+    trace_bytes: int
+
+
+_worker_ingester: Ingester | None = None
+
+
+def _init_worker(ingester: Ingester) -> None:
+    global _worker_ingester
+    _worker_ingester = ingester
+
+
+def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, object]:
+    """``(job index, outcome, value)``: ``("rows", rows)``, ``("failed", message)`` for a run the layout or the
+    suite refuses, ``("error", message)`` for any other failure (logged). Raises nothing."""
+    ingester = ingester or _worker_ingester
+    assert ingester is not None
+    try:
+        rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash)
+    except (layout.LayoutError, RunIngestError) as exc:
+        return job.index, "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+        log.exception("ingest of %s failed", job.run_dir)
+        return job.index, "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
+    return job.index, "rows", rows
+
+
+def _store_here(job: _Job, ingester: Ingester) -> tuple[str, object]:
+    """Read and store one run in this process, in one transaction: a long agent trace is read as a stream and
+    its steps written in batches as they come (``Ingester.parse_run``'s ``step_writer``). Returns ``("stored",
+    rows)``, or ``("failed" | "error", message)`` as :func:`_read_job`. Raises nothing."""
+    rid = layout.run_id(job.method.raw, job.run_dir.name)
+
+    def unit(con) -> dict:
+        delete_run(con, rid)
+        writer = StepWriter(con)
+        rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
+                                  step_writer=writer)
+        writer.flush()
+        write_run(con, rows, method_row=job.method_row, replace=False)
+        return rows
+
+    try:
+        return "stored", warehouse.run_in_transaction(unit)
+    except (layout.LayoutError, RunIngestError) as exc:
+        return "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+        log.exception("ingest of %s failed", job.run_dir)
+        return "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
+
+
+def default_workers() -> int:
+    """Worker processes an ingest uses by default: the cores this process may run on (``PTB_INGEST_WORKERS``
+    overrides); 1 inside a daemonic process (a Celery worker's child cannot have children)."""
+    if multiprocessing.current_process().daemon:
+        return 1
+    if os.environ.get("PTB_INGEST_WORKERS"):
+        return max(1, int(os.environ["PTB_INGEST_WORKERS"]))
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+
+@warehouse.retrying
+def _stored_hashes(method: str) -> dict[str, str]:
+    with warehouse.connect() as con:
+        return dict(con.execute("SELECT run_dir, content_hash FROM runs WHERE method = ?", [method]).fetchall())
+
+
+def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -> list[_Job]:
+    """The runs under ``root`` that changed since they were stored, in tree order (methods, then runs, sorted by
+    name); counts unchanged runs and a method directory's bad name into ``report``. Refreshes the agent of
+    methods already stored (an edited suite file regroups them)."""
+    jobs: list[_Job] = []
+    for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        baseline = layout.is_baseline_dir(method_dir.name)
+        if baseline:
+            method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
+            method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
+                          "Baseline evaluations", None, ingester.synthetic, str(root),
+                          datetime.now(timezone.utc).replace(tzinfo=None))
+        else:
+            try:
+                method = layout.parse_method_name(method_dir.name)
+            except layout.LayoutError as exc:
+                report.problems.append(f"{method_dir}: {exc}")
+                continue
+            method_row = ingester.method_row(method, root)
+        known = _stored_hashes(method.raw)
+        if known:
+            refresh_agent(method_row)
+        for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
+            digest = content_hash(run_dir)
+            if known.get(run_dir.name) == digest:
+                report.unchanged += 1
+                continue
+            trace = agent_trace_path(run_dir)
+            jobs.append(_Job(len(jobs), method, method_row, run_dir, baseline, digest,
+                             trace.stat().st_size if trace else 0))
+    return jobs
+
+
+def ingest_tree(
+    *,
+    root: Path,
+    suite_id: str = "posttrainbench",
+    synthetic: bool | None = None,
+    redactor: Redactor | None = None,
+    progress: Callable[[str], None] | None = None,
+    workers: int | None = None,
+    ticker: Callable[[TreeProgress], None] | None = None,
+) -> IngestReport:
+    """Ingest every method and run under ``root`` (spec section 1); return what happened.
+
+    Method dirs are ``<agent>_<config>_<hours>h...`` (directories starting with ``_`` are skipped);
+    ``baseline*/`` dirs hold baseline evaluations. A run whose files did not change since the last ingest
+    (same content hash) is skipped, so re-ingesting a tree adds nothing. A run that fails to parse or store is
+    reported with its directory and the ingest goes on with the next one. Runs are read in parallel and stored
+    by this process, each in its own transaction (module docstring); the report lists problems in tree order,
+    whatever order the runs finished in.
+
+    Args:
+        synthetic: label the runs as synthetic (generated demo data); default: whether ``root/SYNTHETIC`` exists.
+        redactor: secret redaction; default: ``Redactor.from_environ(os.environ)`` (the usual key variables).
+        progress: called with one line per stored run ("method/run: state, N steps").
+        workers: reading processes; default :func:`default_workers`; 1 reads every run in this process.
+        ticker: called with a :class:`TreeProgress` once before the first run and after each run (stored or
+            failed): a progress bar's feed.
+
+    Raises:
+        FileNotFoundError: ``root`` is not a directory.
+    """
+    started = time.monotonic()
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: not a directory")
+    report = IngestReport(root=str(root))
+    ingester = Ingester(
+        suite_id=suite_id,
+        redactor=redactor or Redactor.from_environ(os.environ),
+        synthetic=(root / SYNTHETIC_MARKER).exists() if synthetic is None else synthetic,
+    )
+    # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
+    with warehouse.hold_open():
+        jobs = _jobs(root, ingester, suite_id, report)
+        workers = min(default_workers() if workers is None else max(1, workers), len(jobs))
+        pooled = [j for j in jobs if j.trace_bytes <= IN_PROCESS_BYTES] if workers > 1 else []
+        here = [j for j in jobs if j not in pooled] if pooled else jobs
+        report.workers = max(1, workers if pooled else 1)
+        problems: dict[int, list[str]] = {}
+        done = {"runs": 0, "bytes": 0}
+        total_bytes = sum(j.trace_bytes for j in jobs)
+
+        def finish(job: _Job, outcome: str, value: object) -> None:
+            if outcome in ("rows", "stored"):
+                rows = value
+                try:
+                    if outcome == "rows":
+                        store_run(rows, method_row=job.method_row)
+                except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+                    outcome, value = "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
+                    log.exception("ingest of %s failed", job.run_dir)
+                else:
+                    report.stored += 1
+                    report.steps += rows["stored_steps"]
+                    report.bytes_read += rows["run"]["trace_bytes"]
+                    problems[job.index] = rows["problems"]
+                    if progress:
+                        progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
+                                 f"{rows['run']['step_count']} steps")
+            if outcome not in ("rows", "stored"):
+                report.failed += 1
+                problems[job.index] = [str(value)]
+            done["runs"] += 1
+            done["bytes"] += job.trace_bytes
+            if ticker:
+                ticker(TreeProgress(done["runs"], len(jobs), done["bytes"], total_bytes,
+                                    time.monotonic() - started, f"{job.method.raw}/{job.run_dir.name}"))
+
+        if ticker:
+            ticker(TreeProgress(0, len(jobs), 0, total_bytes, time.monotonic() - started, ""))
+        if pooled:
+            # fork: the workers start with this process's modules and the ingester; they touch no warehouse.
+            context = multiprocessing.get_context("fork")
+            with context.Pool(workers, initializer=_init_worker, initargs=(ingester,)) as pool:
+                results = pool.imap_unordered(_read_job, pooled, chunksize=1)
+                for job in here:  # the large runs, read here while the workers read the rest
+                    finish(job, *_store_here(job, ingester))
+                for index, outcome, value in results:
+                    finish(jobs[index], outcome, value)
+        else:
+            for job in here:
+                finish(job, *_store_here(job, ingester))
+        for index in sorted(problems):
+            report.problems += problems[index]
+    report.seconds = time.monotonic() - started
+    return report
