@@ -13,88 +13,7 @@ from . import plots, selectors
 router = Router(tags=["leaderboard"])
 
 
-class BenchmarkOut(Schema):
-    id: str
-    name: str
-    weight: float
-    metric: str = ""
-
-
-class FallbackOut(Schema):
-    base_model: str
-    reason: str
-
-
-class RowOut(Schema):
-    key: str
-    rank: int | None
-    agent: str
-    scaffold: str | None
-    reasoning_effort: str | None
-    kind: str
-    average: float
-    std: float | None
-    runs: int
-    scores: dict[str, float]
-    stds: dict[str, float | None]
-    fallbacks: dict[str, list[FallbackOut]]
-    source: str
-    n_runs: int
-    synthetic: bool
-    overridden: bool
-    delta: float | None
-    rank_change: int | None
-    baseline_source: str | None
-
-
-class FactOut(Schema):
-    topic: str
-    agent: str | None
-    agent_name: str | None
-    quantity: str
-    value: float | None
-    value_max: float | None
-    out_of: float | None
-    unit: str | None
-    scope: str | None
-    display: str
-    description: str
-    quote: str
-    source: str
-
-
-class FallbackBaselineOut(Schema):
-    results_root: str
-    kind: str
-    tree_cells: int
-    published_cells: int
-    methods: int
-    text: str
-
-
-def fact_out(f: selectors.ReportedFact) -> dict:
-    """One reported fact as JSON (``FactOut``): the stored fields plus ``display``, the figure as the page shows it."""
-    return {**f.__dict__, "display": f.display}
-
-
-class LeaderboardOut(Schema):
-    suite: str
-    suite_name: str
-    metric: str
-    budget_hours: float | None
-    scoring_rule: str
-    facet: str | None
-    reported: list[FactOut]
-    std_notes: dict[str, str]
-    fallback_baselines: list[FallbackBaselineOut]
-    base_model: str | None
-    source: str
-    apply_flags: bool
-    benchmarks: list[BenchmarkOut]
-    rows: list[RowOut]
-
-
-@router.get("/leaderboard", response=LeaderboardOut, summary="The leaderboard rows, as on /")
+@router.get("/leaderboard", response=selectors.Leaderboard, summary="The leaderboard rows, as on /")
 def leaderboard(request, suite: str = "posttrainbench", base_model: str | None = None, sort: str = "rank",
                 dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
                 flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None):
@@ -129,37 +48,7 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
         raise HttpError(404, str(exc)) from None
     except ValueError as exc:
         raise HttpError(422, str(exc)) from None
-    return {
-        "suite": board.suite,
-        "suite_name": board.suite_name,
-        "metric": board.metric,
-        "budget_hours": board.budget_hours,
-        "scoring_rule": board.scoring_rule,
-        "facet": board.facet,
-        "reported": [fact_out(f) for f in board.reported],
-        "std_notes": board.std_notes,
-        "fallback_baselines": [{**b.__dict__, "text": b.text} for b in board.fallback_baselines],
-        "base_model": board.base_model,
-        "source": board.source,
-        "apply_flags": board.apply_flags,
-        "benchmarks": [{"id": b.id, "name": b.name, "weight": b.weight, "metric": b.metric} for b in board.benchmarks],
-        "rows": [
-            {
-                "key": r.key, "rank": r.rank, "agent": r.agent, "scaffold": r.scaffold,
-                "reasoning_effort": r.reasoning_effort, "kind": r.kind, "average": r.average, "std": r.std,
-                "runs": r.runs,
-                "scores": {bid: c.score for bid, c in r.cells.items()},
-                "stds": r.stds,
-                "fallbacks": {
-                    bid: [{"base_model": m, "reason": reason} for m, reason in c.fallbacks]
-                    for bid, c in r.cells.items() if c.fallbacks
-                },
-                "source": r.source, "n_runs": r.n_runs, "synthetic": r.synthetic, "overridden": r.overridden,
-                "delta": r.delta, "rank_change": r.rank_change, "baseline_source": r.baseline_source,
-            }
-            for r in board.rows
-        ],
-    }
+    return board
 
 
 class TimePointOut(Schema):
@@ -206,7 +95,7 @@ class BenchmarkScoresOut(Schema):
 
 class PerBenchmarkOut(Schema):
     base_model: str | None
-    benchmarks: list[BenchmarkOut]
+    benchmarks: list[selectors.Benchmark]
     agents: list[BenchmarkScoresOut]
     references: list[BenchmarkScoresOut]
 
@@ -284,7 +173,7 @@ def per_benchmark(request, base_model: str | None = None):
                 for r in items]
 
     return {"base_model": data.base_model,
-            "benchmarks": [{"id": b.id, "name": b.name, "weight": b.weight} for b in data.benchmarks],
+            "benchmarks": data.benchmarks,
             "agents": rows(data.agents), "references": rows(data.references)}
 
 

@@ -114,7 +114,7 @@ def test_an_evaluation_is_stored_once(kind, small_tree):
         add_evaluation(run_id=run_id, accuracy=0.5, metrics={"accuracy": 0.5}, provenance={"job": 7},
                        evaluation_id="job-7")
     evaluations = selectors.evaluations(run_id)
-    assert [e["origin"] for e in evaluations].count("rerun") == 1
-    assert selectors.get_run(run_id).score == pytest.approx(50.0)
+    assert [e.origin for e in evaluations].count("rerun") == 1
+    assert 100 * selectors.get_run(run_id).score == pytest.approx(50.0)
     with pytest.raises(LookupError):
         add_evaluation(run_id="nope", accuracy=0.5, metrics={}, provenance={}, evaluation_id="job-8")
