@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ninja import Router, Schema
+from ninja import Router
 from ninja.errors import HttpError
 
 from ptbsite.suites import suite_ids
@@ -51,133 +51,31 @@ def leaderboard(request, suite: str = "posttrainbench", base_model: str | None =
     return board
 
 
-class TimePointOut(Schema):
-    key: str
-    agent: str
-    label: str
-    scaffold: str | None
-    model_family: str | None
-    hours: float
-    hours_std: float | None
-    score: float
-    score_std: float | None
-    runs: int
-    source_file: str
-
-
-class ReferenceOut(Schema):
-    key: str
-    name: str
-    score: float
-
-
-class TimeVsScoreOut(Schema):
-    budget_hours: float
-    points: list[TimePointOut]
-    frontier: list[str]
-    frontier_keys: list[str]
-    baselines: list[ReferenceOut]
-
-
-class TimeSpentOut(Schema):
-    budget_hours: float
-    agents: list[TimePointOut]
-
-
-class BenchmarkScoresOut(Schema):
-    key: str
-    agent: str
-    label: str
-    scaffold: str | None
-    scores: dict[str, float]
-    stds: dict[str, float | None]
-
-
-class PerBenchmarkOut(Schema):
-    base_model: str | None
-    benchmarks: list[selectors.Benchmark]
-    agents: list[BenchmarkScoresOut]
-    references: list[BenchmarkScoresOut]
-
-
-class BudgetPointOut(Schema):
-    budget_hours: float
-    score: float
-
-
-class BudgetSeriesOut(Schema):
-    label: str
-    agent: str | None
-    points: list[BudgetPointOut]
-
-
-class EffortPointOut(Schema):
-    label: str
-    agent: str | None
-    effort: str
-    score: float
-    score_std: float | None
-    hours: float | None
-    hours_std: float | None
-    tokens: float | None
-
-
-class SizePointOut(Schema):
-    label: str
-    agent: str | None
-    score: float
-
-
-class BudgetAndEffortOut(Schema):
-    time_budget: list[BudgetSeriesOut]
-    reasoning_effort: list[EffortPointOut]
-    model_size: list[SizePointOut]
-
-
-def _time_point(p: plots.AgentTime) -> dict:
-    return {"key": p.key, "agent": p.agent, "label": p.label, "scaffold": p.scaffold, "model_family": p.model_family,
-            "hours": p.hours, "hours_std": p.hours_std, "score": p.score, "score_std": p.score_std, "runs": p.runs,
-            "source_file": p.source_file}
-
-
-@router.get("/plots/time-vs-score", response=TimeVsScoreOut, summary="Score vs wall time, as on /plots/time-vs-score/")
+@router.get("/plots/time-vs-score", response=plots.TimeVsScore, summary="Score vs wall time, as on /plots/time-vs-score/")
 def time_vs_score(request):
     """Every timed agent's mean ``hours`` used (± ``hours_std``) and headline ``score`` (percent, ± ``score_std``),
     in leaderboard order; ``frontier``: the Pareto frontier's agent names (less time, higher score) in order of
     hours, ``frontier_keys`` the same agents' keys; ``baselines``: reference scores (percent)."""
-    data = plots.time_vs_score()
-    return {"budget_hours": data.budget_hours, "points": [_time_point(p) for p in data.points],
-            "frontier": [p.agent for p in data.frontier], "frontier_keys": [p.key for p in data.frontier],
-            "baselines": [{"key": b.key, "name": b.name, "score": b.score} for b in data.baselines]}
+    return plots.time_vs_score()
 
 
-@router.get("/plots/time-spent", response=TimeSpentOut, summary="Hours used per agent, as on /plots/time-spent/")
+@router.get("/plots/time-spent", response=plots.TimeSpent, summary="Hours used per agent, as on /plots/time-spent/")
 def time_spent(request):
     """Every timed agent's mean ``hours`` used (± ``hours_std``), most first, and the suite's ``budget_hours``."""
-    data = plots.time_spent()
-    return {"budget_hours": data.budget_hours, "agents": [_time_point(p) for p in data.agents]}
+    return plots.time_spent()
 
 
-@router.get("/plots/per-benchmark", response=PerBenchmarkOut, summary="Scores per benchmark, as on /plots/per-benchmark/")
+@router.get("/plots/per-benchmark", response=plots.PerBenchmark, summary="Scores per benchmark, as on /plots/per-benchmark/")
 def per_benchmark(request, base_model: str | None = None):
     """Each agent's percent score per benchmark id (leaderboard order) for one ``base_model`` id or the average
     over base models; ``stds``: std over runs (percent) or null; ``references``: the baselines' scores."""
     try:
-        data = plots.per_benchmark(base_model=base_model or None)
+        return plots.per_benchmark(base_model=base_model or None)
     except selectors.UnknownBaseModel as exc:
         raise HttpError(404, str(exc)) from None
 
-    def rows(items: list[plots.BenchmarkScores]) -> list[dict]:
-        return [{"key": r.key, "agent": r.agent, "label": r.label, "scaffold": r.scaffold, "scores": r.scores,
-                 "stds": r.stds}
-                for r in items]
 
-    return {"base_model": data.base_model,
-            "benchmarks": data.benchmarks,
-            "agents": rows(data.agents), "references": rows(data.references)}
-
-
-@router.get("/plots/budget-and-effort", response=BudgetAndEffortOut,
+@router.get("/plots/budget-and-effort", response=plots.BudgetAndEffort,
             summary="The paper's ablations, as on /plots/budget-and-effort/")
 def budget_and_effort(request):
     """Score (percent) against time budget (hours) per agent, per reasoning effort (with hours used and tokens
@@ -185,34 +83,11 @@ def budget_and_effort(request):
     return plots.budget_and_effort()
 
 
-class UsagePointOut(Schema):
-    key: str
-    agent: str
-    scaffold: str | None
-    synthetic: bool
-    score: float
-    score_std: float | None
-    runs: int
-    tokens: float | None
-    tokens_runs: int
-    cost_usd: float | None
-    cost_runs: int
-
-
-class UsageVsScoreOut(Schema):
-    points: list[UsagePointOut]
-    token_frontier: list[str]
-    cost_frontier: list[str]
-    missing: dict[str, int]
-
-
-@router.get("/plots/usage-vs-score", response=UsageVsScoreOut,
+@router.get("/plots/usage-vs-score", response=plots.UsageVsScore,
             summary="Score vs tokens and vs cost per run, as on /plots/usage-vs-score/")
 def usage_vs_score(request):
     """Agents with ingested runs: mean ``tokens`` (input + output) and ``cost_usd`` per run over the runs whose
     traces carry them (``tokens_runs``, ``cost_runs`` of ``runs``), against their ``score`` from ingested runs
     (percent); ``token_frontier``/``cost_frontier``: Pareto frontiers' agent keys in order of usage;
     ``missing``: reason -> number of runs without usage."""
-    data = plots.usage_vs_score()
-    return {"points": [p.__dict__ for p in data.points], "token_frontier": [p.key for p in data.token_frontier],
-            "cost_frontier": [p.key for p in data.cost_frontier], "missing": data.missing}
+    return plots.usage_vs_score()

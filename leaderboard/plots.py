@@ -1,11 +1,13 @@
-"""Reads behind the plot pages: each chart's published numbers as plain dataclasses.
+"""Reads behind the plot pages and their JSON twins: each chart's numbers as pydantic dataclasses, which the API
+serves as they are (``response=``); a frontier is served as the names or keys of its agents.
 
 Units: hours for time, percent (fraction x 100) for scores. All SQL of the plots lives here; headline scores
 come from ``selectors.leaderboard`` so that a plot and the leaderboard never disagree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import computed_field, field_serializer
+from pydantic.dataclasses import dataclass
 
 from ptbsite import warehouse
 from traces import selectors as traces_selectors
@@ -65,6 +67,16 @@ class TimeVsScore:
     points: list[AgentTime]
     frontier: list[AgentTime]
     baselines: list[Reference]
+
+    @field_serializer("frontier")
+    def _frontier_names(self, frontier: list[AgentTime]) -> list[str]:
+        return [p.agent for p in frontier]  # served as the frontier's agent names, in order of hours
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def frontier_keys(self) -> list[str]:
+        """The frontier's agent keys, in order of hours."""
+        return [p.key for p in self.frontier]
 
 
 @dataclass(frozen=True)
@@ -282,6 +294,10 @@ class UsageVsScore:
     token_frontier: list[AgentUsage]
     cost_frontier: list[AgentUsage]
     missing: dict[str, int]  # reason -> number of runs without usage
+
+    @field_serializer("token_frontier", "cost_frontier")
+    def _frontier_keys(self, frontier: list[AgentUsage]) -> list[str]:
+        return [p.key for p in frontier]  # served as the frontier's agent keys, in order of usage
 
     @property
     def synthetic(self) -> bool:

@@ -352,3 +352,10 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
         agents.sort(key=lambda r: r.cells[sort].score, reverse=reverse)
     baselines.sort(key=lambda r: -r.average)
     return agents + baselines
+
+
+# Re-exported: the models (leaderboard.schemas) and the reported facts (ptbsite.reported) under the names other
+# modules and the tests have used.
+__all__ = ["FACT_TOPIC_TEXT", "FALLBACK_TEXT", "SCORING_RULE_TEXT", "SORT_KEYS", "SOURCES", "BaseModel", "Benchmark",
+           "Cell", "FallbackBaseline", "Leaderboard", "ReportedFact", "Row", "UnknownBaseModel", "leaderboard",
+           "reported_facts", "rows_from_runs", "suite_models"]

@@ -140,3 +140,48 @@ def test_the_leaderboard_twin_carries_what_the_leaderboard_shows(client, use_pub
             assert f'<td class="num avg">{floatformat(row["average"], 1)}{std}</td>' in page, row["key"]
             for score in row["scores"].values():
                 assert re.search(rf">\s*{re.escape(floatformat(score, 1))}\s*<", page), (row["key"], score)
+
+
+def _row(page: str, attribute: str, value: str) -> str:
+    found = re.search(rf'<tr {attribute}="{re.escape(value)}">.*?</tr>', page, re.S)
+    assert found, (attribute, value)
+    return found[0]
+
+
+def test_the_analysis_twins_carry_what_the_analysis_page_shows(client, demo_ingested):
+    page = client.get("/analysis/").content.decode()
+    by_method = client.get("/api/analysis/score-by-method").json()
+    assert by_method
+    for row in by_method:
+        text = _row(page, "data-facet", row["facet"])
+        assert f'<td class="num">{_pct(row["mean_score"]) or "–"}</td>' in text
+        assert f'<td class="num">{_pct(row["mean_without"]) or "–"}</td>' in text
+        assert f'<td class="num">{row["runs_without"]}</td>' in text
+    section = page[page.index('<section id="calibration">'):page.index('<section id="time-use">')]
+    calibration = client.get("/api/analysis/calibration").json()
+    assert calibration["agents"]
+    for row in calibration["agents"]:
+        text = _row(section, "data-agent", row["key"])
+        assert html_lib.escape(row["agent"]) in text and f">{row['runs']}</a>" in text
+        assert f'<td class="num">{_pct(row["mean_self"]) or "–"}</td>' in text
+        ratio = f'{floatformat(row["mean_ratio"], 2)}x' if row["mean_ratio"] is not None else "n/a"
+        assert f'<td class="num ratio">{ratio}</td>' in text
+    time_section = page[page.index('<section id="time-use">'):]
+    for row in client.get("/api/analysis/time-use").json():
+        text = _row(time_section, "data-agent", row["key"])
+        if row["runs_traced"]:
+            for phase, hours in row["hours"].items():
+                assert f'data-phase="{phase}">{floatformat(hours, 2)}</td>' in text
+
+
+def test_the_plot_twins_carry_what_the_plot_pages_show(client, use_published):
+    page = client.get("/plots/time-vs-score/").content.decode()
+    twin = client.get("/api/plots/time-vs-score").json()
+    assert twin["points"] and twin["frontier_keys"]
+    for point in twin["points"]:
+        text = _row(page, "data-agent", point["key"])
+        assert f'<td class="num">{floatformat(point["score"], 2)}</td>' in text
+        assert f'<td class="num">{floatformat(point["hours"], 3)}</td>' in text
+        assert ("<td>yes</td>" in text) == (point["key"] in twin["frontier_keys"])
+    for b in twin["baselines"]:
+        assert f'<td class="num">{floatformat(b["score"], 2)}</td>' in page

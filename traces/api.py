@@ -1,13 +1,12 @@
 """JSON twins of the run pages (django-ninja router, mounted under /api/)."""
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
-from ptbsite import reported as reported_selectors
+from ptbsite.reported import ReportedFact
 from ptbsite.suites import suite_ids
 
 from . import selectors
@@ -155,13 +154,11 @@ def time_use(request, suite: str = "posttrainbench"):
     return _analysis(suite).time_use
 
 
-@router.get("/analysis/reported", response=list[reported_selectors.ReportedFact],
+@router.get("/analysis/reported", response=list[ReportedFact],
             summary="What the suite's source reports, as on /analysis/")
 def reported(request, suite: str = "posttrainbench", topic: str | None = None):
     """The suite source's reported figures and statements in the suite file's order (``reported.facts``):
     ``topic`` score | methods | training_signal | calibration | note; ``value`` null for a statement without a
     number; ``unit`` ``fraction`` (``display`` in percent), ``x`` (a ratio) or a count's noun; ``quote``: the
     source's words. Empty for a suite whose source reports nothing beyond its files."""
-    if suite not in suite_ids():
-        raise HttpError(404, f"no suite {suite}")
-    return reported_selectors.reported_facts(suite, topic)
+    return [f for f in _analysis(suite).reported if topic is None or f.topic == topic]

@@ -66,7 +66,7 @@ class Run(Model):
     base_model_hf: str
     cluster_id: int
     is_latest: bool
-    state: str = Field(description="one of " + ", ".join(RUN_STATES))
+    state: RunState
     state_detail: str
     time_taken_s: int | None
     budget_hours: float

@@ -8,7 +8,6 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.utils.http import urlencode
 
-from ptbsite import reported
 from ptbsite.suites import suite_ids
 
 from . import figures, selectors
@@ -195,15 +194,12 @@ def _suite(request: HttpRequest) -> str:
 def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
     calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what
-    the suite's source reports on the same questions (``ptbsite.reported.reported_facts``), by topic."""
+    the suite's source reports on the same questions (``ptbsite.reported``), by topic. One selector
+    (``selectors.analysis``), the one its JSON twins ``/api/analysis/*`` serve."""
     suite = _suite(request)
     data = selectors.analysis(suite)
-    facts = reported.reported_facts(suite)
-    topics = [(text, [f for f in facts if f.topic == topic])
-              for topic, text in reported.FACT_TOPIC_TEXT.items()]
     return render(request, "traces/analysis.html", {
-        "reported": [(text, items) for text, items in topics if items],
-        "reported_source": facts[0].source if facts else "",
+        "reported": data.reported_by_topic, "reported_source": data.reported[0].source if data.reported else "",
         "data": data, "suite": suite, "suites": suite_ids(), "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
     })

@@ -2,9 +2,10 @@
 (facts of a suite's latest runs and the per-agent tables built from them). Scores are fractions."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ptbsite import warehouse
+from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 
 from pydantic import computed_field
 
@@ -200,6 +201,14 @@ class Analysis:
     score_by_method: list[MethodScore]
     calibration: list[AgentCalibration]
     time_use: list[AgentTimeUse]
+    reported: list[ReportedFact] = field(default_factory=list)
+
+    @property
+    def reported_by_topic(self) -> list[tuple[str, list[ReportedFact]]]:
+        """The reported facts grouped by topic, in FACT_TOPIC_TEXT's order, as (topic in words, facts); topics
+        without facts left out."""
+        topics = [(text, [f for f in self.reported if f.topic == topic]) for topic, text in FACT_TOPIC_TEXT.items()]
+        return [(text, items) for text, items in topics if items]
 
     @property
     def synthetic_runs(self) -> int:
@@ -223,22 +232,27 @@ def _mean(values: list[float]) -> float | None:
 def run_facts(suite: str) -> list[RunFacts]:
     """Facts of every latest (non-baseline) run of a suite, ordered by agent then run id."""
     with warehouse.connect() as con:
-        runs = read_runs(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
-        facet_rows = con.execute(
-            "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
-            "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
-        phase_rows = con.execute(
-            "SELECT p.run_id, p.phase, sum(p.end_s - p.start_s), count(*) FROM phases p JOIN runs r ON r.id = p.run_id "
-            "WHERE r.suite = ? AND r.is_latest GROUP BY p.run_id, p.phase", [suite]).fetchall()
-        base = {(m, t): v for m, t, v in con.execute(
-            "SELECT base_model, benchmark, value FROM reported_cells WHERE suite = ? AND agent = 'base-zeroshot'",
-            [suite]).fetchall()}
-        for m, t, v in con.execute(
-                "SELECT r.base_model, r.benchmark, (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id "
-                f"ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND NOT ({AGENT_RUN}) "
-                "AND r.is_latest", [suite]).fetchall():
-            if v is not None:
-                base.setdefault((m, t), v)
+        return read_run_facts(con, suite)
+
+
+def read_run_facts(con, suite: str) -> list[RunFacts]:
+    """:func:`run_facts` on an open connection."""
+    runs = read_runs(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
+    facet_rows = con.execute(
+        "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
+        "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
+    phase_rows = con.execute(
+        "SELECT p.run_id, p.phase, sum(p.end_s - p.start_s), count(*) FROM phases p JOIN runs r ON r.id = p.run_id "
+        "WHERE r.suite = ? AND r.is_latest GROUP BY p.run_id, p.phase", [suite]).fetchall()
+    base = {(m, t): v for m, t, v in con.execute(
+        "SELECT base_model, benchmark, value FROM reported_cells WHERE suite = ? AND agent = 'base-zeroshot'",
+        [suite]).fetchall()}
+    for m, t, v in con.execute(
+            "SELECT r.base_model, r.benchmark, (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id "
+            f"ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND NOT ({AGENT_RUN}) "
+            "AND r.is_latest", [suite]).fetchall():
+        if v is not None:
+            base.setdefault((m, t), v)
     methods: dict[str, set[str]] = {}
     self_scores: dict[str, float] = {}
     for run_id, facet, value in facet_rows:
@@ -262,13 +276,18 @@ def run_facts(suite: str) -> list[RunFacts]:
     return facts
 
 
+@warehouse.retrying
 def analysis(suite: str) -> Analysis:
-    """Method mix, score by method, calibration and time use per agent over the suite's latest runs.
+    """The analysis page of a suite and its JSON twins (``/api/analysis/*``), in one unit of work: method mix,
+    score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
+    source reports on the same questions (``reported``, ``ptbsite.reported``).
 
     Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
     difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
     """
-    facts = run_facts(suite)
+    with warehouse.connect() as con:
+        facts = read_run_facts(con, suite)
+        reported = read_reported_facts(con, suite)
     agents: dict[str, list[RunFacts]] = {}
     for f in facts:
         agents.setdefault(f.run.agent_key, []).append(f)
@@ -296,5 +315,5 @@ def analysis(suite: str) -> Analysis:
         without = [f.verified for f in scored if m not in f.methods]
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m), runs_without=len(without),
                                      mean_without=_mean(without)))
-    return Analysis(suite, facts, mix, by_method, calibration, time_use)
+    return Analysis(suite, facts, mix, by_method, calibration, time_use, reported)
 
