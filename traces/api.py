@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ninja import Router, Schema
+from ninja import Router
 from ninja.errors import HttpError
 
 from ptbsite.reported import ReportedFact
@@ -16,27 +16,7 @@ router = Router(tags=["runs"])
 KindFilter = Literal[STEP_KINDS + ("",)]  # a step kind, or "" for all (a form's unset field)
 
 
-class RunsOut(Schema):
-    runs: list[selectors.Run]
-    next: str | None
-
-
-class StepTextOut(Schema):
-    """Bytes ``[offset, end)`` of a step field's whole text (UTF-8, cut at character boundaries) and
-    ``next_offset``, the ``offset`` of the next range (null at the end)."""
-
-    run_id: str
-    trace: str
-    index: int
-    field: str
-    offset: int
-    end: int
-    total_bytes: int
-    next_offset: int | None
-    text: str
-
-
-@router.get("/runs", response=RunsOut, summary="Runs, filtered, page by page")
+@router.get("/runs", response=selectors.RunsPage, summary="Runs, filtered, page by page")
 def runs(request, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
          flagged: bool | None = None, state: str | None = None, facet: str | None = None, suite: str | None = None,
          latest: bool = False, after: str | None = None, limit: int = 50):
@@ -83,7 +63,7 @@ def steps(request, run_id: str, after: int = -1, limit: int = 50,
     return found.page
 
 
-@router.get("/runs/{run_id}/steps/{index}/text", response=StepTextOut, summary="The whole text of one step, range by range")
+@router.get("/runs/{run_id}/steps/{index}/text", response=selectors.TextRange, summary="The whole text of one step, range by range")
 def step_text(request, run_id: str, index: int, field: Literal["input", "output"] = "output", trace: str = "agent",
               offset: int = 0, length: int = selectors.MAX_TEXT_RANGE):
     """Bytes ``offset`` to ``offset + length`` (UTF-8, at most 1 MiB per request, cut at character boundaries)
@@ -95,8 +75,7 @@ def step_text(request, run_id: str, index: int, field: Literal["input", "output"
                                 length=max(1, length))
     if found is None:
         raise HttpError(404, f"no step {index} in trace {trace} of run {run_id}")
-    return {"run_id": run_id, "trace": trace, "index": index, "field": field, "offset": found.offset,
-            "end": found.end, "total_bytes": found.total_bytes, "next_offset": found.next_offset, "text": found.text}
+    return found
 
 
 def _found(run_id: str) -> selectors.Run:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from ptbsite import warehouse
 
-from ..schemas import EvidenceStep, Step, StepPage
+from pydantic import computed_field
+
+from ..schemas import EvidenceStep, Model, Step, StepPage
 from ..services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
 from .runs import fetch_dicts
 
@@ -78,16 +80,21 @@ def steps_page(
                                budget_hours=budget_hours)
 
 
-@dataclass
-class TextRange:
-    """Bytes ``[offset, end)`` of a step field's whole text (UTF-8), decoded as ``text``; ``total_bytes`` is the
-    whole text's size; ``next_offset`` the offset of the next range, None at the end."""
+class TextRange(Model):
+    """Bytes ``[offset, end)`` of a step field's whole text (UTF-8, cut at character boundaries), decoded as
+    ``text``; ``total_bytes`` is the whole text's size; ``next_offset`` the ``offset`` of the next range (None at
+    the end). ``run_id``, ``trace``, ``index`` and ``field`` name the text."""
 
+    run_id: str
+    trace: str
+    index: int
+    field: str
     offset: int
     end: int
     total_bytes: int
     text: str
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def next_offset(self) -> int | None:
         return self.end if self.end < self.total_bytes else None
@@ -131,7 +138,8 @@ def step_text(run_id: str, *, trace: str, index: int, field: str, offset: int = 
     end = min(start + length, total)
     while start < end < total and end - base < len(data) and 0x80 <= data[end - base] < 0xC0:
         end -= 1  # do not cut the last character
-    return TextRange(start, end, total, data[start - base:end - base].decode("utf-8", "replace"))
+    return TextRange(run_id=run_id, trace=trace, index=index, field=field, offset=start, end=end, total_bytes=total,
+                     text=data[start - base:end - base].decode("utf-8", "replace"))
 
 
 def read_previous_cursor(
