@@ -185,3 +185,37 @@ def test_the_plot_twins_carry_what_the_plot_pages_show(client, use_published):
         assert ("<td>yes</td>" in text) == (point["key"] in twin["frontier_keys"])
     for b in twin["baselines"]:
         assert f'<td class="num">{floatformat(b["score"], 2)}</td>' in page
+
+
+@pytest.fixture
+def units_of_work(monkeypatch):
+    """Counts the warehouse units of work (``warehouse.connect``) the requests of a test open."""
+    from ptbsite import warehouse
+
+    opened = []
+    real = warehouse.connect
+
+    def counting():
+        opened.append(1)
+        return real()
+
+    monkeypatch.setattr(warehouse, "connect", counting)
+    return opened
+
+
+def test_run_and_analysis_pages_and_their_twins_are_one_unit_of_work_each(client, demo_ingested, units_of_work):
+    report, _, _ = demo_ingested
+    run_id = _id(next(r for r in report.runs if r.flagged_contamination and r.suspicious_trace))
+    for path in (f"/runs/{run_id}/", f"/api/runs/{run_id}", f"/runs/{run_id}/steps?after=3",
+                 f"/api/runs/{run_id}/steps?after=3", "/runs/", "/api/runs", "/analysis/",
+                 "/api/analysis/calibration"):
+        units_of_work.clear()
+        assert client.get(path).status_code == 200, path
+        assert len(units_of_work) == 1, path
+
+
+def test_a_leaderboard_and_its_twin_are_one_unit_of_work_each(client, use_published, units_of_work):
+    for path in ("/", "/api/leaderboard", "/?source=all&flags=ignore", "/api/leaderboard?source=all&facet=grpo"):
+        units_of_work.clear()
+        assert client.get(path).status_code == 200, path
+        assert len(units_of_work) == 1, path
