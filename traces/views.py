@@ -1,4 +1,8 @@
-"""Run pages: the runs list, one run with its trace viewer and judge panel. Thin views over traces.selectors."""
+"""Run pages: the runs list, one run with its trace viewer and judge panel, the analysis page.
+
+Thin views: each calls the one selector of its page (``traces.selectors.pages``, ``selectors.analysis``), the one
+its JSON twin in ``traces.api`` serves, and renders it; what is left here is reading the URL and building links.
+"""
 from __future__ import annotations
 
 import re

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ptbsite import warehouse
 from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 
-from pydantic import computed_field
+from pydantic import Field, computed_field
 
 from ..facets import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
 from ..schemas import Model, Percent, Run
@@ -137,9 +137,9 @@ class MethodScore(Model):
 
     facet: str
     runs: int
-    mean_score: Percent
+    mean_score: Percent = Field(description="percent (fraction x 100)")
     runs_without: int
-    mean_without: Percent
+    mean_without: Percent = Field(description="percent (fraction x 100)")
 
 
 class AgentCalibration(Model):
@@ -150,8 +150,8 @@ class AgentCalibration(Model):
     agent: str
     runs: int
     mean_ratio: float | None
-    mean_self: Percent
-    mean_verified: Percent
+    mean_self: Percent = Field(description="percent (fraction x 100)")
+    mean_verified: Percent = Field(description="percent (fraction x 100)")
     best_run: str | None
     best_ratio: float | None
 
