@@ -1,13 +1,13 @@
 """The typed models of the leaderboard: one model per concept, returned by ``leaderboard.selectors`` and served as
-they are by ``leaderboard.api`` (``response=``). Scores here are percent (0-100), as the leaderboard's pages and API
-have always shown them; the aggregation (``leaderboard.aggregation``) works in fractions and converts once, where a
-row is built."""
+they are by ``leaderboard.api`` (``response=``). Scores are fractions in Python; the fields typed ``Percent`` are
+served in percent (the API's documented unit, ``ptbsite.units``) and the pages show them with the ``pct`` filter."""
 from __future__ import annotations
 
 from pydantic import BaseModel as PydanticModel
 from pydantic import ConfigDict, Field, computed_field
 
 from ptbsite.reported import ReportedFact
+from ptbsite.units import Percent, PercentOrNone
 
 
 class Model(PydanticModel):
@@ -45,10 +45,10 @@ class BaseModel(Model):
 
 
 class Cell(Model):
-    """One benchmark column of a row: percent score, its spread, and the fallbacks behind it."""
+    """One benchmark column of a row: its score (fraction), its spread, and the fallbacks behind it."""
 
-    score: float
-    std: float | None = None
+    score: Percent
+    std: PercentOrNone = None
     shade: float = 0.0
     fallbacks: list[tuple[str, str]] = Field(default_factory=list)  # (base model name, reason code)
 
@@ -59,7 +59,8 @@ class Cell(Model):
 
 
 class Row(Model):
-    """One leaderboard line. ``average``/``std`` in percent; ``rank`` None for baselines."""
+    """One leaderboard line. ``average``/``std``/``delta`` fractions (percent in JSON); ``rank`` None for
+    baselines."""
 
     key: str
     agent: str
@@ -67,8 +68,8 @@ class Row(Model):
     scaffold: str | None
     reasoning_effort: str | None
     model_family: str | None
-    average: float
-    std: float | None
+    average: Percent
+    std: PercentOrNone
     runs: int
     cells: dict[str, Cell] = Field(exclude=True)  # served as ``scores``, ``stds`` and ``fallbacks``
     rank: int | None = None
@@ -76,20 +77,21 @@ class Row(Model):
     n_runs: int = 0                 # ingested runs behind a runs row
     synthetic: bool = False         # every run behind the row is generated demo data
     overridden: bool = False        # a reviewer overrode a verdict of a run behind the row
-    delta: float | None = None      # runs row minus the published row of the same agent, percent points
+    delta: PercentOrNone = None     # runs row minus the published row of the same agent (percent points in JSON)
     rank_change: int | None = None  # flag-blind view: rank with flags applied minus rank without
     baseline_source: str | None = None  # runs rows: where the fallback scores came from: tree | published | mixed
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def scores(self) -> dict[str, float]:
-        """Benchmark id -> the cell's score (percent)."""
+    def scores(self) -> dict[str, Percent]:
+        """Benchmark id -> the cell's score (fraction; percent in JSON)."""
         return {bid: cell.score for bid, cell in self.cells.items()}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def stds(self) -> dict[str, float | None]:
-        """Benchmark id -> the "±" under that benchmark (percent; definitions in ``Leaderboard.std_notes``)."""
+    def stds(self) -> dict[str, PercentOrNone]:
+        """Benchmark id -> the "±" under that benchmark (fraction, percent in JSON; definitions in
+        ``Leaderboard.std_notes``)."""
         return {bid: cell.std for bid, cell in self.cells.items()}
 
     @computed_field  # type: ignore[prop-decorator]

@@ -1,6 +1,6 @@
 """Reads of the leaderboard app: the leaderboard rows of a suite, computed from the warehouse.
 
-All SQL of this app's pages lives here and in services.py. Percent = fraction x 100.
+All SQL of this app's pages lives here and in services.py. Scores are fractions (percent in JSON, ``ptbsite.units``).
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def leaderboard(
             computed from runs to the runs with that facet (``rows_from_runs``); published rows are unchanged.
 
     Returns:
-        A Leaderboard whose rows hold percent scores. Published average view: per-benchmark cell = mean over
+        A Leaderboard whose rows hold scores as fractions (percent in JSON). Published average view: per-benchmark cell = mean over
         base models; headline = weighted sum of the cells; std = the published sample std over runs of the
         per-run metric. Published one-model view: headline = weighted sum of that model's cells; std =
         ``aggregation.combined_std`` of the per-cell stds. Agents are ranked by headline, descending;
@@ -115,8 +115,8 @@ def leaderboard(
             per_bench[b.id] = aggregation.mean(e[0] for e in entries)
             stds = [e[1] for e in entries if e[1] is not None]
             row_cells[b.id] = Cell(
-                score=100 * per_bench[b.id],
-                std=100 * aggregation.mean(stds) if stds else None,
+                score=per_bench[b.id],
+                std=aggregation.mean(stds) if stds else None,
                 fallbacks=[(names[m], e[2]) for m, e in zip(view_models, entries) if e[2]],
             )
         average = aggregation.weighted_score(per_bench, weights)
@@ -130,7 +130,7 @@ def leaderboard(
             std, runs = None, (0 if kind == "baseline" else 1)
         rows.append(
             Row(key=key, agent=name, kind=kind, scaffold=scaffold, reasoning_effort=effort, model_family=family,
-                average=100 * average, std=None if std is None else 100 * std, runs=runs, cells=row_cells,
+                average=average, std=std, runs=runs, cells=row_cells,
                 source="published")
         )
 
@@ -181,13 +181,13 @@ def _named_only(facts: list[ReportedFact], scored: set[str]) -> list[str]:
 
 
 def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:
-    """Percent headline of each published agent in this view (for the runs-vs-published difference)."""
+    """Headline (fraction) of each published agent in this view (for the runs-vs-published difference)."""
     out = {}
     for key, _, kind, *_ in agents:
         if kind != "agent":
             continue
         per_bench = {t: aggregation.mean(grid[key][(m, t)][0] for m in view_models) for t in weights}
-        out[key] = 100 * aggregation.weighted_score(per_bench, weights)
+        out[key] = aggregation.weighted_score(per_bench, weights)
     return out
 
 
@@ -231,7 +231,7 @@ def rows_from_runs(
     weighted sum over benchmarks; the row's average = mean of the metrics, std = their sample std (n-1, None for
     one method), ``runs`` = number of methods. Per benchmark: score = mean over methods of the view's model mean,
     std = sample std over methods of it (in a one-model view, the per-cell std of ``aggregated_std_<agent>.csv``).
-    Percent out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
+    Fractions out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
 
     Fallback scores: a method's cells take its results tree's own ``baseline_zeroshot/`` scores (``tree_base``,
     by results root, as ``aggregate_final.py`` reads ``aggregated_baseline_zeroshot.csv``); where the tree has
@@ -302,7 +302,7 @@ def rows_from_runs(
             values = [aggregation.mean(finals[me][(m, t)][0] for m in view_models) for me in methods]
             std = aggregation.sample_std(values)
             row_cells[t] = Cell(
-                score=100 * aggregation.mean(values), std=None if std is None else 100 * std,
+                score=aggregation.mean(values), std=std,
                 fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), finals[me][(m, t)][1])
                            for me in methods for m in view_models if finals[me][(m, t)][1]],
             )
@@ -312,8 +312,9 @@ def rows_from_runs(
         own = {roots[me] in tree_base for me in methods}
         rows.append(Row(
             key=key, agent=str(info["name"]), kind="agent", scaffold=str(info["scaffold"]),
-            reasoning_effort=info["effort"], model_family=None, average=100 * aggregation.mean(metrics),
-            std=None if std is None else 100 * std, runs=len(methods), cells=row_cells, source="runs", n_runs=n_runs, synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
+            reasoning_effort=info["effort"], model_family=None, average=aggregation.mean(metrics),
+            std=std, runs=len(methods), cells=row_cells, source="runs", n_runs=n_runs,
+            synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
             baseline_source="mixed" if len(own) > 1 else "tree" if own == {True} else "published" if base_scores
             else "none",
         ))

@@ -205,13 +205,13 @@ def test_the_leaderboard_counts_only_runs_with_the_facet(facet_db):
     from leaderboard import selectors as board
 
     full = {r.key: r for r in board.leaderboard(source="runs", base_model="Qwen3-4B-Base").rows if r.source == "runs"}
-    assert full["opus-4.6"].n_runs == 2 and full["opus-4.6"].cells["gsm8k"].score == pytest.approx(50.0)
+    assert full["opus-4.6"].n_runs == 2 and 100 * full["opus-4.6"].cells["gsm8k"].score == pytest.approx(50.0)
     grpo = {r.key: r for r in board.leaderboard(source="runs", base_model="Qwen3-4B-Base", facet="grpo").rows
             if r.source == "runs"}
     opus = grpo["opus-4.6"]
-    assert opus.n_runs == 1 and opus.cells["humaneval"].score == pytest.approx(10.0)
+    assert opus.n_runs == 1 and 100 * opus.cells["humaneval"].score == pytest.approx(10.0)
     assert opus.cells["gsm8k"].fallbacks == [("Qwen3-4B", "facet")]     # run A did not use GRPO
-    assert opus.cells["gsm8k"].score == pytest.approx(41.85, abs=0.01)  # so the base model's score stands in
+    assert 100 * opus.cells["gsm8k"].score == pytest.approx(41.85, abs=0.01)  # so the base model's score stands in
     assert [r for r in board.leaderboard(source="runs", facet="sft").rows if r.source == "runs"] == []
 
 

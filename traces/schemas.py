@@ -15,9 +15,11 @@ readers and read back by the selectors alike.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from ptbsite.units import PercentOrNone
 
 from .steps import StepKind
 from .verdicts import Verdict
@@ -33,12 +35,8 @@ STATE_TEXT: dict[str, str] = {
 }
 
 
-def _to_percent(value: float | None) -> float | None:
-    return None if value is None else 100 * value
-
-
 # A fraction in Python, percent (x 100) once serialized (the API's unit for scores).
-Percent = Annotated[float | None, PlainSerializer(_to_percent, return_type=float | None)]
+Percent = PercentOrNone
 
 
 class Model(BaseModel):
