@@ -28,12 +28,9 @@ from demo.episode import (
     rand_chars,
 )
 from demo.writers import TraceInfo, render_trace
+from traces.schemas import RUN_STATES, RunState
 from demo.writers.base import TraceEnding
 
-RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
-                   "api_limit"]
-RUN_STATES: tuple[RunState, ...] = ("scored", "no_final_model", "eval_failed", "never_finished", "timed_out",
-                                    "cuda_failure", "api_limit")
 VerdictValue = Literal["clean", "flagged", "missing", "malformed"]
 
 TASKS: tuple[str, ...] = ("aime2025", "arenahardwriting", "bfcl", "gpqamain", "gsm8k", "healthbench", "humaneval")

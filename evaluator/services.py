@@ -137,7 +137,7 @@ def queue_rerun(
     job = RerunJob.objects.create(
         run_id=run.id, benchmark=run.benchmark, checkpoint=os.path.abspath(checkpoint), limit=limit,
         max_tokens=max_tokens, dataset_path=dataset_path.strip(), provider=provider, created_by=user if user and user.pk else None,
-        old_score=None if run.score is None else run.score / 100, celery_task_id=str(uuid.uuid4()),
+        old_score=run.score, celery_task_id=str(uuid.uuid4()),
         queue=settings.PTB_JOB_QUEUE, run_dir=os.path.abspath(run_selectors.run_directory(run_id)),
     )
     return _publish(job)

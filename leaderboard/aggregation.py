@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from traces.schemas import RUN_STATES, RunState
+
 
 def derive_weights(instruct: Mapping[str, float], base: Mapping[str, float]) -> dict[str, float]:
     """Benchmark weights from the headroom between instruct and base models (spec section 4.3).
@@ -67,11 +69,13 @@ def combined_std(cell_std: Mapping[str, float], weights: Mapping[str, float]) ->
     return math.sqrt(sum((weights[t] ** 2) * (cell_std.get(t) or 0.0) ** 2 for t in weights))
 
 
-# Why a run's cell holds the base model's score instead of its own (aggregate_final.py, spec 4.2 step 4).
-STATE_FALLBACK = {
+# Why a run's cell holds the base model's score instead of its own (aggregate_final.py, spec 4.2 step 4): one
+# reason per run state (traces.schemas.RunState) but ``scored``.
+STATE_FALLBACK: dict[RunState, str] = {
     "no_final_model": "not_stored", "eval_failed": "error", "never_finished": "not_available",
     "timed_out": "timed_out", "cuda_failure": "cuda_failure", "api_limit": "api_limit",
 }
+assert set(STATE_FALLBACK) == set(RUN_STATES) - {"scored"}, "a run state without a fallback reason"
 
 
 def final_cell(
@@ -99,5 +103,5 @@ def final_cell(
         if "judge_error" in flags.values():
             return base, "judge_error"
     if accuracy is None:
-        return base, STATE_FALLBACK.get(state, "error")
+        return base, STATE_FALLBACK.get(state, "error")  # type: ignore[call-overload]  # state: any stored text
     return accuracy, None

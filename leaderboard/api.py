@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from django.conf import settings
-from ninja import Router, Schema
+from ninja import Router
 from ninja.errors import HttpError
 
 from ptbsite.suites import suite_ids
@@ -14,88 +14,7 @@ from . import plots, selectors
 router = Router(tags=["leaderboard"])
 
 
-class BenchmarkOut(Schema):
-    id: str
-    name: str
-    weight: float
-    metric: str = ""
-
-
-class FallbackOut(Schema):
-    base_model: str
-    reason: str
-
-
-class RowOut(Schema):
-    key: str
-    rank: int | None
-    agent: str
-    scaffold: str | None
-    reasoning_effort: str | None
-    kind: str
-    average: float
-    std: float | None
-    runs: int
-    scores: dict[str, float]
-    stds: dict[str, float | None]
-    fallbacks: dict[str, list[FallbackOut]]
-    source: str
-    n_runs: int
-    synthetic: bool
-    overridden: bool
-    delta: float | None
-    rank_change: int | None
-    baseline_source: str | None
-
-
-class FactOut(Schema):
-    topic: str
-    agent: str | None
-    agent_name: str | None
-    quantity: str
-    value: float | None
-    value_max: float | None
-    out_of: float | None
-    unit: str | None
-    scope: str | None
-    display: str
-    description: str
-    quote: str
-    source: str
-
-
-class FallbackBaselineOut(Schema):
-    results_root: str
-    kind: str
-    tree_cells: int
-    published_cells: int
-    methods: int
-    text: str
-
-
-def fact_out(f: selectors.ReportedFact) -> dict:
-    """One reported fact as JSON (``FactOut``): the stored fields plus ``display``, the figure as the page shows it."""
-    return {**f.__dict__, "display": f.display}
-
-
-class LeaderboardOut(Schema):
-    suite: str
-    suite_name: str
-    metric: str
-    budget_hours: float | None
-    scoring_rule: str
-    facet: str | None
-    reported: list[FactOut]
-    std_notes: dict[str, str]
-    fallback_baselines: list[FallbackBaselineOut]
-    base_model: str | None
-    source: str
-    apply_flags: bool
-    benchmarks: list[BenchmarkOut]
-    rows: list[RowOut]
-
-
-@router.get("/leaderboard", response=LeaderboardOut, summary="The leaderboard rows, as on /")
+@router.get("/leaderboard", response=selectors.Leaderboard, summary="The leaderboard rows, as on /")
 def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
                 dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
                 flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None):
@@ -130,166 +49,34 @@ def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | 
         raise HttpError(404, str(exc)) from None
     except ValueError as exc:
         raise HttpError(422, str(exc)) from None
-    return {
-        "suite": board.suite,
-        "suite_name": board.suite_name,
-        "metric": board.metric,
-        "budget_hours": board.budget_hours,
-        "scoring_rule": board.scoring_rule,
-        "facet": board.facet,
-        "reported": [fact_out(f) for f in board.reported],
-        "std_notes": board.std_notes,
-        "fallback_baselines": [{**b.__dict__, "text": b.text} for b in board.fallback_baselines],
-        "base_model": board.base_model,
-        "source": board.source,
-        "apply_flags": board.apply_flags,
-        "benchmarks": [{"id": b.id, "name": b.name, "weight": b.weight, "metric": b.metric} for b in board.benchmarks],
-        "rows": [
-            {
-                "key": r.key, "rank": r.rank, "agent": r.agent, "scaffold": r.scaffold,
-                "reasoning_effort": r.reasoning_effort, "kind": r.kind, "average": r.average, "std": r.std,
-                "runs": r.runs,
-                "scores": {bid: c.score for bid, c in r.cells.items()},
-                "stds": r.stds,
-                "fallbacks": {
-                    bid: [{"base_model": m, "reason": reason} for m, reason in c.fallbacks]
-                    for bid, c in r.cells.items() if c.fallbacks
-                },
-                "source": r.source, "n_runs": r.n_runs, "synthetic": r.synthetic, "overridden": r.overridden,
-                "delta": r.delta, "rank_change": r.rank_change, "baseline_source": r.baseline_source,
-            }
-            for r in board.rows
-        ],
-    }
+    return board
 
 
-class TimePointOut(Schema):
-    key: str
-    agent: str
-    label: str
-    scaffold: str | None
-    model_family: str | None
-    hours: float
-    hours_std: float | None
-    score: float
-    score_std: float | None
-    runs: int
-    source_file: str
-
-
-class ReferenceOut(Schema):
-    key: str
-    name: str
-    score: float
-
-
-class TimeVsScoreOut(Schema):
-    budget_hours: float
-    points: list[TimePointOut]
-    frontier: list[str]
-    frontier_keys: list[str]
-    baselines: list[ReferenceOut]
-
-
-class TimeSpentOut(Schema):
-    budget_hours: float
-    agents: list[TimePointOut]
-
-
-class BenchmarkScoresOut(Schema):
-    key: str
-    agent: str
-    label: str
-    scaffold: str | None
-    scores: dict[str, float]
-    stds: dict[str, float | None]
-
-
-class PerBenchmarkOut(Schema):
-    base_model: str | None
-    benchmarks: list[BenchmarkOut]
-    agents: list[BenchmarkScoresOut]
-    references: list[BenchmarkScoresOut]
-
-
-class BudgetPointOut(Schema):
-    budget_hours: float
-    score: float
-
-
-class BudgetSeriesOut(Schema):
-    label: str
-    agent: str | None
-    points: list[BudgetPointOut]
-
-
-class EffortPointOut(Schema):
-    label: str
-    agent: str | None
-    effort: str
-    score: float
-    score_std: float | None
-    hours: float | None
-    hours_std: float | None
-    tokens: float | None
-
-
-class SizePointOut(Schema):
-    label: str
-    agent: str | None
-    score: float
-
-
-class BudgetAndEffortOut(Schema):
-    time_budget: list[BudgetSeriesOut]
-    reasoning_effort: list[EffortPointOut]
-    model_size: list[SizePointOut]
-
-
-def _time_point(p: plots.AgentTime) -> dict:
-    return {"key": p.key, "agent": p.agent, "label": p.label, "scaffold": p.scaffold, "model_family": p.model_family,
-            "hours": p.hours, "hours_std": p.hours_std, "score": p.score, "score_std": p.score_std, "runs": p.runs,
-            "source_file": p.source_file}
-
-
-@router.get("/plots/time-vs-score", response=TimeVsScoreOut, summary="Score vs wall time, as on /plots/time-vs-score/")
+@router.get("/plots/time-vs-score", response=plots.TimeVsScore, summary="Score vs wall time, as on /plots/time-vs-score/")
 def time_vs_score(request):
     """Every timed agent's mean ``hours`` used (± ``hours_std``) and headline ``score`` (percent, ± ``score_std``),
     in leaderboard order; ``frontier``: the Pareto frontier's agent names (less time, higher score) in order of
     hours, ``frontier_keys`` the same agents' keys; ``baselines``: reference scores (percent)."""
-    data = plots.time_vs_score()
-    return {"budget_hours": data.budget_hours, "points": [_time_point(p) for p in data.points],
-            "frontier": [p.agent for p in data.frontier], "frontier_keys": [p.key for p in data.frontier],
-            "baselines": [{"key": b.key, "name": b.name, "score": b.score} for b in data.baselines]}
+    return plots.time_vs_score()
 
 
-@router.get("/plots/time-spent", response=TimeSpentOut, summary="Hours used per agent, as on /plots/time-spent/")
+@router.get("/plots/time-spent", response=plots.TimeSpent, summary="Hours used per agent, as on /plots/time-spent/")
 def time_spent(request):
     """Every timed agent's mean ``hours`` used (± ``hours_std``), most first, and the suite's ``budget_hours``."""
-    data = plots.time_spent()
-    return {"budget_hours": data.budget_hours, "agents": [_time_point(p) for p in data.agents]}
+    return plots.time_spent()
 
 
-@router.get("/plots/per-benchmark", response=PerBenchmarkOut, summary="Scores per benchmark, as on /plots/per-benchmark/")
+@router.get("/plots/per-benchmark", response=plots.PerBenchmark, summary="Scores per benchmark, as on /plots/per-benchmark/")
 def per_benchmark(request, base_model: str | None = None):
     """Each agent's percent score per benchmark id (leaderboard order) for one ``base_model`` id or the average
     over base models; ``stds``: std over runs (percent) or null; ``references``: the baselines' scores."""
     try:
-        data = plots.per_benchmark(base_model=base_model or None)
+        return plots.per_benchmark(base_model=base_model or None)
     except selectors.UnknownBaseModel as exc:
         raise HttpError(404, str(exc)) from None
 
-    def rows(items: list[plots.BenchmarkScores]) -> list[dict]:
-        return [{"key": r.key, "agent": r.agent, "label": r.label, "scaffold": r.scaffold, "scores": r.scores,
-                 "stds": r.stds}
-                for r in items]
 
-    return {"base_model": data.base_model,
-            "benchmarks": [{"id": b.id, "name": b.name, "weight": b.weight} for b in data.benchmarks],
-            "agents": rows(data.agents), "references": rows(data.references)}
-
-
-@router.get("/plots/budget-and-effort", response=BudgetAndEffortOut,
+@router.get("/plots/budget-and-effort", response=plots.BudgetAndEffort,
             summary="The paper's ablations, as on /plots/budget-and-effort/")
 def budget_and_effort(request):
     """Score (percent) against time budget (hours) per agent, per reasoning effort (with hours used and tokens
@@ -297,34 +84,11 @@ def budget_and_effort(request):
     return plots.budget_and_effort()
 
 
-class UsagePointOut(Schema):
-    key: str
-    agent: str
-    scaffold: str | None
-    synthetic: bool
-    score: float
-    score_std: float | None
-    runs: int
-    tokens: float | None
-    tokens_runs: int
-    cost_usd: float | None
-    cost_runs: int
-
-
-class UsageVsScoreOut(Schema):
-    points: list[UsagePointOut]
-    token_frontier: list[str]
-    cost_frontier: list[str]
-    missing: dict[str, int]
-
-
-@router.get("/plots/usage-vs-score", response=UsageVsScoreOut,
+@router.get("/plots/usage-vs-score", response=plots.UsageVsScore,
             summary="Score vs tokens and vs cost per run, as on /plots/usage-vs-score/")
 def usage_vs_score(request):
     """Agents with ingested runs: mean ``tokens`` (input + output) and ``cost_usd`` per run over the runs whose
     traces carry them (``tokens_runs``, ``cost_runs`` of ``runs``), against their ``score`` from ingested runs
     (percent); ``token_frontier``/``cost_frontier``: Pareto frontiers' agent keys in order of usage;
     ``missing``: reason -> number of runs without usage."""
-    data = plots.usage_vs_score()
-    return {"points": [p.__dict__ for p in data.points], "token_frontier": [p.key for p in data.token_frontier],
-            "cost_frontier": [p.key for p in data.cost_frontier], "missing": data.missing}
+    return plots.usage_vs_score()

@@ -45,15 +45,20 @@ def _layout(fig: go.Figure, *, height: int, **kwargs) -> None:
                       hoverlabel=dict(align="left"), **kwargs)
 
 
+def _pct(fraction: float | None) -> float | None:
+    """A fraction as percent, the charts' unit for scores."""
+    return None if fraction is None else 100 * fraction
+
+
 def _std_array(values: Iterable[float | None]) -> dict:
     # Plotly draws no whisker where the array holds null: single runs get no error bar.
     return dict(type="data", array=list(values), visible=True, thickness=1.2, width=3)
 
 
 def _agent_customdata(p: plots.AgentTime) -> list:
-    score_std = "" if p.score_std is None else f" ± {p.score_std:.1f}"
+    score_std = "" if p.score_std is None else f" ± {100 * p.score_std:.1f}"
     hours_std = "" if p.hours_std is None else f" ± {p.clock_std}"
-    return [p.key, p.label, p.scaffold or "", p.runs, f"{p.clock}{hours_std}", f"{p.score:.1f}{score_std}"]
+    return [p.key, p.label, p.scaffold or "", p.runs, f"{p.clock}{hours_std}", f"{100 * p.score:.1f}{score_std}"]
 
 
 _AGENT_HOVER = ("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}"
@@ -71,11 +76,11 @@ def time_vs_score(data: plots.TimeVsScore) -> dict:
     for family, colour in colours.items():
         members = [p for p in data.points if (p.model_family or "other") == family]
         fig.add_trace(go.Scatter(
-            x=[p.hours for p in members], y=[p.score for p in members], mode="markers", name=family,
+            x=[p.hours for p in members], y=[100 * p.score for p in members], mode="markers", name=family,
             legendgroup="family", legendgrouptitle_text="Model family",
             marker=dict(color=colour, size=12, line=dict(width=1, color="white"),
                         symbol=[symbol[p.scaffold or "other"] for p in members]),
-            error_x=_std_array(p.hours_std for p in members), error_y=_std_array(p.score_std for p in members),
+            error_x=_std_array(p.hours_std for p in members), error_y=_std_array(_pct(p.score_std) for p in members),
             customdata=[_agent_customdata(p) for p in members], hovertemplate=_AGENT_HOVER,
         ))
     for scaffold in scaffolds:
@@ -85,7 +90,7 @@ def time_vs_score(data: plots.TimeVsScore) -> dict:
             legendgrouptitle_text="Scaffold", marker=dict(symbol=symbol[scaffold], color="#4b5563", size=10),
         ))
     fig.add_trace(go.Scatter(
-        x=[p.hours for p in data.frontier], y=[p.score for p in data.frontier], mode="lines+text",
+        x=[p.hours for p in data.frontier], y=[100 * p.score for p in data.frontier], mode="lines+text",
         line=dict(shape="hv", color="#1d2330", width=1.5, dash="dot"), name="Pareto frontier",
         text=[p.label for p in data.frontier], textfont=dict(size=11), hoverinfo="skip", cliponaxis=False,
         # Names sit above-left of their point, clear of the step line; near the y axis they would run off the
@@ -93,9 +98,9 @@ def time_vs_score(data: plots.TimeVsScore) -> dict:
         textposition=["top right" if p.hours < 0.15 * data.budget_hours else "top left" for p in data.frontier],
     ))
     for reference in data.baselines:
-        fig.add_hline(y=reference.score, line=dict(color=REFERENCE_COLOURS.get(reference.key, "#9ca3af"),
+        fig.add_hline(y=100 * reference.score, line=dict(color=REFERENCE_COLOURS.get(reference.key, "#9ca3af"),
                                                    width=1, dash="dash"),
-                      annotation_text=f"{reference.name} {reference.score:.1f}", annotation_position="bottom right",
+                      annotation_text=f"{reference.name} {100 * reference.score:.1f}", annotation_position="bottom right",
                       annotation_font=dict(size=11, color="#6b7280"))
     fig.add_vline(x=data.budget_hours, line=dict(color="#b91c1c", width=1),
                   annotation_text=f"{data.budget_hours:g} h budget", annotation_position="bottom left",
@@ -138,7 +143,7 @@ def per_benchmark(data: plots.PerBenchmark) -> dict:
     positions = list(range(len(data.benchmarks)))
     for i, agent in enumerate(data.agents):
         fig.add_trace(go.Bar(
-            x=positions, y=[agent.scores[b.id] for b in data.benchmarks], name=agent.label,
+            x=positions, y=[100 * agent.scores[b.id] for b in data.benchmarks], name=agent.label,
             marker_color=AGENT_COLOURS[i % len(AGENT_COLOURS)],
             customdata=[[agent.key, agent.agent, agent.scaffold or "", b.name] for b in data.benchmarks],
             hovertemplate="<b>%{customdata[1]}</b> (%{customdata[2]})<br>%{customdata[3]}: %{y:.1f} %<extra></extra>",
@@ -148,7 +153,7 @@ def per_benchmark(data: plots.PerBenchmark) -> dict:
         ys: list[float | None] = []
         for position, b in zip(positions, data.benchmarks):
             xs += [position - 0.46, position + 0.46, None]
-            ys += [reference.scores[b.id]] * 2 + [None]
+            ys += [100 * reference.scores[b.id]] * 2 + [None]
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=reference.agent, legendgroup="references",
             legendgrouptitle_text="References",
@@ -167,7 +172,7 @@ def time_budget(data: plots.BudgetAndEffort) -> dict:
     budgets = sorted({p.budget_hours for s in data.time_budget for p in s.points})
     for i, series in enumerate(data.time_budget):
         fig.add_trace(go.Scatter(
-            x=[p.budget_hours for p in series.points], y=[p.score for p in series.points], mode="lines+markers",
+            x=[p.budget_hours for p in series.points], y=[100 * p.score for p in series.points], mode="lines+markers",
             name=series.label, marker=dict(size=10, color=FAMILY_COLOURS[i % len(FAMILY_COLOURS)]),
             hovertemplate=f"<b>{series.label}</b><br>budget: %{{x:g}} h<br>score: %{{y:.1f}} %<extra></extra>",
         ))
@@ -181,8 +186,8 @@ def reasoning_effort(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) per reasoning effort with ± std whiskers; hover adds hours used and tokens per run."""
     points = data.reasoning_effort
     fig = go.Figure(go.Bar(
-        x=[p.effort for p in points], y=[p.score for p in points], marker_color=FAMILY_COLOURS[1],
-        error_y=_std_array(p.score_std for p in points), name=points[0].label if points else "",
+        x=[p.effort for p in points], y=[100 * p.score for p in points], marker_color=FAMILY_COLOURS[1],
+        error_y=_std_array(_pct(p.score_std) for p in points), name=points[0].label if points else "",
         customdata=[[p.label, "" if p.hours is None else plots.clock(p.hours),
                      "" if p.tokens is None else f"{p.tokens:,.0f}"] for p in points],
         hovertemplate="<b>%{customdata[0]}</b>, effort %{x}<br>score: %{y:.1f} %<br>time used: %{customdata[1]} h"
@@ -197,7 +202,7 @@ def reasoning_effort(data: plots.BudgetAndEffort) -> dict:
 def model_size(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) of the models of one family, smallest first (the paper's model-size comparison)."""
     fig = go.Figure(go.Bar(
-        x=[p.label for p in data.model_size], y=[p.score for p in data.model_size], marker_color=FAMILY_COLOURS[0],
+        x=[p.label for p in data.model_size], y=[100 * p.score for p in data.model_size], marker_color=FAMILY_COLOURS[0],
         hovertemplate="<b>%{x}</b><br>score: %{y:.1f} %<extra></extra>",
     ))
     _layout(fig, height=440, showlegend=False)
@@ -221,18 +226,18 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str) -> dict:
     for scaffold in sorted(_ordered(p.scaffold for p in points)):
         members = [p for p in points if (p.scaffold or "other") == scaffold]
         fig.add_trace(go.Scatter(
-            x=[value(p) for p in members], y=[p.score for p in members], mode="markers", name=scaffold,
+            x=[value(p) for p in members], y=[100 * p.score for p in members], mode="markers", name=scaffold,
             marker=dict(size=12, symbol=symbol[scaffold], color=colour[scaffold], line=dict(width=1, color="white")),
-            error_y=_std_array(p.score_std for p in members),
+            error_y=_std_array(_pct(p.score_std) for p in members),
             customdata=[[p.key, escape(p.agent) + (" (synthetic)" if p.synthetic else ""), escape(p.scaffold or ""), p.runs,
-                         f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}", f"{p.score:.1f}"]
+                         f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}", f"{100 * p.score:.1f}"]
                         for p in members],
             hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
                            + ("tokens per run" if axis == "tokens" else "cost per run")
                            + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
         ))
     fig.add_trace(go.Scatter(
-        x=[value(p) for p in frontier], y=[p.score for p in frontier], mode="lines+text",
+        x=[value(p) for p in frontier], y=[100 * p.score for p in frontier], mode="lines+text",
         line=dict(shape="hv", color="#1d2330", width=1.5, dash="dot"), name="Pareto frontier",
         text=[escape(p.agent) for p in frontier], textfont=dict(size=11), hoverinfo="skip", cliponaxis=False,
         textposition=["top right" if i == 0 else "top left" for i in range(len(frontier))],

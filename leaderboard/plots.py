@@ -1,15 +1,19 @@
-"""Reads behind the plot pages: each chart's published numbers as plain dataclasses.
+"""Reads behind the plot pages and their JSON twins: each chart's numbers as pydantic dataclasses, which the API
+serves as they are (``response=``); a frontier is served as the names or keys of its agents.
 
-Units: hours for time, percent (fraction x 100) for scores. All SQL of the plots lives here; headline scores
+Units: hours for time, fractions for scores (percent in JSON: the ``Percent`` fields, ``ptbsite.units``).
+All SQL of the plots lives here; headline scores
 come from ``selectors.leaderboard`` so that a plot and the leaderboard never disagree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import computed_field, field_serializer
+from pydantic.dataclasses import dataclass
 
 from django.conf import settings
 
 from ptbsite import warehouse
+from ptbsite.units import Percent, PercentOrNone
 from traces import selectors as traces_selectors
 
 from . import selectors
@@ -22,8 +26,8 @@ class AgentTime:
 
     ``hours``/``hours_std``: mean and sample std over runs of the agent phase's wall time (hours; std None for a
     single run or where not published). ``score``/``score_std``: weighted average over benchmarks and base
-    models and its sample std over runs (percent). ``runs``: runs behind the time. ``source_file``: where the
-    time comes from, relative to the published data folder.
+    models and its sample std over runs (fractions; percent in JSON). ``runs``: runs behind the time.
+    ``source_file``: where the time comes from, relative to the published data folder.
     """
 
     key: str
@@ -33,8 +37,8 @@ class AgentTime:
     model_family: str | None
     hours: float
     hours_std: float | None
-    score: float
-    score_std: float | None
+    score: Percent
+    score_std: PercentOrNone
     runs: int
     source_file: str
 
@@ -51,11 +55,11 @@ class AgentTime:
 
 @dataclass(frozen=True)
 class Reference:
-    """A baseline drawn as a reference line: its key, name and score (percent)."""
+    """A baseline drawn as a reference line: its key, name and score (fraction; percent in JSON)."""
 
     key: str
     name: str
-    score: float
+    score: Percent
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,16 @@ class TimeVsScore:
     frontier: list[AgentTime]
     baselines: list[Reference]
 
+    @field_serializer("frontier")
+    def _frontier_names(self, frontier: list[AgentTime]) -> list[str]:
+        return [p.agent for p in frontier]  # served as the frontier's agent names, in order of hours
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def frontier_keys(self) -> list[str]:
+        """The frontier's agent keys, in order of hours."""
+        return [p.key for p in self.frontier]
+
 
 @dataclass(frozen=True)
 class TimeSpent:
@@ -79,14 +93,14 @@ class TimeSpent:
 
 @dataclass(frozen=True)
 class BenchmarkScores:
-    """One agent's (or baseline's) percent score per benchmark id, and its std over runs where published."""
+    """One agent's (or baseline's) score per benchmark id, and its std over runs where published."""
 
     key: str
     agent: str
     label: str  # the display name, plus the scaffold where two agents share that name
     scaffold: str | None
-    scores: dict[str, float]
-    stds: dict[str, float | None]
+    scores: dict[str, Percent]
+    stds: dict[str, PercentOrNone]
 
 
 @dataclass(frozen=True)
@@ -102,10 +116,10 @@ class PerBenchmark:
 
 @dataclass(frozen=True)
 class BudgetPoint:
-    """Score (percent) of an agent given ``budget_hours`` hours."""
+    """Score (fraction; percent in JSON) of an agent given ``budget_hours`` hours."""
 
     budget_hours: float
-    score: float
+    score: Percent
 
 
 @dataclass(frozen=True)
@@ -119,14 +133,14 @@ class BudgetSeries:
 
 @dataclass(frozen=True)
 class EffortPoint:
-    """One reasoning effort of the paper's ablation (figure 5): score and std (percent), time used and its
-    std (hours), mean tokens per run; ``agent`` is the suite's agent key where that setting is one."""
+    """One reasoning effort of the paper's ablation (figure 5): score and std (fractions; percent in JSON), time
+    used and its std (hours), mean tokens per run; ``agent`` is the suite's agent key where that setting is one."""
 
     label: str
     agent: str | None
     effort: str
-    score: float
-    score_std: float | None
+    score: Percent
+    score_std: PercentOrNone
     hours: float | None
     hours_std: float | None
     tokens: float | None
@@ -134,11 +148,11 @@ class EffortPoint:
 
 @dataclass(frozen=True)
 class SizePoint:
-    """One model of the paper's model-size comparison (figure 4): score in percent."""
+    """One model of the paper's model-size comparison (figure 4): score (fraction; percent in JSON)."""
 
     label: str
     agent: str | None
-    score: float
+    score: Percent
 
 
 @dataclass(frozen=True)
@@ -187,11 +201,11 @@ def _agent_times(suite: str) -> tuple[float, list[AgentTime], list[Reference]]:
 
 
 def time_vs_score(*, suite: str = settings.DEFAULT_SUITE) -> TimeVsScore:
-    """Every timed agent's mean hours used against its headline score (percent), with the Pareto frontier.
+    """Every timed agent's mean hours used against its headline score, with the Pareto frontier.
 
     The frontier minimises hours and maximises score (``frontier.pareto_frontier``) over the mean values; the
     stds are drawn as error bars but do not enter it. Baselines are the suite's reference rows (instruct and
-    base models), percent.
+    base models).
     """
     budget, points, baselines = _agent_times(suite)
     frontier = pareto_frontier(points, x=lambda p: p.hours, y=lambda p: p.score)
@@ -205,7 +219,7 @@ def time_spent(*, suite: str = settings.DEFAULT_SUITE) -> TimeSpent:
 
 
 def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None) -> PerBenchmark:
-    """Each agent's percent score per benchmark and the baselines' as references; agents in the order of the
+    """Each agent's score per benchmark and the baselines' as references; agents in the order of the
     overall leaderboard (average over base models) in every view.
 
     Args:
@@ -233,7 +247,8 @@ def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None
 
 @warehouse.retrying
 def budget_and_effort(*, suite: str = settings.DEFAULT_SUITE) -> BudgetAndEffort:
-    """The paper's ablation series as stored by the importer (``reported_series``), scores in percent."""
+    """The paper's ablation series as stored by the importer (``reported_series``), scores as fractions (percent in
+    JSON)."""
     with warehouse.connect() as con:
         rows = con.execute(
             "SELECT series, label, agent, budget_hours, reasoning_effort, score, score_std, hours, hours_std, tokens "
@@ -243,13 +258,12 @@ def budget_and_effort(*, suite: str = settings.DEFAULT_SUITE) -> BudgetAndEffort
     budgets: dict[str, BudgetSeries] = {}
     efforts, sizes = [], []
     for series, label, agent, budget, effort, score, score_std, hours, hours_std, tokens in rows:
-        percent_std = None if score_std is None else 100 * score_std
         if series == "time_budget":
-            budgets.setdefault(label, BudgetSeries(label, agent, [])).points.append(BudgetPoint(budget, 100 * score))
+            budgets.setdefault(label, BudgetSeries(label, agent, [])).points.append(BudgetPoint(budget, score))
         elif series == "reasoning_effort":
-            efforts.append(EffortPoint(label, agent, effort, 100 * score, percent_std, hours, hours_std, tokens))
+            efforts.append(EffortPoint(label, agent, effort, score, score_std, hours, hours_std, tokens))
         elif series == "model_size":
-            sizes.append(SizePoint(label, agent, 100 * score))
+            sizes.append(SizePoint(label, agent, score))
     return BudgetAndEffort(list(budgets.values()), efforts, sizes)
 
 
@@ -259,15 +273,15 @@ class AgentUsage:
 
     ``tokens``: mean input + output tokens per run over ``tokens_runs`` runs whose trace carries them (None if
     none); ``cost_usd``: mean US dollars per run over ``cost_runs`` runs (None if none); ``runs``: the agent's
-    latest runs; ``score``/``score_std``: its runs-leaderboard average and std over seeds (percent).
+    latest runs; ``score``/``score_std``: its runs-leaderboard average and std over seeds (fraction; percent in JSON).
     """
 
     key: str
     agent: str
     scaffold: str | None
     synthetic: bool
-    score: float
-    score_std: float | None
+    score: Percent
+    score_std: PercentOrNone
     runs: int
     tokens: float | None
     tokens_runs: int
@@ -284,6 +298,10 @@ class UsageVsScore:
     token_frontier: list[AgentUsage]
     cost_frontier: list[AgentUsage]
     missing: dict[str, int]  # reason -> number of runs without usage
+
+    @field_serializer("token_frontier", "cost_frontier")
+    def _frontier_keys(self, frontier: list[AgentUsage]) -> list[str]:
+        return [p.key for p in frontier]  # served as the frontier's agent keys, in order of usage
 
     @property
     def synthetic(self) -> bool:

@@ -1,237 +1,20 @@
 """Reads of the leaderboard app: the leaderboard rows of a suite, computed from the warehouse.
 
-All SQL of this app's pages lives here and in services.py. Percent = fraction x 100.
+All SQL of this app's pages lives here and in services.py. Scores are fractions (percent in JSON, ``ptbsite.units``).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from ptbsite import warehouse
+from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts, reported_facts
 from traces import selectors as traces_selectors
 
 from . import aggregation
-
-SORT_KEYS = ("rank", "agent", "average", "runs")
-FALLBACK_TEXT = {
-    "not_stored": "the agent left no final model",
-    "error": "the evaluation of the final model failed",
-    "not_available": "the agent never finished",
-    "missing": "no run",
-    "flagged": "a judge flagged the run",
-    "judge_error": "the judge's verdict is missing or malformed",
-    "timed_out": "the job was killed at its time limit",
-    "cuda_failure": "the CUDA check failed",
-    "api_limit": "the agent hit its API limit",
-    "facet": "the run did not use the filtered facet",
-}
-FACT_TOPIC_TEXT = {"score": "Score", "methods": "Methods", "training_signal": "Training signal",
-                   "calibration": "Calibration", "note": "Note"}
-SCORING_RULE_TEXT = {"final_model": "the final model", "best_checkpoint": "the best submitted checkpoint"}
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    id: str
-    name: str
-    metric: str
-    weight: float
-
-
-@dataclass(frozen=True)
-class BaseModel:
-    id: str
-    hf_id: str
-    name: str
-    instruct_id: str
-
-
-@dataclass
-class Cell:
-    """One benchmark column of a row: percent score, its spread, and the fallbacks behind it."""
-
-    score: float
-    std: float | None = None
-    shade: float = 0.0
-    fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (base model name, reason code)
-
-    @property
-    def fallback_note(self) -> str:
-        """Hover text: which base models fell back to their zero-shot score, and why."""
-        return "; ".join(f"{model}: base-model score used, {FALLBACK_TEXT.get(r, r)}" for model, r in self.fallbacks)
-
-
-@dataclass
-class Row:
-    """One leaderboard line. ``average``/``std`` in percent; ``rank`` None for baselines."""
-
-    key: str
-    agent: str
-    kind: str
-    scaffold: str | None
-    reasoning_effort: str | None
-    model_family: str | None
-    average: float
-    std: float | None
-    runs: int
-    cells: dict[str, Cell]
-    rank: int | None = None
-    source: str = "published"       # published | runs
-    n_runs: int = 0                 # ingested runs behind a runs row
-    synthetic: bool = False         # every run behind the row is generated demo data
-    overridden: bool = False        # a reviewer overrode a verdict of a run behind the row
-    delta: float | None = None      # runs row minus the published row of the same agent, percent points
-    rank_change: int | None = None  # flag-blind view: rank with flags applied minus rank without
-    baseline_source: str | None = None  # runs rows: where the fallback scores came from: tree | published | mixed
-
-    @property
-    def stds(self) -> dict[str, float | None]:
-        """Benchmark id -> the "±" under that benchmark (percent; definitions in ``Leaderboard.std_notes``)."""
-        return {bid: cell.std for bid, cell in self.cells.items()}
-
-
-@dataclass
-class Leaderboard:
-    suite: str
-    suite_name: str
-    benchmarks: list[Benchmark]
-    base_models: list[BaseModel]
-    base_model: str | None
-    sort: str
-    direction: str
-    rows: list[Row]
-    weights_note: str
-    derived_weights: dict[str, float]
-    source: str = "published"
-    apply_flags: bool = True
-    description: str = ""
-    metric: str = ""
-    budget_hours: float | None = None
-    hardware: str = ""
-    scoring_rule: str = ""
-    facet: str | None = None
-    reported: list[ReportedFact] = field(default_factory=list)
-    reported_named_only: list[str] = field(default_factory=list)  # agents the source gives figures but no score
-    fallback_baselines: list[FallbackBaseline] = field(default_factory=list)
-
-    @property
-    def std_notes(self) -> dict[str, str]:
-        """What "±" means in this view, per row source (``published`` / ``runs``): the two views define the spread
-        under a benchmark differently, and this says which is which."""
-        if self.base_model is None:
-            return {
-                "published": "± of the average: the published sample std (n-1) over the agent's runs of its weighted "
-                             "metric (single_metrics_aggregated.csv). ± under a benchmark: the mean over base models of "
-                             "the per-cell sample std over runs (aggregated_std_<agent>.csv), the website's display "
-                             "convention, not a pooled std.",
-                "runs": "± of the average: the sample std (n-1) over the agent's runs (seeds) of the weighted metric, as "
-                        "single_metrics_aggregated.csv. ± under a benchmark: the sample std over runs of that "
-                        "benchmark's mean over base models.",
-            }
-        return {
-            "published": "± of the score: sqrt(sum over benchmarks of weight² × std²) of this base model's per-cell "
-                         "stds, the website's error bar for one model. ± under a benchmark: the per-cell sample std "
-                         "over runs (aggregated_std_<agent>.csv).",
-            "runs": "± of the score: the sample std (n-1) over the agent's runs of its weighted score on this base "
-                    "model. ± under a benchmark: the per-cell sample std over runs (as aggregated_std_<agent>.csv).",
-        }
-
-    @property
-    def published_has_std(self) -> bool:
-        """Whether a published row has a spread at all (a suite whose source gives no std shows no definition)."""
-        return any(r.std is not None or any(c.std is not None for c in r.cells.values())
-                   for r in self.rows if r.source == "published")
-
-    @property
-    def cell_std_text(self) -> dict[str, str]:
-        """The "±" under a benchmark in a few words, per row source (the hover text of a cell)."""
-        if self.base_model is not None:
-            return {"published": "per-cell std over runs", "runs": "per-cell std over runs"}
-        return {"published": "mean over base models of the per-cell std over runs",
-                "runs": "std over runs of the mean over base models"}
-
-    @property
-    def scoring_text(self) -> str:
-        """What is scored, in words (``SCORING_RULE_TEXT``), e.g. "the best submitted checkpoint"."""
-        return SCORING_RULE_TEXT.get(self.scoring_rule, self.scoring_rule)
-
-
-@dataclass(frozen=True)
-class ReportedFact:
-    """A figure or statement of the suite's source (table ``reported_facts``), exactly as the source gives it.
-
-    ``value`` None: a statement without a number (e.g. "roughly a 3x improvement" is kept as a note, not a
-    figure); ``value_max``: the upper end of a range; ``out_of``: "2 of 8" -> 8; ``unit``: ``fraction`` (shown
-    as percent), ``x`` (a ratio), or a count's noun; ``quote``: the source's words.
-    """
-
-    topic: str
-    agent: str | None
-    agent_name: str | None
-    quantity: str
-    value: float | None
-    value_max: float | None
-    out_of: float | None
-    unit: str | None
-    scope: str | None
-    description: str
-    quote: str
-    source: str
-
-    @property
-    def topic_text(self) -> str:
-        """The topic in words (FACT_TOPIC_TEXT), e.g. "Training signal"."""
-        return FACT_TOPIC_TEXT.get(self.topic, self.topic)
-
-    @property
-    def display(self) -> str:
-        """The figure as text: ``30.9%``, ``4.9x``, ``0-4 steps``, ``2 of 8 trials``, ``512 rollouts``; "" for a
-        statement without a number."""
-        if self.value is None:
-            return ""
-
-        def number(v: float) -> str:
-            return f"{v:,.0f}" if float(v).is_integer() else f"{v:g}"
-
-        if self.unit == "fraction":
-            return f"{100 * self.value:.1f}%"
-        if self.unit == "x":
-            return f"{number(self.value)}x"
-        text = number(self.value) + (f"-{number(self.value_max)}" if self.value_max is not None else "")
-        if self.out_of is not None:
-            text += f" of {number(self.out_of)}"
-        return f"{text} {self.unit}" if self.unit else text
-
-
-@dataclass(frozen=True)
-class FallbackBaseline:
-    """Where the base-model scores that stand in for failed, flagged or missing runs come from, per results tree.
-
-    ``kind``: ``tree`` (the tree's own ``baseline_zeroshot/`` runs, as upstream's ``aggregate_final.py``),
-    ``published`` (the suite's published zero-shot baseline; the tree has none) or ``none`` (no baseline at all:
-    a fallback cell scores 0). ``tree_cells``: cells the tree's baseline scores; ``published_cells``: cells of
-    the suite's grid it lacks (or left unscored), for which the published baseline stands in.
-    """
-
-    results_root: str
-    kind: str
-    tree_cells: int
-    published_cells: int
-    methods: int
-
-    @property
-    def text(self) -> str:
-        """Where the fallback scores come from, in words, as the leaderboard page says it."""
-        if self.kind == "tree":
-            extra = (f"; for {self.published_cells} cell{'s' if self.published_cells != 1 else ''} it lacks, the "
-                     "published zero-shot baseline") if self.published_cells else ""
-            return f"this tree's own baseline_zeroshot/ runs ({self.tree_cells} cells){extra}"
-        if self.kind == "published":
-            return "the published zero-shot baseline (the tree has no baseline_zeroshot/ runs)"
-        return "none: the suite has no zero-shot baseline, so a cell that falls back scores 0"
-
+from .schemas import (FALLBACK_TEXT, SCORING_RULE_TEXT, SORT_KEYS, BaseModel, Benchmark, Cell, FallbackBaseline,
+                      Leaderboard, Row)
 
 class UnknownBaseModel(ValueError):
     """The requested base model is not one of the suite's."""
@@ -239,16 +22,14 @@ class UnknownBaseModel(ValueError):
 
 def suite_models(con, suite: str) -> tuple[list[Benchmark], list[BaseModel]]:
     benchmarks = [
-        Benchmark(*row)
-        for row in con.execute(
-            "SELECT id, name, metric, weight FROM benchmarks WHERE suite = ? ORDER BY position", [suite]
-        ).fetchall()
+        Benchmark(**row)
+        for row in traces_selectors.fetch_dicts(
+            con, "SELECT id, name, metric, weight FROM benchmarks WHERE suite = ? ORDER BY position", [suite])
     ]
     models = [
-        BaseModel(*row)
-        for row in con.execute(
-            "SELECT id, hf_id, name, instruct_id FROM base_models WHERE suite = ? ORDER BY position", [suite]
-        ).fetchall()
+        BaseModel(**row)
+        for row in traces_selectors.fetch_dicts(
+            con, "SELECT id, hf_id, name, instruct_id FROM base_models WHERE suite = ? ORDER BY position", [suite])
     ]
     return benchmarks, models
 
@@ -275,7 +56,7 @@ def leaderboard(
             computed from runs to the runs with that facet (``rows_from_runs``); published rows are unchanged.
 
     Returns:
-        A Leaderboard whose rows hold percent scores. Published average view: per-benchmark cell = mean over
+        A Leaderboard whose rows hold scores as fractions (percent in JSON). Published average view: per-benchmark cell = mean over
         base models; headline = weighted sum of the cells; std = the published sample std over runs of the
         per-run metric. Published one-model view: headline = weighted sum of that model's cells; std =
         ``aggregation.combined_std`` of the per-cell stds. Agents are ranked by headline, descending;
@@ -290,7 +71,7 @@ def leaderboard(
     with warehouse.connect() as con:
         suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
                                 "FROM suites WHERE id = ?", [suite]).fetchone()
-        reported = _reported_facts(con, suite)
+        reported = read_reported_facts(con, suite)
         benchmarks, models = suite_models(con, suite)
         agents = con.execute(
             "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
@@ -306,8 +87,15 @@ def leaderboard(
                 "SELECT agent, average, std, runs FROM reported_scores WHERE suite = ?", [suite]
             ).fetchall()
         }
+        if source in ("runs", "all"):
+            # Read once, in this unit of work: the flag-blind view builds its rows twice.
+            cells_of_runs = traces_selectors.read_latest_cells(con, suite)
+            trees = traces_selectors.read_tree_baselines(con, suite)
+            keep = traces_selectors.read_runs_with_facet(con, suite, facet) if facet else None
     if suite_row is None:
-        return Leaderboard(suite, suite, [], [], base_model, sort, direction, [], "", {}, source, apply_flags)
+        return Leaderboard(suite=suite, suite_name=suite, benchmarks=[], base_models=[], base_model=base_model, sort=sort,
+                           direction=direction, rows=[], weights_note="", derived_weights={}, source=source,
+                           apply_flags=apply_flags)
     model_ids = [m.id for m in models]
     if base_model is not None and base_model not in model_ids:
         raise UnknownBaseModel(f"unknown base model {base_model!r}; one of {', '.join(model_ids)}")
@@ -329,8 +117,8 @@ def leaderboard(
             per_bench[b.id] = aggregation.mean(e[0] for e in entries)
             stds = [e[1] for e in entries if e[1] is not None]
             row_cells[b.id] = Cell(
-                score=100 * per_bench[b.id],
-                std=100 * aggregation.mean(stds) if stds else None,
+                score=per_bench[b.id],
+                std=aggregation.mean(stds) if stds else None,
                 fallbacks=[(names[m], e[2]) for m, e in zip(view_models, entries) if e[2]],
             )
         average = aggregation.weighted_score(per_bench, weights)
@@ -343,20 +131,19 @@ def leaderboard(
         else:
             std, runs = None, (0 if kind == "baseline" else 1)
         rows.append(
-            Row(key, name, kind, scaffold, effort, family, 100 * average, None if std is None else 100 * std, runs,
-                row_cells, source="published")
+            Row(key=key, agent=name, kind=kind, scaffold=scaffold, reasoning_effort=effort, model_family=family,
+                average=average, std=std, runs=runs, cells=row_cells,
+                source="published")
         )
 
     fallback_baselines: list[FallbackBaseline] = []
     if source in ("runs", "all"):
         base_scores = {(m, t): v[0] for (m, t), v in grid["base-zeroshot"].items()}
         families = {a[0]: a[5] for a in agents}
-        cells = traces_selectors.latest_cells(suite)  # read once: the flag-blind view builds its rows twice
-        trees = traces_selectors.tree_baselines(suite)
-        fallback_baselines = _fallback_baselines(cells, trees, base_scores, model_ids, list(weights))
+        fallback_baselines = _fallback_baselines(cells_of_runs, trees, base_scores, model_ids, list(weights))
         run_rows = rows_from_runs(suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores,
-                                  base_model=base_model, apply_flags=apply_flags, facet=facet, cells=cells,
-                                  tree_base=trees)
+                                  base_model=base_model, apply_flags=apply_flags, facet=facet, cells=cells_of_runs,
+                                  tree_base=trees, keep=keep)
         published_avg = _published_averages(grid, agents, view_models, weights)
         for row in run_rows:
             row.model_family = families.get(row.key)
@@ -365,7 +152,7 @@ def leaderboard(
         if not apply_flags:
             flagged_rows = {r.key: r for r in rows_from_runs(
                 suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores, base_model=base_model,
-                apply_flags=True, facet=facet, cells=cells, tree_base=trees)}
+                apply_flags=True, facet=facet, cells=cells_of_runs, tree_base=trees, keep=keep)}
             ranks_with = _ranks(list(flagged_rows.values()))
             ranks_without = _ranks(run_rows)
             for row in run_rows:
@@ -382,8 +169,9 @@ def leaderboard(
     instruct = {t: aggregation.mean(grid["instruct"][(m, t)][0] for m in model_ids) for t in weights} if "instruct" in grid else {}
     base = {t: aggregation.mean(by_model[m][t] for m in model_ids) for t in weights}
     derived = aggregation.derive_weights(instruct, base) if instruct else {}
-    return Leaderboard(suite, suite_row[0], benchmarks, models, base_model, sort, direction, rows, suite_row[1],
-                       derived, source, apply_flags, description=suite_row[2], metric=suite_row[3],
+    return Leaderboard(suite=suite, suite_name=suite_row[0], benchmarks=benchmarks, base_models=models,
+                       base_model=base_model, sort=sort, direction=direction, rows=rows, weights_note=suite_row[1],
+                       derived_weights=derived, source=source, apply_flags=apply_flags, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
                        reported=reported, fallback_baselines=fallback_baselines,
                        reported_named_only=_named_only(reported, {a[0] for a in agents}))
@@ -395,37 +183,19 @@ def _named_only(facts: list[ReportedFact], scored: set[str]) -> list[str]:
 
 
 def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:
-    """Percent headline of each published agent in this view (for the runs-vs-published difference)."""
+    """Headline (fraction) of each published agent in this view (for the runs-vs-published difference)."""
     out = {}
     for key, _, kind, *_ in agents:
         if kind != "agent":
             continue
         per_bench = {t: aggregation.mean(grid[key][(m, t)][0] for m in view_models) for t in weights}
-        out[key] = 100 * aggregation.weighted_score(per_bench, weights)
+        out[key] = aggregation.weighted_score(per_bench, weights)
     return out
 
 
 def _ranks(rows: list[Row]) -> dict[str, int]:
     ordered = sorted((r for r in rows if r.kind == "agent"), key=lambda r: -r.average)
     return {r.key: i for i, r in enumerate(ordered, start=1)}
-
-
-FACT_COLUMNS = ("topic, agent, agent_name, quantity, value, value_max, out_of, unit, scope, description, quote, "
-                "source")
-
-
-def _reported_facts(con, suite: str) -> list[ReportedFact]:
-    return [ReportedFact(*row) for row in con.execute(
-        f"SELECT {FACT_COLUMNS} FROM reported_facts WHERE suite = ? ORDER BY position", [suite]).fetchall()]
-
-
-@warehouse.retrying
-def reported_facts(suite: str, topic: str | None = None) -> list[ReportedFact]:
-    """What the suite's source reports besides leaderboard scores (``reported.facts`` of the suite file), in the
-    file's order; only ``topic`` (score | methods | training_signal | calibration | note) when given."""
-    with warehouse.connect() as con:
-        facts = _reported_facts(con, suite)
-    return [f for f in facts if topic is None or f.topic == topic]
 
 
 def _fallback_baselines(cells, trees, published: dict[tuple[str, str], float], model_ids: list[str],
@@ -440,10 +210,11 @@ def _fallback_baselines(cells, trees, published: dict[tuple[str, str], float], m
         grid = [(m, t) for m in model_ids for t in bench_ids]
         if tree is not None:
             scored = sum(1 for key in grid if tree.scores.get(key) is not None)
-            out.append(FallbackBaseline(root, "tree", scored, len(grid) - scored, len(methods[root])))
+            out.append(FallbackBaseline(results_root=root, kind="tree", tree_cells=scored,
+                                        published_cells=len(grid) - scored, methods=len(methods[root])))
         else:
-            out.append(FallbackBaseline(root, "published" if published else "none", 0, len(grid) if published else 0,
-                                        len(methods[root])))
+            out.append(FallbackBaseline(results_root=root, kind="published" if published else "none", tree_cells=0,
+                                        published_cells=len(grid) if published else 0, methods=len(methods[root])))
     return out
 
 
@@ -451,7 +222,7 @@ def rows_from_runs(
     *, suite: str, benchmarks: list[Benchmark], models: list[BaseModel], base_scores: dict[tuple[str, str], float],
     base_model: str | None = None, apply_flags: bool = True, facet: str | None = None,
     cells: list[traces_selectors.CellRun] | None = None,
-    tree_base: dict[str, traces_selectors.TreeBaseline] | None = None,
+    tree_base: dict[str, traces_selectors.TreeBaseline] | None = None, keep: set[str] | None = None,
 ) -> list[Row]:
     """Leaderboard rows computed from ingested runs by the benchmark's own rules (spec section 4.2-4.4).
 
@@ -462,7 +233,7 @@ def rows_from_runs(
     weighted sum over benchmarks; the row's average = mean of the metrics, std = their sample std (n-1, None for
     one method), ``runs`` = number of methods. Per benchmark: score = mean over methods of the view's model mean,
     std = sample std over methods of it (in a one-model view, the per-cell std of ``aggregated_std_<agent>.csv``).
-    Percent out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
+    Fractions out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
 
     Fallback scores: a method's cells take its results tree's own ``baseline_zeroshot/`` scores (``tree_base``,
     by results root, as ``aggregate_final.py`` reads ``aggregated_baseline_zeroshot.csv``); where the tree has
@@ -475,9 +246,12 @@ def rows_from_runs(
     ``facet`` (e.g. ``grpo``): only runs with that facet count. A cell whose latest run lacks it falls back to the
     base model's score like a missing run, with reason ``facet``, so the weighted average keeps its meaning
     ("the agent's score had only its GRPO runs counted"); agents with no such run get no row; ``n_runs``
-    counts the runs with the facet.
+    counts the runs with the facet; ``keep``: the ids of the runs with it when the caller has read them.
     """
-    keep = traces_selectors.runs_with_facet(suite, facet) if facet else None
+    if facet and keep is None:
+        keep = traces_selectors.runs_with_facet(suite, facet)
+    elif not facet:
+        keep = None
     tree_base = tree_base or {}
     weights = {b.id: b.weight for b in benchmarks}
     view_models = [base_model] if base_model else [m.id for m in models]
@@ -530,7 +304,7 @@ def rows_from_runs(
             values = [aggregation.mean(finals[me][(m, t)][0] for m in view_models) for me in methods]
             std = aggregation.sample_std(values)
             row_cells[t] = Cell(
-                score=100 * aggregation.mean(values), std=None if std is None else 100 * std,
+                score=aggregation.mean(values), std=std,
                 fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), finals[me][(m, t)][1])
                            for me in methods for m in view_models if finals[me][(m, t)][1]],
             )
@@ -539,9 +313,10 @@ def rows_from_runs(
         std = aggregation.sample_std(metrics)
         own = {roots[me] in tree_base for me in methods}
         rows.append(Row(
-            key, str(info["name"]), "agent", str(info["scaffold"]), info["effort"], None,
-            100 * aggregation.mean(metrics), None if std is None else 100 * std, len(methods), row_cells,
-            source="runs", n_runs=n_runs, synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
+            key=key, agent=str(info["name"]), kind="agent", scaffold=str(info["scaffold"]),
+            reasoning_effort=info["effort"], model_family=None, average=aggregation.mean(metrics),
+            std=std, runs=len(methods), cells=row_cells, source="runs", n_runs=n_runs,
+            synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
             baseline_source="mixed" if len(own) > 1 else "tree" if own == {True} else "published" if base_scores
             else "none",
         ))
@@ -580,3 +355,10 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
         agents.sort(key=lambda r: r.cells[sort].score, reverse=reverse)
     baselines.sort(key=lambda r: -r.average)
     return agents + baselines
+
+
+# Re-exported: the models (leaderboard.schemas) and the reported facts (ptbsite.reported) under the names other
+# modules and the tests have used.
+__all__ = ["FACT_TOPIC_TEXT", "FALLBACK_TEXT", "SCORING_RULE_TEXT", "SORT_KEYS", "SOURCES", "BaseModel", "Benchmark",
+           "Cell", "FallbackBaseline", "Leaderboard", "ReportedFact", "Row", "UnknownBaseModel", "leaderboard",
+           "reported_facts", "rows_from_runs", "suite_models"]

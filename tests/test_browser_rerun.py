@@ -92,8 +92,8 @@ def test_the_demo_run_reruns_end_to_end_in_a_browser(
     page.goto(f"{live_server.url}/runs/{run_id}/")
     assert page.locator("#old-score").inner_text() == "25.0"
     assert page.locator("#new-score").inner_text() == f"{100 * job.new_score:.1f}"
-    assert selectors.get_run(run_id).score == 100 * job.new_score
-    provenance = selectors.evaluations(run_id)[0]["provenance"]
+    assert 100 * selectors.get_run(run_id).score == 100 * job.new_score
+    provenance = selectors.evaluations(run_id)[0].provenance
     assert provenance["settings"]["dataset"] == str(tmp_path / "datasets" / "gsm8k-demo")
     assert provenance["settings"]["chat_template_is_harness"] is False
     assert page.locator("#rerun-form").count() == 1 and not page.js_errors

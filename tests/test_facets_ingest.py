@@ -110,15 +110,15 @@ def test_time_split_by_hand(facet_db):
     timeline = selectors.run_timeline(selectors.get_run(ID_A))
     # other 0:00-0:30 (init, ls); data 0:30-6:00 (330 s); training 6:00-2:07:00 (the 2 h call and the minute
     # after it, 7,260 s); idle 2:07:00-2:37:00 (30 min after a message); evaluation 2:37:00-2:50:00 (780 s).
-    assert timeline.phases == [("other", 0.0, 30.0, 0, 3), ("data", 30.0, 360.0, 3, 5),
+    assert [(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in timeline.phases] == [("other", 0.0, 30.0, 0, 3), ("data", 30.0, 360.0, 3, 5),
                                ("training", 360.0, 7620.0, 5, 7), ("idle", 7620.0, 9420.0, 7, 8),
                                ("evaluation", 9420.0, 10200.0, 8, 10)]
-    assert timeline.split == {"data": 330.0, "training": 7260.0, "evaluation": 780.0, "other": 30.0, "idle": 1800.0}
-    assert sum(timeline.split.values()) == 10200.0  # the trace's span, 2:50:00
+    assert timeline.split_s == {"data": 330.0, "training": 7260.0, "evaluation": 780.0, "other": 30.0, "idle": 1800.0}
+    assert sum(timeline.split_s.values()) == 10200.0  # the trace's span, 2:50:00
     assert timeline.idle_gaps == 1
     assert timeline.budget_fraction == pytest.approx(11880 / 36000)  # 3:18:00 of 10 h
     assert [(c.index, c.phase) for c in timeline.calls] == [(1, "other"), (3, "data"), (5, "training"), (8, "evaluation")]
-    assert timeline.monitor == [(0.0, 0.0, 1.0, 81559.0), (3600.0, 95.0, 60000.0, 81559.0),
+    assert [(m.t_s, m.gpu_util, m.gpu_mem_mib, m.gpu_mem_total_mib) for m in timeline.monitor] == [(0.0, 0.0, 1.0, 81559.0), (3600.0, 95.0, 60000.0, 81559.0),
                                 (7200.0, 90.0, 61000.0, 81559.0)]
 
 
@@ -132,7 +132,7 @@ def test_calibration_by_hand(facet_db):
     (opus,) = [c for c in data.calibration if c.key == "opus-4.6"]
     assert opus.runs == 2
     assert opus.mean_ratio == pytest.approx((1.2 + 4.9) / 2)
-    assert (opus.mean_self, opus.mean_verified) == (pytest.approx(54.5), pytest.approx(30.0))
+    assert (100 * opus.mean_self, 100 * opus.mean_verified) == (pytest.approx(54.5), pytest.approx(30.0))
     assert (opus.best_run, opus.best_ratio) == (ID_A, pytest.approx(1.2))  # the run with the higher verified score
 
 
@@ -146,7 +146,7 @@ def test_time_use_and_method_mix_per_agent(facet_db):
     (mix,) = [m for m in data.method_mix if m.key == "opus-4.6"]
     assert mix.runs == 2 and mix.counts["grpo"] == 1 and mix.counts["full_finetune"] == 2 and mix.counts["sft"] == 0
     (grpo,) = [m for m in data.score_by_method if m.facet == "grpo"]
-    assert (grpo.runs, grpo.mean_score, grpo.runs_without, grpo.mean_without) == (1, pytest.approx(10.0), 1,
+    assert (grpo.runs, 100 * grpo.mean_score, grpo.runs_without, 100 * grpo.mean_without) == (1, pytest.approx(10.0), 1,
                                                                                    pytest.approx(50.0))
 
 
@@ -205,13 +205,13 @@ def test_the_leaderboard_counts_only_runs_with_the_facet(facet_db):
     from leaderboard import selectors as board
 
     full = {r.key: r for r in board.leaderboard(source="runs", base_model="Qwen3-4B-Base").rows if r.source == "runs"}
-    assert full["opus-4.6"].n_runs == 2 and full["opus-4.6"].cells["gsm8k"].score == pytest.approx(50.0)
+    assert full["opus-4.6"].n_runs == 2 and 100 * full["opus-4.6"].cells["gsm8k"].score == pytest.approx(50.0)
     grpo = {r.key: r for r in board.leaderboard(source="runs", base_model="Qwen3-4B-Base", facet="grpo").rows
             if r.source == "runs"}
     opus = grpo["opus-4.6"]
-    assert opus.n_runs == 1 and opus.cells["humaneval"].score == pytest.approx(10.0)
+    assert opus.n_runs == 1 and 100 * opus.cells["humaneval"].score == pytest.approx(10.0)
     assert opus.cells["gsm8k"].fallbacks == [("Qwen3-4B", "facet")]     # run A did not use GRPO
-    assert opus.cells["gsm8k"].score == pytest.approx(41.85, abs=0.01)  # so the base model's score stands in
+    assert 100 * opus.cells["gsm8k"].score == pytest.approx(41.85, abs=0.01)  # so the base model's score stands in
     assert [r for r in board.leaderboard(source="runs", facet="sft").rows if r.source == "runs"] == []
 
 

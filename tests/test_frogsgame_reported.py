@@ -69,7 +69,7 @@ def test_the_leaderboard_ranks_the_two_reported_scores_without_inventing_a_std(f
     from leaderboard import selectors
 
     board = selectors.leaderboard(suite="frogsgame")
-    rows = [(r.key, r.agent, r.rank, r.average, r.std, r.runs, r.cells["frogsgame"].score, r.cells["frogsgame"].std)
+    rows = [(r.key, r.agent, r.rank, 100 * r.average, r.std, r.runs, 100 * r.cells["frogsgame"].score, r.cells["frogsgame"].std)
             for r in board.rows]
     assert rows == [("opus-4.8", "Claude Opus 4.8", 1, pytest.approx(30.9), None, 8, pytest.approx(30.9), None),
                     ("gpt-5.5", "GPT-5.5", 2, pytest.approx(9.7), None, 8, pytest.approx(9.7), None)]

@@ -37,7 +37,7 @@ def test_every_published_cell_equals_scores_json(use_published):
         for site_key, per_model in SCORES["modelBenchmarkData"].items():
             row = rows[KEY.get(site_key, site_key)]
             for benchmark, cell in per_model[model].items():
-                assert round(row.cells[benchmark].score, 2) == pytest.approx(cell["value"], abs=1e-9), (site_key, model, benchmark)
+                assert round(100 * row.cells[benchmark].score, 2) == pytest.approx(cell["value"], abs=1e-9), (site_key, model, benchmark)
                 reasons = [r for _, r in row.cells[benchmark].fallbacks]
                 # The site marks not_stored and error; we also mark "not avl." (agent never finished).
                 expected = [cell["fallbackType"]] if cell["fallbackType"] else []
@@ -51,14 +51,14 @@ def test_every_published_cell_equals_scores_json(use_published):
 
 def test_headline_numbers_match_the_published_leaderboard(use_published):
     rows = {r.key: r for r in selectors.leaderboard().rows}
-    assert round(rows["opus-4.6"].average, 1) == 23.2
-    assert round(rows["opus-4.6"].std, 1) == 1.8
-    assert round(rows["instruct"].average, 1) == 51.1
-    assert round(rows["base-zeroshot"].average, 1) == 7.5
-    assert round(rows["base-fewshot"].average, 1) == 18.1
+    assert round(100 * rows["opus-4.6"].average, 1) == 23.2
+    assert round(100 * rows["opus-4.6"].std, 1) == 1.8
+    assert round(100 * rows["instruct"].average, 1) == 51.1
+    assert round(100 * rows["base-zeroshot"].average, 1) == 7.5
+    assert round(100 * rows["base-fewshot"].average, 1) == 18.1
     for site_key, published in SCORES["aggregatedScores"].items():
-        assert rows[site_key].average == pytest.approx(published["avg"], abs=0.005)
-        assert rows[site_key].std == pytest.approx(published["std"], abs=0.005)
+        assert 100 * rows[site_key].average == pytest.approx(published["avg"], abs=0.005)
+        assert 100 * rows[site_key].std == pytest.approx(published["std"], abs=0.005)
         assert rows[site_key].runs == published["n"] == 3
 
 
@@ -74,8 +74,8 @@ def test_paper_figure_1_values_and_order(use_published):
     for line in lines:
         method, avg, std = line.split(",")
         row = rows[names[method]]
-        assert f"{row.average:.1f}" == avg, method
-        assert (f"{row.std:.1f}" if row.std is not None else "") == std, method
+        assert f"{100 * row.average:.1f}" == avg, method
+        assert (f"{100 * row.std:.1f}" if row.std is not None else "") == std, method
 
 
 def test_ranks_and_reference_rows(use_published):
@@ -97,8 +97,8 @@ def test_weights_are_stored_and_rederive_from_the_baselines(use_published):
 def test_one_model_view_uses_that_models_cells(use_published):
     rows = {r.key: r for r in selectors.leaderboard(base_model="Qwen3-4B-Base").rows}
     # Qwen3-4B-Base zero-shot: weighted sum of its row in aggregated_baseline.csv.
-    assert rows["base-zeroshot"].cells["gsm8k"].score == pytest.approx(41.85, abs=0.005)
-    assert rows["glm-4.7"].cells["gsm8k"].score == pytest.approx(45.72, abs=0.005)
+    assert 100 * rows["base-zeroshot"].cells["gsm8k"].score == pytest.approx(41.85, abs=0.005)
+    assert 100 * rows["glm-4.7"].cells["gsm8k"].score == pytest.approx(45.72, abs=0.005)
     with pytest.raises(selectors.UnknownBaseModel):
         selectors.leaderboard(base_model="Llama-3-8B")
 

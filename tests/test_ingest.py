@@ -47,7 +47,7 @@ def test_states_latest_flags_and_labels_match_the_generator(demo_ingested):
         if demo.steps_planned:  # a trace with no agent events (CUDA failure) has no format to detect
             assert run.trace_format == demo.trace_format, demo.run_dir
         if demo.accuracy is not None:
-            assert run.score == pytest.approx(100 * demo.accuracy)
+            assert 100 * run.score == pytest.approx(100 * demo.accuracy)
         else:
             assert run.score is None
         if demo.hours is not None:
@@ -80,7 +80,7 @@ def test_broken_lines_are_reported_with_file_and_line(demo_ingested):
     broken = [r for r in report.runs if r.broken_lines]
     assert broken
     for demo in broken:
-        problems = selectors.run_texts(_run_id(demo))["problems"]
+        problems = selectors.run_texts(_run_id(demo)).problems
         for line in demo.broken_lines:
             assert any(f"solve_out.txt:{line}: broken JSON line" in p for p in problems), (demo.run_dir, problems)
         assert selectors.get_run(_run_id(demo)).step_count > 10  # the rest of the run still ingested
@@ -102,7 +102,7 @@ def test_suspicious_traces_have_evidence_steps(demo_ingested):
     for demo in report.runs:
         if not demo.suspicious_trace:
             continue
-        rules = {r for s in selectors.evidence_steps(_run_id(demo)) for r in s.suspicious}
+        rules = {r for s in selectors.evidence_steps(_run_id(demo)) for r in s.rules}
         expected = {"benchmark_dataset", "test_data"} if demo.flagged_contamination or demo.verdict_note == "manual_flip" \
             else {"non_base_model"}
         assert rules & expected, (demo.run_dir, rules)

@@ -96,13 +96,13 @@ def test_hand_built_tree_matches_the_hand_computation(hand_tree):
     rows = _rows()
     opus = rows["opus-4.6"]
     assert opus.runs == 2 and opus.n_runs == 7  # two seeds; the older gpqamain attempt does not count
-    assert opus.average == pytest.approx(statistics.mean([run_a, run_b]), abs=1e-9)
-    assert opus.std == pytest.approx(statistics.stdev([run_a, run_b]), abs=1e-9)
+    assert 100 * opus.average == pytest.approx(statistics.mean([run_a, run_b]), abs=1e-9)
+    assert 100 * opus.std == pytest.approx(statistics.stdev([run_a, run_b]), abs=1e-9)
     assert opus.agent == "Opus 4.6" and opus.scaffold == "Claude Code"
     gsm8k = opus.cells["gsm8k"]
     expected_gsm8k = statistics.mean([(0.5 + sum(BASE[(m, "gsm8k")] for m in MODELS if m != "Qwen3-1.7B-Base")) / 4,
                                       (0.7 + sum(BASE[(m, "gsm8k")] for m in MODELS if m != "Qwen3-1.7B-Base")) / 4])
-    assert gsm8k.score == pytest.approx(100 * expected_gsm8k, abs=1e-9)
+    assert 100 * gsm8k.score == pytest.approx(100 * expected_gsm8k, abs=1e-9)
     reasons = {(model, reason) for model, reason in opus.cells["aime2025"].fallbacks}
     assert ("Qwen3-4B (claude_claude-opus-4-6_10h_run1_old_container)", "error") in reasons
     assert ("SmolLM3-3B (claude_claude-opus-4-6_10h_run1_old_container)", "flagged") in opus.cells["bfcl"].fallbacks
@@ -110,12 +110,12 @@ def test_hand_built_tree_matches_the_hand_computation(hand_tree):
     assert ("Qwen3-4B (claude_claude-opus-4-6_10h_run1_old_container)", "not_available") in opus.cells["healthbench"].fallbacks
     assert ("Qwen3-1.7B (claude_claude-opus-4-6_10h_run2)", "missing") in opus.cells["aime2025"].fallbacks
     # The difference to the published Opus 4.6 row (23.16).
-    assert opus.delta == pytest.approx(opus.average - 23.162899943863483, abs=1e-6)
+    assert 100 * opus.delta == pytest.approx(100 * opus.average - 23.162899943863483, abs=1e-6)
     # A method in no agent's list: its own agent, keyed by the method name, named after its model config and harness
     # agent.
     odd = rows[ODD]
     assert odd.agent == "my-model_v2 (claude_non_api)" and odd.runs == 1 and odd.std is None
-    assert odd.average == pytest.approx(method_metric(ODD_CELLS), abs=1e-9)
+    assert 100 * odd.average == pytest.approx(method_metric(ODD_CELLS), abs=1e-9)
 
 
 def test_flag_blind_view_and_rank_change(hand_tree):
@@ -124,10 +124,11 @@ def test_flag_blind_view_and_rank_change(hand_tree):
     run_b = method_metric({("Qwen3-1.7B-Base", "gsm8k"): 0.7})
     odd = method_metric(ODD_CELLS)
     rows = _rows(apply_flags=False)
-    assert rows["opus-4.6"].average == pytest.approx(statistics.mean([raw_a, run_b]), abs=1e-9)
+    assert 100 * rows["opus-4.6"].average == pytest.approx(statistics.mean([raw_a, run_b]), abs=1e-9)
     with_flags = _rows()
-    assert with_flags["opus-4.6"].average < with_flags[ODD].average == pytest.approx(odd, abs=1e-9)  # flags: odd first
-    assert rows["opus-4.6"].average > odd  # flags ignored: Opus passes it
+    # flags: odd first
+    assert 100 * with_flags["opus-4.6"].average < 100 * with_flags[ODD].average == pytest.approx(odd, abs=1e-9)
+    assert 100 * rows["opus-4.6"].average > odd  # flags ignored: Opus passes it
     assert rows["opus-4.6"].rank_change == 1 and rows[ODD].rank_change == -1
 
 
@@ -140,7 +141,7 @@ def test_an_override_changes_the_leaderboard(hand_tree):
                            ("gemma-3-4b-pt", "humaneval"): 0.6})
     run_b = method_metric({("Qwen3-1.7B-Base", "gsm8k"): 0.7})
     opus = _rows()["opus-4.6"]
-    assert opus.average == pytest.approx(statistics.mean([run_a, run_b]), abs=1e-9)
+    assert 100 * opus.average == pytest.approx(statistics.mean([run_a, run_b]), abs=1e-9)
     assert opus.overridden is True
 
 
@@ -150,7 +151,7 @@ def test_one_base_model_view(hand_tree):
                          + WEIGHTS["gsm8k"] * (v - BASE[("Qwen3-1.7B-Base", "gsm8k")])
                          + (WEIGHTS["gpqamain"] * (0.3 - BASE[("Qwen3-1.7B-Base", "gpqamain")]) if seed == 1 else 0))
                   for seed, v in ((1, 0.5), (2, 0.7))]
-    assert rows["opus-4.6"].average == pytest.approx(statistics.mean(per_method), abs=1e-9)
+    assert 100 * rows["opus-4.6"].average == pytest.approx(statistics.mean(per_method), abs=1e-9)
 
 
 def test_api_source_toggle(client, hand_tree, db):
@@ -196,7 +197,7 @@ def test_demo_tree_numbers_recomputed_from_the_generator(demo_ingested):
     rows = _rows()
     assert set(rows) == set(by_agent)
     for key, metrics in by_agent.items():
-        assert rows[key].average == pytest.approx(statistics.mean(metrics), abs=1e-9), key
+        assert 100 * rows[key].average == pytest.approx(statistics.mean(metrics), abs=1e-9), key
         assert rows[key].runs == len(metrics)
         assert rows[key].synthetic is True
 

@@ -186,7 +186,7 @@ def test_planted_secrets_of_every_family_never_leave_ingest(tmp_path, settings, 
     # --- the count, on the run page and in the API ------------------------------------------------------------------
     settings.PTB_WAREHOUSE = str(plain)
     warehouse.reset_migration_cache()
-    assert selectors.run_texts(run_id)["secrets_redacted"] == planted
+    assert selectors.run_texts(run_id).secrets_redacted == planted
     anonymous, staff = Client(), Client()
     staff.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
     assert anonymous.get(f"/api/runs/{run_id}").json()["secrets_redacted"] == planted

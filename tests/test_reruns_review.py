@@ -49,7 +49,7 @@ def test_an_override_changes_the_effective_flag_and_is_audited(staff_client: Cli
                       {"kind": "contamination", "flagged": "false", "reason": "the split was train after all"})
     assert selectors.get_run(run_id).flags["contamination"] is None
     log = selectors.override_log(run_id)
-    assert [(o["previous"], o["new"], o["reviewer"]) for o in log] == [
+    assert [(o.previous, o.new, o.reviewer) for o in log] == [
         ("clean", "flagged", "reviewer"), ("flagged", "clean", "reviewer")]
     assert 'class="badge override"' in staff_client.get("/runs/").content.decode()  # the run list marks it
     page = staff_client.get(f"/runs/{run_id}/").content.decode()

@@ -62,10 +62,10 @@ def test_a_rerun_from_the_run_page_stores_the_eval_logs_score(
     log = read_eval_log(str(worker_settings.PTB_EVAL_LOG_DIR / job.eval_log))
     eval_score = log.results.scores[0].metrics["accuracy"].value
     newest, original = selectors.evaluations(run_id)
-    assert (newest["origin"], newest["accuracy"]) == ("rerun", eval_score) == ("rerun", job.new_score)
-    assert (original["origin"], original["accuracy"]) == ("original", 0.25) and job.old_score == 0.25
-    assert selectors.get_run(run_id).score == 100 * eval_score  # the newest evaluation is the run's score
-    provenance = newest["provenance"]
+    assert (newest.origin, newest.score) == ("rerun", eval_score) == ("rerun", job.new_score)
+    assert (original.origin, original.score) == ("original", 0.25) and job.old_score == 0.25
+    assert 100 * selectors.get_run(run_id).score == 100 * eval_score  # the newest evaluation is the run's score
+    provenance = newest.provenance
     assert provenance["inspect_ai"] == log.eval.packages["inspect_ai"] and provenance["provider"] == "hf"
     assert len(provenance["chat_template_sha256"]) == 64 and provenance["settings"]["max_tokens"] == 16
     assert provenance["samples"] == 3 and provenance["job"] == job_id
@@ -91,8 +91,8 @@ def test_the_rerun_command_waits_and_prints_the_result(
     assert job.samples_total == 2
     # Two samples are not the test set: the rerun is kept as partial and the run's score stays the original's.
     newest = selectors.evaluations(rerun_tree["run_id"])[0]
-    assert (newest["origin"], newest["counts"]) == ("rerun-partial", False)
-    assert selectors.get_run(rerun_tree["run_id"]).score == 25.0
+    assert (newest.origin, newest.counts) == ("rerun-partial", False)
+    assert 100 * selectors.get_run(rerun_tree["run_id"]).score == 25.0
 
 
 def test_a_missing_checkpoint_fails_naming_the_path_and_changes_nothing(
@@ -191,7 +191,7 @@ def test_the_real_benchmark_task_runs_on_a_local_copy_of_its_dataset(
     assert log.eval.task == task and log.eval.model == f"hf/{job.checkpoint}"
     assert log.eval.metadata["ptb_job"] == job.pk and log.results.total_samples == 2
     assert job.new_score == log.results.scores[0].metrics["accuracy"].value
-    settings = selectors.evaluations(run_id)[0]["provenance"]["settings"]
+    settings = selectors.evaluations(run_id)[0].provenance["settings"]
     spec = spec_for(benchmark)
     assert (settings["max_connections"], settings["family"], settings["family_from"]) == (
         spec.max_connections, "qwen", "path")

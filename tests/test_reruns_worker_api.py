@@ -192,8 +192,8 @@ def test_the_score_stored_is_read_from_the_log_not_the_report(client: Client, ru
     assert running_job.new_score == in_log != 0.99
     assert "the worker reported score 0.99; the .eval log says" in running_job.log
     newest = selectors.evaluations(running_job.run_id)[0]
-    assert newest["accuracy"] == in_log and newest["provenance"]["log_task"] == "gsm8k"
-    assert newest["provenance"]["score_read_by"].startswith("server")
+    assert newest.score == in_log and newest.provenance["log_task"] == "gsm8k"
+    assert newest.provenance["score_read_by"].startswith("server")
     assert (settings.PTB_EVAL_LOG_DIR / running_job.eval_log).is_file()
 
 

@@ -26,8 +26,8 @@ def test_run_page_header_and_judge_panel(client, demo_ingested):
     assert run.agent in html and run.scaffold in html and demo.benchmark in html
     assert f'<strong id="run-score">{100 * demo.accuracy:.1f}</strong>' in html
     refs = selectors.reference_scores(run.suite, run.base_model, run.benchmark)
-    assert f'<span id="ref-base">{refs["base"]:.1f}</span>' in html
-    assert f'<span id="ref-instruct">{refs["instruct"]:.1f}</span>' in html
+    assert f'<span id="ref-base">{100 * refs["base"]:.1f}</span>' in html
+    assert f'<span id="ref-instruct">{100 * refs["instruct"]:.1f}</span>' in html
     assert "flagged: scores as its base model on the leaderboard" in html
     assert 'class="badge flagged"' in html and "contamination detected" in html
     assert "synthetic demo run" in html

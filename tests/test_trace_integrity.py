@@ -75,7 +75,7 @@ def test_a_lone_surrogate_and_invalid_bytes_no_longer_lose_the_run(fresh_warehou
     assert found[2].output == "loss 0.3 \ufffd"
     assert found[1].input == "head \ufffd\ufffdlog.txt"
     texts = selectors.run_texts(run_id)
-    assert texts["chars_replaced"] == 3
+    assert texts.chars_replaced == 3
     assert client.get(f"/api/runs/{run_id}").json()["chars_replaced"] == 3
     assert "3 undecodable characters replaced" in client.get(f"/runs/{run_id}/").content.decode()
 
@@ -119,7 +119,7 @@ def test_a_line_nested_too_deep_is_kept_as_text_with_a_problem(fmt):
 def test_a_run_with_a_too_deep_line_is_stored(fresh_warehouse, tmp_path):
     run_id = write_run(tmp_path / "tree", "\n".join(DEEP_LINES["claude_code"]) + "\n")
     ingest(tmp_path / "tree")
-    assert any("nested deeper than 100 levels" in p for p in selectors.run_texts(run_id)["problems"])
+    assert any("nested deeper than 100 levels" in p for p in selectors.run_texts(run_id).problems)
 
 
 # --- huge outputs -------------------------------------------------------------------------------------------------
@@ -200,8 +200,8 @@ def test_a_claude_trace_without_its_result_is_incomplete_and_still_counts(fresh_
                        + "\n")
     ingest(tmp_path / "tree")
     run = selectors.get_run(run_id)
-    assert (run.state, run.score) == ("scored", pytest.approx(40.0))
-    assert selectors.run_texts(run_id)["trace_incomplete"] == "no final result event"
+    assert (run.state, 100 * run.score) == ("scored", pytest.approx(40.0))
+    assert selectors.run_texts(run_id).trace_incomplete == "no final result event"
     assert client.get(f"/api/runs/{run_id}").json()["trace_incomplete"] == "no final result event"
     html = client.get(f"/runs/{run_id}/").content.decode()
     assert "incomplete trace" in html and "the run still counts: it was scored" in html
@@ -215,8 +215,8 @@ def test_a_last_line_cut_mid_event_is_a_problem_with_its_line_number(fresh_wareh
     ingest(tmp_path / "tree")
     texts = selectors.run_texts(run_id)
     assert f"{RUN_DIR}/solve_out.txt:4: the trace ends inside this event (cut off, e.g. killed at the time limit): " \
-           "dropped" in texts["problems"]
-    assert texts["trace_incomplete"] == "the last line is cut off mid-event"
+           "dropped" in texts.problems
+    assert texts.trace_incomplete == "the last line is cut off mid-event"
 
 
 def test_an_event_injected_into_another_gives_back_both_and_reports_both_halves():
@@ -296,7 +296,7 @@ def test_unknown_codex_item_types_are_counted_and_shown(fresh_warehouse, tmp_pat
     events += [{"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}]
     run_id = write_run(tmp_path / "tree", _codex(*events), method=CODEX)
     ingest(tmp_path / "tree")
-    assert selectors.run_texts(run_id)["unknown_events"] == {"item plan_update": 3}
+    assert selectors.run_texts(run_id).unknown_events == {"item plan_update": 3}
     assert client.get(f"/api/runs/{run_id}").json()["unknown_events"] == {"item plan_update": 3}
     html = client.get(f"/runs/{run_id}/").content.decode()
     assert "3 events of unknown type" in html and "item plan_update × 3" in html
@@ -359,10 +359,10 @@ def test_opencode_missing_step_finish_is_marked(fresh_warehouse, tmp_path, clien
     run_id = write_run(tmp_path / "tree", _codex(*events), method=OPENCODE)
     ingest(tmp_path / "tree")
     texts = selectors.run_texts(run_id)
-    assert texts["trace_incomplete"] == "the last step (line 6) has no step_finish"
-    assert [p.split(": ", 1)[1] for p in texts["problems"]] == [
+    assert texts.trace_incomplete == "the last step (line 6) has no step_finish"
+    assert [p.split(": ", 1)[1] for p in texts.problems] == [
         "this step has no step_finish (the next step started at line 3)", "the last step has no step_finish"]
-    assert [p.split(":")[1] for p in texts["problems"]] == ["1", "6"]
+    assert [p.split(":")[1] for p in texts.problems] == ["1", "6"]
     assert "incomplete trace" in client.get(f"/runs/{run_id}/").content.decode()
 
 
@@ -391,7 +391,7 @@ def test_claude_rate_limit_retry_and_task_events_are_typed_labelled_steps(fresh_
         ("task updated", "task_id: b7; status: running"),
         ("task notification", "task_id: b7; status: completed; summary: training finished; output_file: /tmp/b7.out"),
     ]
-    assert selectors.run_texts(run_id)["unknown_events"] == {}
+    assert selectors.run_texts(run_id).unknown_events == {}
     html = client.get(f"/runs/{run_id}/").content.decode()
     assert '<span class="badge label">api retry</span>' in html
     api_steps = client.get(f"/api/runs/{run_id}/steps").json()["steps"]
@@ -414,11 +414,11 @@ def test_a_string_score_is_parsed_or_reported(fresh_warehouse, tmp_path, value, 
     run_id = write_run(tmp_path / "tree", "\n".join([INIT, RESULT]) + "\n", metrics=f'{{"accuracy": {value}}}')
     ingest(tmp_path / "tree")
     run = selectors.get_run(run_id)
-    problems = selectors.run_texts(run_id)["problems"]
+    problems = selectors.run_texts(run_id).problems
     if score is None:
         assert run.score is None and run.state != "scored"
         metrics_path = tmp_path / "tree" / CLAUDE / RUN_DIR / "metrics.json"
         assert f"{metrics_path}: {problem}" in problems
     else:
-        assert (run.state, run.score) == ("scored", pytest.approx(score))
+        assert (run.state, 100 * run.score) == ("scored", pytest.approx(score))
         assert problems == []

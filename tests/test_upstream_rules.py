@@ -228,7 +228,7 @@ def test_the_later_attempt_by_number_gives_score_and_verdict(upstream_tree):
     old = selectors.get_run(layout.run_id(s2, "bfcl_HuggingFaceTB_SmolLM3-3B-Base_9999999"))
     new = selectors.get_run(layout.run_id(s2, "bfcl_HuggingFaceTB_SmolLM3-3B-Base_10000000"))
     assert (old.is_latest, old.flags["contamination"]) == (False, "flagged")
-    assert (new.is_latest, new.flags["contamination"], new.score) == (True, None, pytest.approx(60.0))
+    assert (new.is_latest, new.flags["contamination"], 100 * new.score) == (True, None, pytest.approx(60.0))
 
 
 def test_baseline_dirs_are_never_agents_and_supply_the_fallback(upstream_tree, client):
@@ -280,7 +280,7 @@ def test_intended_difference_the_api_judges_flag_makes_the_cell_fall_back(upstre
 
     run = selectors.get_run(layout.run_id(tree.OPUS46[2], "arenahardwriting_Qwen_Qwen3-4B-Base_17300001"))
     assert run.flags == {"contamination": None, "disallowed_model": None, "disallowed_api_usage": "flagged"}
-    assert run.score == pytest.approx(60.0)
+    assert 100 * run.score == pytest.approx(60.0)
     assert EXPECTED[tree.B][OPUS46][2]["arenahardwriting"][0] == pytest.approx((50 + 10 + 10) / 3)  # 60 not in it
 
 

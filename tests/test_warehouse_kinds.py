@@ -73,13 +73,13 @@ def test_published_leaderboard_numbers(kind):
     with warehouse.connect() as con:
         assert con.execute("SELECT count(*) FROM reported_cells").fetchone()[0] == 728
     rows = {r.key: r for r in board_selectors.leaderboard().rows}
-    assert (round(rows["opus-4.6"].average, 1), round(rows["opus-4.6"].std, 1)) == (23.2, 1.8)
+    assert (round(100 * rows["opus-4.6"].average, 1), round(100 * rows["opus-4.6"].std, 1)) == (23.2, 1.8)
     for site_key, published in SCORES["aggregatedScores"].items():
-        assert rows[site_key].average == pytest.approx(published["avg"], abs=0.005)
+        assert 100 * rows[site_key].average == pytest.approx(published["avg"], abs=0.005)
     rows = {r.key: r for r in board_selectors.leaderboard(base_model="Qwen3-4B-Base").rows}
     for site_key, per_model in SCORES["modelBenchmarkData"].items():
         for benchmark, cell in per_model["Qwen3-4B-Base"].items():
-            assert round(rows[KEY.get(site_key, site_key)].cells[benchmark].score, 2) == pytest.approx(cell["value"])
+            assert round(100 * rows[KEY.get(site_key, site_key)].cells[benchmark].score, 2) == pytest.approx(cell["value"])
 
 
 def test_ingest_run_selectors_and_reingest(kind, small_tree):
@@ -115,7 +115,7 @@ def test_an_evaluation_is_stored_once(kind, small_tree):
         add_evaluation(run_id=run_id, accuracy=0.5, metrics={"accuracy": 0.5}, provenance={"job": 7},
                        evaluation_id="job-7")
     evaluations = selectors.evaluations(run_id)
-    assert [e["origin"] for e in evaluations].count("rerun") == 1
-    assert selectors.get_run(run_id).score == pytest.approx(50.0)
+    assert [e.origin for e in evaluations].count("rerun") == 1
+    assert 100 * selectors.get_run(run_id).score == pytest.approx(50.0)
     with pytest.raises(LookupError):
         add_evaluation(run_id="nope", accuracy=0.5, metrics={}, provenance={}, evaluation_id="job-8")

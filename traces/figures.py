@@ -12,7 +12,7 @@ from html import escape  # plotly reads <a>, <b>, <span style> in hover texts an
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .selectors import RunFacts, Timeline
+from .selectors import PhaseStretch, RunFacts, Timeline
 
 PHASE_COLOURS = {"data": "#1b9e77", "training": "#d95f02", "evaluation": "#7570b3", "other": "#a3a3a3",
                  "idle": "#e5e7eb"}
@@ -28,10 +28,11 @@ def _axes(row: int) -> dict:
     return {"xaxis": "x" if row == 1 else f"x{row}", "yaxis": "y" if row == 1 else f"y{row}"}
 
 
-def _merge_stretches(phases: list[tuple]) -> list[tuple]:
+def _merge_stretches(phases: list[PhaseStretch]) -> list[tuple]:
     """Consecutive stretches of one phase as one bar: (phase, start_s, end_s, first step, last step)."""
     merged: list[list] = []
-    for phase, start, end, step_from, step_to in phases:
+    for phase, start, end, step_from, step_to in ((p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
+                                                  for p in phases):
         if merged and merged[-1][0] == phase and abs(merged[-1][2] - start) < 1e-6:
             merged[-1][2], merged[-1][4] = end, step_to
         else:
@@ -73,14 +74,14 @@ def timeline(data: Timeline) -> dict:
                 "hovertemplate": "step %{customdata[0]} · %{customdata[1]}<br>%{customdata[2]}<br>%{x:.2f} h"
                                  "<extra></extra>", **_axes(1)})
     if data.monitor:
-        hours = [s[0] / 3600 for s in data.monitor]
-        traces.append({"type": "scatter", "name": "GPU utilisation %", "x": hours, "y": [s[1] for s in data.monitor],
+        hours = [s.t_s / 3600 for s in data.monitor]
+        traces.append({"type": "scatter", "name": "GPU utilisation %", "x": hours, "y": [s.gpu_util for s in data.monitor],
                        "mode": "lines", "line": {"color": "#2563eb", "width": 1.5}, **_axes(2)})
         traces.append({"type": "scatter", "name": "GPU memory used GiB", "x": hours,
-                       "y": [s[2] / 1024 for s in data.monitor], "mode": "lines",
+                       "y": [s.gpu_mem_mib / 1024 for s in data.monitor], "mode": "lines",
                        "line": {"color": "#dc2626", "width": 1.5}, **_axes(3)})
         fig.update_yaxes(title_text="util %", range=[0, 105], row=2, col=1)
-        fig.update_yaxes(title_text="GiB", range=[0, max(s[3] for s in data.monitor) / 1024 * 1.05], row=3, col=1)
+        fig.update_yaxes(title_text="GiB", range=[0, max(s.gpu_mem_total_mib for s in data.monitor) / 1024 * 1.05], row=3, col=1)
     fig.update_xaxes(title_text="hours since the trace's start", row=rows, col=1)
     fig.update_layout(template="plotly_white", height=260 + 130 * (rows - 1), font=_FONT, barmode="overlay",
                       margin=dict(l=90, r=20, t=20, b=50), legend=dict(orientation="h", y=-0.25 if rows == 1 else -0.1),

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import computed_field
+from pydantic.dataclasses import dataclass
 
 # kind -> (txt file stem, clean string, flagged string)
 TXT_KINDS = {
@@ -38,6 +40,8 @@ class Verdict:
     """One judge's decision on one question about one run.
 
     ``value``: clean | flagged | missing | malformed | unavailable; ``flagged`` is None unless clean/flagged.
+    A pydantic dataclass: the one verdict model of the file readers, the ingest, the selectors and the API
+    (``traces.schemas``); positional like the readers build it.
     """
 
     judge: str
@@ -50,6 +54,7 @@ class Verdict:
     note: str | None
     source_file: str | None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def value_text(self) -> str:
         """The value in words (VALUE_TEXT): ``malformed`` reads "unreadable judge output"."""

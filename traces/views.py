@@ -1,4 +1,8 @@
-"""Run pages: the runs list, one run with its trace viewer and judge panel. Thin views over traces.selectors."""
+"""Run pages: the runs list, one run with its trace viewer and judge panel, the analysis page.
+
+Thin views: each calls the one selector of its page (``traces.selectors.pages``, ``selectors.analysis``), the one
+its JSON twin in ``traces.api`` serves, and renders it; what is left here is reading the URL and building links.
+"""
 from __future__ import annotations
 
 import re
@@ -8,13 +12,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.utils.http import urlencode
 
-from leaderboard import selectors as leaderboard_selectors
 from ptbsite.suites import suite_ids
 
 from . import figures, selectors
 from .evidence import RULE_TEXT
-from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, overoptimism
+from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES
 from .steps import STEP_KINDS
+from .verdicts import SCORED_KINDS
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -46,16 +50,16 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     flagged = _flag(request.GET.get("flagged"))
     latest = request.GET.get("latest") == "1"
     limit = None if getattr(request, "static_export", False) else PAGE_SIZE
-    runs, next_after = selectors.list_runs(**filters, flagged=flagged, latest_only=latest, after=request.GET.get("after"),
-                                           limit=limit)
+    data = selectors.runs_page(**filters, flagged=flagged, latest_only=latest, after=request.GET.get("after"),
+                               limit=limit)
     query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged"), "latest": "1" if latest else None}.items()
              if v}
-    options = selectors.filter_options()
+    options = data.options
     return render(request, "traces/runs.html", {
         "filter_selects": [("agent", "Agent", options["agents"]), ("benchmark", "Benchmark", options["benchmarks"]),
                            ("base_model", "Base model", options["base_models"])],
-        "runs": runs, "filters": filters, "flagged": request.GET.get("flagged") or "", "latest": latest,
-        "next_query": urlencode({**query, "after": next_after}) if next_after else None,
+        "runs": data.runs, "filters": filters, "flagged": request.GET.get("flagged") or "", "latest": latest,
+        "next_query": urlencode({**query, "after": data.next}) if data.next else None,
         "states": selectors.STATE_TEXT, "method_facets": [(m, FACET_TEXT[m]) for m in METHOD_FACETS],
         "method_facet_keys": METHOD_FACETS,
     })
@@ -85,63 +89,45 @@ def _filters(params: dict) -> dict:
             "q": params["q"] or None}
 
 
-def _page(run: selectors.RunSummary, params: dict, after: int) -> selectors.StepPage:
-    return selectors.steps_page(run.id, after=after, limit=int(params["limit"] or PAGE_SIZE),
-                                budget_hours=run.budget_hours, **_filters(params))
-
-
-def _get_run(run_id: str) -> selectors.RunSummary:
-    run = selectors.get_run(run_id)
-    if run is None:
-        raise Http404(f"no run {run_id}")
-    return run
+def _limit(params: dict) -> int:
+    return int(params["limit"] or PAGE_SIZE)
 
 
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&limit=``: the run's header, evaluations (old vs new), judge
     panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
+    One selector (``selectors.run_page``), the one ``/api/runs/<id>`` serves.
 
     ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
     that elapsed time.
     """
-    run = _get_run(run_id)
     params = _viewer_params(request)
-    focus = None
-    if request.GET.get("step", "").isdigit():
-        focus = int(request.GET["step"])
-    has_times = run.started_at is not None
-    time_jump_note = None
-    if focus is None and request.GET.get("at"):
+    step = int(request.GET["step"]) if request.GET.get("step", "").isdigit() else None
+    seconds, time_jump_note = None, None
+    if step is None and request.GET.get("at"):
         seconds = parse_time_jump(request.GET["at"])
         if seconds is None:
             time_jump_note = f"{request.GET['at'][:40]!r} is not a time: write hour 7, 7h or 7:30."
-        elif not has_times:
-            time_jump_note = "This trace has no timestamps, so it cannot be opened at a time: jump by step instead."
-        else:
-            focus = selectors.step_at_time(run.id, seconds, trace=params["trace"])
-    page = _page(run, params, (focus - 1) if focus is not None else -1)
+    page = selectors.run_page(run_id, **_filters(params), limit=_limit(params), step=step, at_seconds=seconds)
+    if page is None:
+        raise Http404(f"no run {run_id}")
+    if seconds is not None and not page.has_times:
+        time_jump_note = "This trace has no timestamps, so it cannot be opened at a time: jump by step instead."
     base_query = _base_query(params)
-    timeline = selectors.run_timeline(run)
-    found = selectors.run_facets(run.id)
-    own = next((f.value_num for f in found if f.facet == "self_score"), None)
-    evaluations = selectors.evaluations(run.id)
+    steps = page.steps
     return render(request, "traces/run_detail.html", {
-        "facets": found, "facet_text": FACET_TEXT, "timeline": timeline,
-        "overoptimism": overoptimism(own, None if run.score is None else run.score / 100),
-        "timeline_figure": figures.timeline(timeline) if timeline.phases or timeline.monitor else None,
-        "phases": PHASES, "idle_gap_minutes": int(IDLE_GAP_S // 60),
-        "run": run, "texts": selectors.run_texts(run.id), "page": page, "params": params, "focus": focus,
-        "kinds": STEP_KINDS, "tools": selectors.tools_used(run.id, params["trace"]),
-        "traces": selectors.trace_names(run.id), "evidence": selectors.evidence_steps(run.id),
-        "evidence_count": selectors.evidence_count(run.id),
-        "rule_text": RULE_TEXT, "evaluations": evaluations, "has_times": has_times, "time_jump_note": time_jump_note,
-        "counted": [e for e in evaluations if e["origin"] != selectors.PARTIAL_ORIGIN],
-        "override_log": selectors.override_log(run.id), "scored_kinds": selectors.SCORED_KINDS,
+        "run": page, "texts": page, "page": steps, "facets": page.facets, "timeline": page.timeline,
+        "overoptimism": page.overoptimism, "evaluations": page.evaluations, "counted": page.counted,
+        "override_log": page.override_log, "evidence": page.evidence, "evidence_count": page.evidence_count,
+        "tools": page.tools, "traces": page.traces, "focus": page.focus, "has_times": page.has_times,
+        "time_jump_note": time_jump_note, "params": params,
+        "timeline_figure": figures.timeline(page.timeline) if page.timeline.phases or page.timeline.monitor else None,
+        "facet_text": FACET_TEXT, "phases": PHASES, "idle_gap_minutes": int(IDLE_GAP_S // 60), "kinds": STEP_KINDS,
+        "rule_text": RULE_TEXT, "scored_kinds": SCORED_KINDS,
         # Staff controls post to the evaluator's URLs by path (traces does not import evaluator).
         "judge_configured": bool(settings.PTB_JUDGE_COMMAND),
-        "references": selectors.reference_scores(run.suite, run.base_model, run.benchmark),
-        "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
-        "earlier_query": urlencode({**base_query}) if focus else None,
+        "more_query": urlencode({**base_query, "after": steps.next}) if steps.next is not None else None,
+        "earlier_query": urlencode({**base_query}) if page.focus else None,
     })
 
 
@@ -149,25 +135,34 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     """``/runs/<id>/steps?after=&limit=&trace=&kind=&tool=&q=``: one page of steps after the cursor ``after``.
 
     To htmx (``HX-Request``) the "load more" partial; otherwise a page of its own with links to the previous and
-    next pages (the no-script fallback, and the static export's ``runs/<id>/steps/<n>.html``).
+    next pages (the no-script fallback, and the static export's ``runs/<id>/steps/<n>.html``). One selector
+    (``selectors.run_steps``), the one ``/api/runs/<id>/steps`` serves.
     """
-    run = _get_run(run_id)
     params = _viewer_params(request)
     after = int(request.GET["after"]) if request.GET.get("after", "").lstrip("-").isdigit() else -1
-    page = _page(run, params, after)
+    partial = bool(request.headers.get("HX-Request"))
+    data = selectors.run_steps(run_id, after=after, limit=_limit(params), with_previous=not partial,
+                               **_filters(params))
+    if data is None:
+        raise Http404(f"no run {run_id}")
     base_query = _base_query(params)
     context = {
-        "run": run, "page": page, "params": params, "rule_text": RULE_TEXT, "focus": None,
-        "more_query": urlencode({**base_query, "after": page.next}) if page.next is not None else None,
+        "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
+        "more_query": urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None,
     }
-    if request.headers.get("HX-Request"):
+    if partial:
         return render(request, "traces/_steps.html", context)
-    previous = selectors.previous_cursor(run.id, after=after, limit=int(params["limit"] or PAGE_SIZE),
-                                         **_filters(params))
     return render(request, "traces/run_steps.html", {
         **context, "after": after,
-        "previous_query": urlencode({**base_query, "after": previous}) if previous is not None else None,
+        "previous_query": urlencode({**base_query, "after": data.previous}) if data.previous is not None else None,
     })
+
+
+def _get_run(run_id: str) -> selectors.Run:
+    run = selectors.get_run(run_id)
+    if run is None:
+        raise Http404(f"no run {run_id}")
+    return run
 
 
 def run_step_text(request: HttpRequest, run_id: str, index: int) -> HttpResponse:
@@ -203,15 +198,12 @@ def _suite(request: HttpRequest) -> str:
 def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
     calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what
-    the suite's source reports on the same questions (``leaderboard.selectors.reported_facts``), by topic."""
+    the suite's source reports on the same questions (``ptbsite.reported``), by topic. One selector
+    (``selectors.analysis``), the one its JSON twins ``/api/analysis/*`` serve."""
     suite = _suite(request)
     data = selectors.analysis(suite)
-    facts = leaderboard_selectors.reported_facts(suite)
-    topics = [(text, [f for f in facts if f.topic == topic])
-              for topic, text in leaderboard_selectors.FACT_TOPIC_TEXT.items()]
     return render(request, "traces/analysis.html", {
-        "reported": [(text, items) for text, items in topics if items],
-        "reported_source": facts[0].source if facts else "",
+        "reported": data.reported_by_topic, "reported_source": data.reported[0].source if data.reported else "",
         "data": data, "suite": suite, "suites": suite_ids(), "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
     })

@@ -8,9 +8,9 @@ facets and evidence from stored steps after a rule change).
 """
 from .reader import Ingester, RunIngestError, content_hash
 from .reindex import ReindexReport, current_versions, reindex
-from .state import API_LIMIT_MARKERS, STATES, derive_state, read_accuracy
+from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 from .tree import SYNTHETIC_MARKER, IngestReport, ingest_tree
 
-__all__ = ["API_LIMIT_MARKERS", "STATES", "SYNTHETIC_MARKER", "IngestReport", "Ingester", "ReindexReport",
+__all__ = ["API_LIMIT_MARKERS", "SYNTHETIC_MARKER", "IngestReport", "Ingester", "ReindexReport",
            "RunIngestError", "content_hash", "current_versions", "derive_state", "ingest_tree", "read_accuracy",
            "reindex"]

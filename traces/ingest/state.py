@@ -1,6 +1,6 @@
 """Run state: what a run directory's files say about how the run ended (spec section 1.3), and its score.
 
-``derive_state`` gives one of :data:`STATES` with a human-readable detail; ``read_accuracy`` reads the score of a
+``derive_state`` gives one of ``traces.schemas.RUN_STATES`` with a human-readable detail; ``read_accuracy`` reads the score of a
 parsed ``metrics.json``. Both read files only; nothing is written.
 """
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pathlib import Path
 # Strings in solve_out.txt that mean the agent's API account ran dry (spec 1.3).
 API_LIMIT_MARKERS = ("You've hit your limit", "spending_limit", "billing_hard_limit", "insufficient_quota",
                      "budget_exceeded", "plan does not yet include", "token_expired", "Failed to refresh token")
-STATES = ("scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure", "api_limit")
 
 
 def read_accuracy(metrics: dict | None, path: Path) -> tuple[float | None, str | None]:

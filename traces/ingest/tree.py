@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from django.conf import settings
+
 from ptbsite import warehouse
 
 from .. import layout
@@ -179,7 +181,7 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -
 def ingest_tree(
     *,
     root: Path,
-    suite_id: str = "posttrainbench",
+    suite_id: str = settings.DEFAULT_SUITE,
     synthetic: bool | None = None,
     redactor: Redactor | None = None,
     progress: Callable[[str], None] | None = None,

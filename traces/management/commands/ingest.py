@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
@@ -17,7 +18,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("root", type=Path)
-        parser.add_argument("--suite", default="posttrainbench")
+        parser.add_argument("--suite", default=settings.DEFAULT_SUITE)
         parser.add_argument("--synthetic", action="store_true", default=None,
                             help="label the runs as synthetic demo data (default: whether ROOT/SYNTHETIC exists)")
         parser.add_argument("--quiet", action="store_true",

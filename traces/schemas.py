@@ -1,0 +1,238 @@
+"""The typed models of the run record as pages and the API read it: one model per concept.
+
+Selectors return these; the API serves them as they are (``response=`` the model); templates render their
+attributes. Scores are fractions (0..1) in Python everywhere. The fields typed :data:`Percent` are served in
+percent (x 100) when the model is serialized (the API's documented units, kept since issue 5); their Python value
+stays a fraction, and templates show them with the ``percent`` filter.
+
+Why the ingest's records differ: the parsers yield :class:`traces.steps.Step` and the facet rules
+:class:`traces.facets.Facet`, plain slotted dataclasses built hundreds of thousands of times per ingest (a
+pydantic model validates every field on construction, several times slower); they are what ingest writes, and
+:class:`Step` / :class:`Facet` here are what the warehouse gives back (with the stored extras: remaining time,
+whole-text sizes, evidence rules). :class:`traces.verdicts.Verdict` is the one verdict model, written by the file
+readers and read back by the selectors alike.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from ptbsite.units import PercentOrNone
+
+from .steps import StepKind
+from .verdicts import Verdict
+
+RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
+                   "api_limit"]
+RUN_STATES: tuple[RunState, ...] = ("scored", "no_final_model", "eval_failed", "never_finished", "timed_out",
+                                    "cuda_failure", "api_limit")
+STATE_TEXT: dict[str, str] = {
+    "scored": "scored", "no_final_model": "no final model", "eval_failed": "evaluation failed",
+    "never_finished": "never finished", "timed_out": "timed out", "cuda_failure": "CUDA failure",
+    "api_limit": "API limit",
+}
+
+
+# A fraction in Python, percent (x 100) once serialized (the API's unit for scores).
+Percent = PercentOrNone
+
+
+class Model(BaseModel):
+    """Base of the read models: built from attributes too (ninja's ``response=``), extra keys refused."""
+
+    model_config = ConfigDict(from_attributes=True, extra="forbid")
+
+
+class Run(Model):
+    """One run as listed and as its page heads it.
+
+    ``score``: the newest evaluation that is not a partial rerun (fraction; percent in JSON), None when not
+    scored; ``accuracy``: ingest's score from the results tree (fraction). ``time_taken_s`` seconds,
+    ``budget_hours`` hours; tokens and ``cost_usd`` (US dollars) as the trace reports them. ``overrides``: a
+    reviewer's latest verdict per kind (True = flagged); ``flags``: the effective flag per scored kind after
+    overrides (``flagged``, ``judge_error`` or None; empty for baselines).
+    """
+
+    id: str
+    method: str
+    run_dir: str
+    suite: str
+    benchmark: str
+    base_model: str
+    base_model_hf: str
+    cluster_id: int
+    is_latest: bool
+    state: RunState
+    state_detail: str
+    time_taken_s: int | None
+    budget_hours: float
+    accuracy: float | None
+    has_final_model: bool
+    eval_attempts: int
+    trace_file: str | None
+    trace_format: str | None
+    trace_bytes: int
+    step_count: int
+    started_at: datetime | None
+    ended_at: datetime | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    trace_model: str | None
+    synthetic: bool
+    agent: str = ""
+    agent_key: str = ""
+    scaffold: str = ""
+    score: Percent = Field(None, description="percent (the newest successful evaluation), null when not scored")
+    verdicts: list[Verdict] = Field(default_factory=list)
+    overrides: dict[str, bool] = Field(default_factory=dict)
+    flags: dict[str, str | None] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state_text(self) -> str:
+        """The state in words (STATE_TEXT)."""
+        return STATE_TEXT.get(self.state, self.state)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def flagged(self) -> bool:
+        """A judge (after overrides) flagged contamination or a disallowed model."""
+        return any(v == "flagged" for v in self.flags.values())
+
+    @property
+    def judge_error(self) -> bool:
+        """A scored verdict is missing or malformed (the run falls back to its base model too)."""
+        return any(v == "judge_error" for v in self.flags.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def budget_fraction(self) -> float | None:
+        """Agent time as a fraction of the budget (0..1+), None without time_taken.txt."""
+        if self.time_taken_s is None or not self.budget_hours:
+            return None
+        return self.time_taken_s / (self.budget_hours * 3600)
+
+
+def _not_shown(shown: str | None, total: int | None) -> int:
+    if shown is None or total is None:
+        return 0
+    return max(0, total - len(shown.encode("utf-8", "surrogatepass")))
+
+
+class Step(Model):
+    """One stored step of a trace. ``elapsed_s``/``remaining_s`` in seconds (remaining from the run's budget).
+
+    ``input``/``output`` hold what the page shows (cut to what the page size allows); ``input_bytes``/
+    ``output_bytes`` are the UTF-8 sizes of the whole texts and ``*_not_shown`` the bytes left out, served whole
+    by ``/api/runs/{run_id}/steps/{index}/text``. ``call_id`` pairs a tool call with its result; ``label`` names a
+    typed event (rate limit, api retry, task started, compaction summary, ...); ``suspicious``: the evidence
+    rules that marked the step.
+    """
+
+    index: int
+    time: datetime | None = None
+    elapsed_s: float | None = None
+    remaining_s: float | None = None
+    kind: StepKind
+    label: str | None = None
+    tool: str | None = None
+    call_id: str | None = None
+    input: str | None = None
+    output: str = ""
+    input_bytes: int | None = None
+    output_bytes: int | None = None
+    is_error: bool = False
+    tokens_in: int | None = Field(None, exclude=True)
+    tokens_out: int | None = Field(None, exclude=True)
+    line: int | None = Field(None, exclude=True)
+    suspicious: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def input_not_shown(self) -> int:
+        """Bytes (UTF-8) of the whole input that ``input`` leaves out."""
+        return _not_shown(self.input, self.input_bytes)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def output_not_shown(self) -> int:
+        """Bytes (UTF-8) of the whole output that ``output`` leaves out."""
+        return _not_shown(self.output, self.output_bytes)
+
+
+class StepPage(Model):
+    """One page of a trace: ``next`` is the ``after`` cursor of the next page (None on the last), ``total`` the
+    steps matching the filters."""
+
+    steps: list[Step]
+    next: int | None
+    total: int
+
+
+class EvidenceStep(Model):
+    """A step an evidence rule marked: its index, the rules (``suspicious``), its input cut to 1,000 characters."""
+
+    index: int
+    rules: list[str]
+    input: str | None
+
+
+class Evaluation(Model):
+    """One scoring of the run's checkpoint (the original or a rerun). ``score``: fraction (percent in JSON);
+    ``counts``: this is the run's score (the newest that is not a partial rerun); ``created_at`` UTC."""
+
+    id: str
+    origin: str
+    counts: bool
+    score: Percent = Field(description="percent (0-100)")
+    metrics: dict = Field(default_factory=dict)
+    provenance: dict
+    created_at: datetime
+
+
+class Facet(Model):
+    """One stored facet of a run (rules in ``traces/facets.py``): ``value_num`` a count, a step number or a
+    fraction (``self_score``), None for presence facets; ``steps``: the agent-trace step indices it cites."""
+
+    facet: str
+    value: str
+    value_num: float | None
+    steps: list[int]
+
+
+class OverrideEntry(Model):
+    """One reviewer override in the audit log: ``previous`` (flagged | clean | judge_error, None on rows older
+    than the column), ``flagged`` the new verdict (``new`` in words), ``created_at`` naive UTC."""
+
+    kind: str
+    previous: str | None
+    flagged: bool
+    new: str
+    reason: str
+    reviewer: str
+    created_at: datetime
+
+
+class RunTexts(Model):
+    """The run's long texts and what ingest did to its files: ``prompt`` (cut; ``prompt_not_shown``: characters
+    left out), ``metrics`` (None when absent or too long to show), ``problems`` (the first ones; ``problem_count``
+    all), ``redaction_warnings``, ``secrets_redacted`` and ``chars_replaced`` (None for runs stored before they
+    were counted), ``trace_incomplete`` (why the agent trace is incomplete, else None), ``unknown_events``."""
+
+    prompt: str | None = None
+    prompt_not_shown: int = 0
+    metrics: dict | None = None
+    problems: list[str] = Field(default_factory=list)
+    problem_count: int = 0
+    redaction_warnings: list[str] = Field(default_factory=list)
+    secrets_redacted: int | None = None
+    chars_replaced: int | None = None
+    trace_incomplete: str | None = None
+    unknown_events: dict[str, int] = Field(default_factory=dict)
+
+
+__all__ = ["RunState", "RUN_STATES", "STATE_TEXT", "Percent", "Run", "Step", "StepPage", "EvidenceStep",
+           "Evaluation", "Facet", "OverrideEntry", "RunTexts", "Verdict"]

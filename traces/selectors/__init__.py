@@ -1,0 +1,45 @@
+"""Reads of the traces app, by concept; the other apps read runs here (this package's names only).
+
+- ``runs``: the runs list, one run, its texts, evaluations, facets, references, directory.
+- ``steps``: step pages (keyset pagination), whole step texts, the search index, cursors, evidence.
+- ``verdicts``: the override audit log and judge-vs-reviewer agreement.
+- ``analysis``: a run's timeline; the analysis page's computation.
+- ``feeds``: what the leaderboard and the static export read (latest cells, tree baselines, usage, fingerprints).
+- ``pages``: one selector per page (``run_page``, ``run_steps``, ``runs_page``), one unit of work each.
+
+The models they return are in ``traces.schemas``.
+"""
+from __future__ import annotations
+
+from ..schemas import STATE_TEXT, Evaluation, EvidenceStep, Facet, OverrideEntry, Run, RunTexts, Step, StepPage
+from ..verdicts import SCORED_KINDS
+from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, Calibration, CalibrationRun,
+                       MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
+                       run_facts, run_timeline)
+from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_tree_baselines,
+                    run_fingerprints, tree_baselines)
+from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page
+from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
+                   fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
+                   run_directory, run_facets, run_texts, runs_with_facet)
+from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
+                    evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time, step_index, step_text,
+                    steps_page, tools_used, trace_names)
+from .verdicts import override_agreement, override_log
+
+RunSummary = Run  # the name before issue 14
+
+__all__ = [
+    "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
+    "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
+    "AgentCalibration", "AgentTimeUse", "Analysis", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
+    "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
+    "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
+    "RunTexts", "RunUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",
+    "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
+    "field_chars", "read_latest_cells", "read_runs_with_facet", "read_tree_baselines",
+    "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
+    "previous_cursor", "reference_scores", "run_directory", "run_facets", "run_facts", "run_fingerprints",
+    "run_page", "run_steps", "run_texts", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
+    "step_index", "step_text", "steps_page", "tools_used", "trace_names", "tree_baselines",
+]

@@ -1,0 +1,319 @@
+"""Reads of a run's time use (phases, tool calls on the timeline, system_monitor samples) and of the analysis page
+(facts of a suite's latest runs and the per-agent tables built from them). Scores are fractions."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ptbsite import warehouse
+from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
+
+from pydantic import Field, computed_field
+
+from ..facets import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
+from ..schemas import Model, Percent, Run
+from ..steps import Step
+from .runs import AGENT_RUN, fetch_dicts, read_runs
+
+class TimelineCall(Model):
+    """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped)."""
+
+    index: int
+    elapsed_s: float
+    tool: str | None
+    phase: str
+    input: str
+
+
+class PhaseStretch(Model):
+    """A stretch of the run in one phase: seconds since the trace's first timed step, and its first and last step."""
+
+    phase: str
+    start_s: float
+    end_s: float
+    step_from: int
+    step_to: int
+
+
+class MonitorSample(Model):
+    """One system_monitor sample: seconds on the steps' axis, GPU utilisation (%), memory used and total (MiB)."""
+
+    t_s: float
+    gpu_util: float
+    gpu_mem_mib: float
+    gpu_mem_total_mib: float
+
+
+class Timeline(Model):
+    """A run's time use, as on its page and ``/api/runs/<id>/timeline``. Seconds on the steps' ``elapsed_s`` axis;
+    ``split_s``: seconds per phase (every phase of ``traces.facets.PHASES``); ``idle_gaps``: idle stretches
+    (longer than ``idle_gap_s`` with nothing running); ``budget_s``: the budget in seconds; ``time_taken_s``:
+    time_taken.txt (None without); ``budget_fraction``: the fraction of the budget used; ``calls``: at most
+    MAX_TIMELINE_CALLS of the trace's ``calls_total`` tool calls."""
+
+    run_id: str
+    budget_s: float
+    time_taken_s: int | None
+    split_s: dict[str, float]
+    idle_gaps: int
+    idle_gap_s: float = IDLE_GAP_S
+    phases: list[PhaseStretch]
+    calls: list[TimelineCall]
+    monitor: list[MonitorSample]
+    calls_total: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def budget_fraction(self) -> float | None:
+        return None if self.time_taken_s is None or not self.budget_s else self.time_taken_s / self.budget_s
+
+
+MAX_TIMELINE_CALLS = 2000  # a 20,000-call trace draws every 11th call: the page stays light
+
+
+@warehouse.retrying
+def run_timeline(run: Run) -> Timeline:
+    """The run's phases, tool calls (with the phase of the stretch holding them; every k-th call when there are
+    more than MAX_TIMELINE_CALLS, ``calls_total`` says how many there are) and monitor samples."""
+    with warehouse.connect() as con:
+        return read_timeline(con, run)
+
+
+def read_timeline(con, run: Run) -> Timeline:
+    """:func:`run_timeline` on an open connection."""
+    stretches = [PhaseStretch(**r) for r in fetch_dicts(
+        con, "SELECT phase, start_s, end_s, step_from, step_to FROM phases WHERE run_id = ? ORDER BY start_s", [run.id])]
+    total = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND kind = 'tool_call' "
+                        "AND elapsed_s IS NOT NULL", [run.id]).fetchone()[0]
+    every = -(-total // MAX_TIMELINE_CALLS) if total else 1
+    calls = con.execute("SELECT idx, elapsed_s, tool, input FROM (SELECT idx, elapsed_s, tool, left(input, 200) "
+                        "AS input, row_number() OVER (ORDER BY idx) - 1 AS n FROM steps WHERE run_id = ? "
+                        "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL) "
+                        "WHERE n % ? = 0 ORDER BY idx", [run.id, every]).fetchall()
+    samples = [MonitorSample(**r) for r in fetch_dicts(
+        con, "SELECT t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor WHERE run_id = ? ORDER BY t_s",
+        [run.id])]
+    split = time_split(Phase(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in stretches)
+    timeline_calls = [
+        TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200],
+                     phase=call_phase(Step(index, "tool_call", tool=tool, input=text)))
+        for index, elapsed, tool, text in calls
+    ]
+    return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
+                    idle_gaps=sum(1 for p in stretches if p.phase == "idle"), phases=stretches, calls=timeline_calls,
+                    monitor=samples, calls_total=total)
+
+
+@dataclass
+class RunFacts:
+    """One run as the analysis page counts it. Scores are fractions: ``self_score`` (the agent's last
+    self-reported score), ``verified`` (the newest evaluation); ``ratio`` = self / verified (None where undefined,
+    ``traces.facets.overoptimism``); ``base_score``: the base model's zero-shot score on the benchmark (fraction,
+    from the suite's published baselines, else an ingested baseline evaluation; None when neither exists);
+    ``split``: seconds per phase; ``idle_gaps``: idle stretches; ``methods``: the run's method facets."""
+
+    run: Run
+    methods: set[str]
+    self_score: float | None
+    verified: float | None
+    ratio: float | None
+    base_score: float | None
+    split: dict[str, float]
+    idle_gaps: int
+    timed: bool
+
+
+class MethodMix(Model):
+    """Per agent: how many of its latest runs (``runs``) used each method facet (``counts``)."""
+
+    key: str
+    agent: str
+    runs: int
+    counts: dict[str, int]
+
+
+class MethodScore(Model):
+    """Per method facet: mean verified score (fraction; percent in JSON) of the scored latest runs with it and of
+    those without it."""
+
+    facet: str
+    runs: int
+    mean_score: Percent = Field(description="percent (fraction x 100)")
+    runs_without: int
+    mean_without: Percent = Field(description="percent (fraction x 100)")
+
+
+class AgentCalibration(Model):
+    """Per agent: runs with a defined overoptimism ratio (self-reported / verified), its mean, the mean self-reported
+    and verified scores (fractions; percent in JSON), and the best run (highest verified score) with its ratio."""
+
+    key: str
+    agent: str
+    runs: int
+    mean_ratio: float | None
+    mean_self: Percent = Field(description="percent (fraction x 100)")
+    mean_verified: Percent = Field(description="percent (fraction x 100)")
+    best_run: str | None
+    best_ratio: float | None
+
+
+class CalibrationRun(Model):
+    """One run with a defined ratio, scores as fractions (also in JSON): ``base_score`` the base model's score on
+    the benchmark (None when unknown)."""
+
+    run_id: str
+    agent_key: str
+    benchmark: str
+    base_model: str
+    self_score: float
+    verified: float
+    ratio: float
+    base_score: float | None
+
+
+class Calibration(Model):
+    """The calibration table (``agents``) and every run with a ratio (``runs``), as on /analysis/."""
+
+    agents: list[AgentCalibration]
+    runs: list[CalibrationRun]
+
+
+class AgentTimeUse(Model):
+    """Per agent: mean fraction of the budget used (time_taken.txt) over ``runs_timed`` runs, and mean hours per
+    phase and idle gaps per run over the ``runs_traced`` runs whose trace has times."""
+
+    key: str
+    agent: str
+    runs: int
+    runs_timed: int
+    budget_fraction: float | None
+    runs_traced: int
+    hours: dict[str, float]
+    idle_gaps: float | None
+
+
+@dataclass
+class Analysis:
+    """The analysis page of a suite: its latest runs' facts and the per-agent tables built from them."""
+
+    suite: str
+    runs: list[RunFacts]
+    method_mix: list[MethodMix]
+    score_by_method: list[MethodScore]
+    calibration: list[AgentCalibration]
+    time_use: list[AgentTimeUse]
+    reported: list[ReportedFact] = field(default_factory=list)
+
+    @property
+    def reported_by_topic(self) -> list[tuple[str, list[ReportedFact]]]:
+        """The reported facts grouped by topic, in FACT_TOPIC_TEXT's order, as (topic in words, facts); topics
+        without facts left out."""
+        topics = [(text, [f for f in self.reported if f.topic == topic]) for topic, text in FACT_TOPIC_TEXT.items()]
+        return [(text, items) for text, items in topics if items]
+
+    @property
+    def synthetic_runs(self) -> int:
+        """How many of the runs are generated demo runs."""
+        return sum(1 for f in self.runs if f.run.synthetic)
+
+    def calibration_page(self) -> Calibration:
+        """The calibration table with the runs behind it (the twin of the page's calibration section)."""
+        return Calibration(agents=self.calibration, runs=[
+            CalibrationRun(run_id=f.run.id, agent_key=f.run.agent_key, benchmark=f.run.benchmark,
+                           base_model=f.run.base_model, self_score=f.self_score, verified=f.verified, ratio=f.ratio,
+                           base_score=f.base_score)
+            for f in self.runs if f.ratio is not None and f.self_score is not None and f.verified is not None])
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@warehouse.retrying
+def run_facts(suite: str) -> list[RunFacts]:
+    """Facts of every latest (non-baseline) run of a suite, ordered by agent then run id."""
+    with warehouse.connect() as con:
+        return read_run_facts(con, suite)
+
+
+def read_run_facts(con, suite: str) -> list[RunFacts]:
+    """:func:`run_facts` on an open connection."""
+    runs = read_runs(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
+    facet_rows = con.execute(
+        "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
+        "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
+    phase_rows = con.execute(
+        "SELECT p.run_id, p.phase, sum(p.end_s - p.start_s), count(*) FROM phases p JOIN runs r ON r.id = p.run_id "
+        "WHERE r.suite = ? AND r.is_latest GROUP BY p.run_id, p.phase", [suite]).fetchall()
+    base = {(m, t): v for m, t, v in con.execute(
+        "SELECT base_model, benchmark, value FROM reported_cells WHERE suite = ? AND agent = 'base-zeroshot'",
+        [suite]).fetchall()}
+    for m, t, v in con.execute(
+            "SELECT r.base_model, r.benchmark, (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id "
+            f"ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND NOT ({AGENT_RUN}) "
+            "AND r.is_latest", [suite]).fetchall():
+        if v is not None:
+            base.setdefault((m, t), v)
+    methods: dict[str, set[str]] = {}
+    self_scores: dict[str, float] = {}
+    for run_id, facet, value in facet_rows:
+        if facet in METHOD_FACETS:
+            methods.setdefault(run_id, set()).add(facet)
+        elif facet == "self_score":
+            self_scores[run_id] = value
+    splits: dict[str, dict[str, float]] = {}
+    idle: dict[str, int] = {}
+    for run_id, phase, seconds, count in phase_rows:
+        splits.setdefault(run_id, dict.fromkeys(PHASES, 0.0))[phase] = seconds
+        if phase == "idle":
+            idle[run_id] = count
+    facts = []
+    for run in sorted(runs, key=lambda r: (r.agent.lower(), r.id)):
+        verified = run.score
+        own = self_scores.get(run.id)
+        facts.append(RunFacts(run, methods.get(run.id, set()), own, verified, overoptimism(own, verified),
+                              base.get((run.base_model, run.benchmark)), splits.get(run.id, dict.fromkeys(PHASES, 0.0)),
+                              idle.get(run.id, 0), run.id in splits))
+    return facts
+
+
+@warehouse.retrying
+def analysis(suite: str) -> Analysis:
+    """The analysis page of a suite and its JSON twins (``/api/analysis/*``), in one unit of work: method mix,
+    score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
+    source reports on the same questions (``reported``, ``ptbsite.reported``).
+
+    Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
+    difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
+    """
+    with warehouse.connect() as con:
+        facts = read_run_facts(con, suite)
+        reported = read_reported_facts(con, suite)
+    agents: dict[str, list[RunFacts]] = {}
+    for f in facts:
+        agents.setdefault(f.run.agent_key, []).append(f)
+    mix, calibration, time_use = [], [], []
+    for key, items in agents.items():
+        name = items[0].run.agent
+        mix.append(MethodMix(key=key, agent=name, runs=len(items),
+                             counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
+        rated = [f for f in items if f.ratio is not None]
+        best = max(rated, key=lambda f: f.verified) if rated else None
+        calibration.append(AgentCalibration(
+            key=key, agent=name, runs=len(rated), mean_ratio=_mean([f.ratio for f in rated]),
+            mean_self=_mean([f.self_score for f in rated]), mean_verified=_mean([f.verified for f in rated]),
+            best_run=best.run.id if best else None, best_ratio=best.ratio if best else None))
+        timed = [f.run.budget_fraction for f in items if f.run.budget_fraction is not None]
+        traced = [f for f in items if f.timed]
+        time_use.append(AgentTimeUse(
+            key=key, agent=name, runs=len(items), runs_timed=len(timed), budget_fraction=_mean(timed),
+            runs_traced=len(traced), hours={p: (_mean([f.split[p] / 3600 for f in traced]) or 0.0) for p in PHASES},
+            idle_gaps=_mean([float(f.idle_gaps) for f in traced])))
+    scored = [f for f in facts if f.verified is not None]
+    by_method = []
+    for m in METHOD_FACETS:
+        with_m = [f.verified for f in scored if m in f.methods]
+        without = [f.verified for f in scored if m not in f.methods]
+        by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m), runs_without=len(without),
+                                     mean_without=_mean(without)))
+    return Analysis(suite, facts, mix, by_method, calibration, time_use, reported)
+

@@ -1,0 +1,152 @@
+"""Reads other apps' pages are built from: the leaderboard's latest cells and tree baselines, usage per run, and the
+static export's run fingerprints. Scores are fractions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptbsite import warehouse
+
+from ..layout import BASELINE_FALLBACK_DIR
+from .runs import AGENT_RUN, SCORE_SQL, read_runs
+
+@dataclass
+class CellRun:
+    """The latest run of one (method, benchmark, base model) cell, as the leaderboard needs it.
+
+    ``accuracy``: the newest evaluation's score (fraction, also when flagged), None when not scored; ``flags`` maps scored verdict kinds to ``flagged``/``judge_error``/None after
+    overrides; ``overridden`` says a reviewer changed a verdict.
+    """
+
+    run_id: str
+    method: str
+    agent_key: str
+    agent_name: str
+    scaffold: str
+    reasoning_effort: str | None
+    benchmark: str
+    base_model: str
+    state: str
+    accuracy: float | None
+    time_taken_s: int | None
+    synthetic: bool
+    flags: dict[str, str | None]
+    overridden: bool
+    results_root: str = ""
+
+
+@warehouse.retrying
+def latest_cells(suite: str) -> list[CellRun]:
+    """Every method's latest run per (benchmark, base model) in a suite, with score and effective flags.
+
+    "Latest" = the highest cluster id, compared as a number (``is_latest``, set at ingest), as qol_multigpu's
+    ``walk_latest_runs`` does for both the score and the verdicts; main's ``aggregate_contamination.py`` compares
+    the ids as strings and can take the verdict of another attempt than the score. Baseline evaluations
+    (``baseline*`` dirs) are excluded. Ordered by method, benchmark, base model.
+    """
+    with warehouse.connect() as con:
+        return read_latest_cells(con, suite)
+
+
+def read_latest_cells(con, suite: str) -> list[CellRun]:
+    """:func:`latest_cells` on an open connection."""
+    runs = read_runs(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
+    methods = {row[0]: row[1:] for row in con.execute(
+        "SELECT id, reasoning_effort, results_root FROM methods WHERE suite = ?", [suite]).fetchall()}
+    cells = []
+    for run in sorted(runs, key=lambda r: (r.method, r.benchmark, r.base_model)):
+        effort, root = methods.get(run.method, (None, ""))
+        cells.append(CellRun(
+            run_id=run.id, method=run.method, agent_key=run.agent_key,
+            agent_name=run.agent, scaffold=run.scaffold, reasoning_effort=effort,
+            benchmark=run.benchmark, base_model=run.base_model, state=run.state,
+            accuracy=run.score, time_taken_s=run.time_taken_s,
+            synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides), results_root=root,
+        ))
+    return cells
+
+
+@dataclass(frozen=True)
+class TreeBaseline:
+    """The zero-shot baseline a results tree carries in its ``baseline_zeroshot/`` directory (spec 1.4).
+
+    ``scores``: (base model id, benchmark) -> the latest run's score (fraction), None where that run has none;
+    ``run_ids``: the same cells' run ids.
+    """
+
+    results_root: str
+    scores: dict[tuple[str, str], float | None]
+    run_ids: dict[tuple[str, str], str]
+
+
+@warehouse.retrying
+def tree_baselines(suite: str) -> dict[str, TreeBaseline]:
+    """Per results root, the base models' zero-shot scores from its ``baseline_zeroshot/`` runs.
+
+    The latest run (highest cluster id) of each (base model, benchmark) counts, with its newest evaluation's
+    score; the official instruct models' runs are left out (they are no fallback). Only the directory named
+    ``baseline_zeroshot`` counts: upstream's ``aggregate_final.py`` reads ``aggregated_baseline_zeroshot.csv``,
+    which ``aggregate_methods.py`` makes from it; ``baseline/`` and other ``baseline*`` dirs supply nothing.
+    """
+    with warehouse.connect() as con:
+        return read_tree_baselines(con, suite)
+
+
+def read_tree_baselines(con, suite: str) -> dict[str, TreeBaseline]:
+    """:func:`tree_baselines` on an open connection."""
+    rows = con.execute(
+        "SELECT m.results_root, r.base_model, r.benchmark, r.id, " + SCORE_SQL + " "
+        "FROM runs r JOIN methods m ON m.id = r.method JOIN base_models b ON b.suite = r.suite AND b.id = r.base_model "
+        "WHERE r.suite = ? AND r.method = ? AND r.is_latest ORDER BY r.id", [suite, BASELINE_FALLBACK_DIR]).fetchall()
+    out: dict[str, TreeBaseline] = {}
+    for root, model, benchmark, run_id, accuracy in rows:
+        tree = out.setdefault(root, TreeBaseline(root, {}, {}))
+        tree.scores[(model, benchmark)] = accuracy
+        tree.run_ids[(model, benchmark)] = run_id
+    return out
+
+
+@dataclass
+class RunUsage:
+    """Usage of one latest run: tokens (in + out, None when the trace has no split counts) and cost (USD)."""
+
+    run_id: str
+    agent_key: str
+    state: str
+    trace_format: str | None
+    tokens: int | None
+    cost_usd: float | None
+
+
+@warehouse.retrying
+def latest_usage(suite: str) -> list[RunUsage]:
+    """Token and cost usage of every method's latest runs in a suite (baselines excluded), ordered by run id."""
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT r.id, m.agent_key, r.state, r.trace_format, r.tokens_in + r.tokens_out, r.cost_usd "
+            "FROM runs r JOIN methods m ON m.id = r.method "
+            f"WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} ORDER BY r.id", [suite]).fetchall()
+    return [RunUsage(*row) for row in rows]
+
+
+
+
+@warehouse.retrying
+def run_fingerprints() -> dict[str, str]:
+    """{run id: md5 hex} for every non-baseline run, over what its pages show beyond the trace itself: the run's
+    content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
+    and overrides. A run whose fingerprint did not change renders to the same bytes."""
+    with warehouse.connect() as con:
+        return dict(con.execute(f"""
+            SELECT r.id, md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
+                m.agent_name, m.agent_key, m.scaffold,
+                (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
+                        ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
+                (SELECT string_agg(concat_ws(',', v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text,
+                        v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
+                   FROM verdicts v WHERE v.run_id = r.id),
+                (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
+                   FROM verdict_overrides o WHERE o.run_id = r.id)))
+            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} ORDER BY r.id
+        """).fetchall())
+
+

@@ -1,0 +1,136 @@
+"""One selector per page: everything a page shows, read in one unit of work, serving the page and its JSON twin.
+
+``run_page`` -> ``/runs/<id>/`` and ``/api/runs/<id>``; ``run_steps`` -> ``/runs/<id>/steps`` and
+``/api/runs/<id>/steps``; ``runs_page`` -> ``/runs/`` and ``/api/runs``.
+"""
+from __future__ import annotations
+
+from pydantic import Field
+
+from ptbsite import warehouse
+
+from ..facets import overoptimism
+from ..schemas import Evaluation, EvidenceStep, Facet, Model, OverrideEntry, Percent, Run, RunTexts, StepPage
+from .analysis import Timeline, read_timeline
+from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
+                   read_run_facets, read_run_list, read_run_texts)
+from .steps import (read_evidence, read_previous_cursor, read_step_at_time, read_steps_page, read_tools_used,
+                    read_trace_names)
+from .verdicts import read_override_log
+
+
+class RunPage(Run, RunTexts):
+    """One run as its page shows it: the run's fields, its texts (prompt, metrics, ingest problems, redaction
+    counts) and what the page derives from them.
+
+    ``base_model_score``/``instruct_score``: the suite's published zero-shot scores of the base model and its
+    instruct model on the run's benchmark (fractions; percent in JSON). ``evaluations``: newest first;
+    ``counted``: those that can be the run's score (not partial reruns), newest first, so ``counted[0]`` is the
+    score and ``counted[1]`` the one it replaced. ``overoptimism``: the agent's last self-reported score over the
+    verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
+    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first.
+
+    Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
+    (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus``; ``redaction_warnings`` are
+    for admins only.
+    """
+
+    base_model_score: Percent = Field(description="percent, the published zero-shot score of the base model")
+    instruct_score: Percent = Field(description="percent, the published score of the official instruct model")
+    evaluations: list[Evaluation]
+    counted: list[Evaluation]
+    overoptimism: float | None
+    facets: list[Facet]
+    evidence: list[EvidenceStep]
+    evidence_count: int
+    override_log: list[OverrideEntry]
+    redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
+    steps: StepPage = Field(exclude=True)
+    timeline: Timeline = Field(exclude=True)
+    tools: list[str] = Field(exclude=True)
+    traces: list[str] = Field(exclude=True)
+    focus: int | None = Field(None, exclude=True)
+
+    @property
+    def has_times(self) -> bool:
+        """The trace has timestamps (it can be opened at a time)."""
+        return self.started_at is not None
+
+
+@warehouse.retrying
+def run_page(
+    run_id: str, *, trace: str = "agent", kind: str | None = None, tool: str | None = None, q: str | None = None,
+    limit: int = 50, step: int | None = None, at_seconds: float | None = None,
+) -> RunPage | None:
+    """The run page of ``run_id`` (None for an unknown run), its trace viewer opened at ``step``, else at the
+    first step at or after ``at_seconds`` of elapsed time (when the trace has times), else at the start, showing
+    ``limit`` steps of ``trace`` filtered by ``kind``, ``tool`` and the text search ``q``."""
+    with warehouse.connect() as con:
+        run = read_run(con, run_id)
+        if run is None:
+            return None
+        focus = step
+        if focus is None and at_seconds is not None and run.started_at is not None:
+            focus = read_step_at_time(con, run.id, at_seconds, trace=trace)
+        texts = read_run_texts(con, run.id) or RunTexts()
+        evaluations = read_evaluations(con, run.id)
+        facets = read_run_facets(con, run.id)
+        evidence, evidence_count = read_evidence(con, run.id)
+        refs = read_reference_scores(con, run.suite, run.base_model, run.benchmark)
+        own = next((f.value_num for f in facets if f.facet == "self_score"), None)
+        return RunPage(
+            **dict(run), **dict(texts), base_model_score=refs["base"], instruct_score=refs["instruct"],
+            evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
+            overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
+            evidence_count=evidence_count, override_log=read_override_log(con, run.id),
+            steps=read_steps_page(con, run.id, trace=trace, after=(focus - 1) if focus is not None else -1,
+                                  limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours),
+            timeline=read_timeline(con, run), tools=read_tools_used(con, run.id, trace),
+            traces=read_trace_names(con, run.id), focus=focus,
+        )
+
+
+class RunStepsPage(Model):
+    """One page of a run's trace, as ``/runs/<id>/steps`` shows it: the run, the page, and ``previous``, the
+    ``after`` cursor of the page before (-1 for the first page, None when this is the first)."""
+
+    run: Run
+    page: StepPage
+    previous: int | None
+
+
+@warehouse.retrying
+def run_steps(
+    run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
+    tool: str | None = None, q: str | None = None, with_previous: bool = True,
+) -> RunStepsPage | None:
+    """A page of ``limit`` steps of the run's ``trace`` after the cursor ``after`` (filters as
+    :func:`traces.selectors.steps_page`), with the previous page's cursor; None for an unknown run."""
+    with warehouse.connect() as con:
+        run = read_run(con, run_id)
+        if run is None:
+            return None
+        page = read_steps_page(con, run.id, trace=trace, after=after, limit=limit, kind=kind, tool=tool, q=q,
+                               budget_hours=run.budget_hours)
+        previous = (read_previous_cursor(con, run.id, after=after, limit=limit, trace=trace, kind=kind, tool=tool,
+                                         q=q) if with_previous else None)
+    return RunStepsPage(run=run, page=page, previous=previous)
+
+
+class RunsPage(Model):
+    """One page of the runs list: ``runs`` ordered by id, ``next`` the ``after`` cursor of the next page (None on
+    the last); ``options``: the filter choices ((value, label) pairs per filter; not in JSON)."""
+
+    runs: list[Run]
+    next: str | None
+    options: dict[str, list[tuple[str, str]]] = Field(default_factory=dict, exclude=True)
+
+
+@warehouse.retrying
+def runs_page(*, with_options: bool = True, **filters) -> RunsPage:
+    """The runs list (filters and paging of :func:`traces.selectors.list_runs`), with the filter choices."""
+    with warehouse.connect() as con:
+        runs, next_after = read_run_list(con, **filters)
+        options = read_filter_options(con) if with_options else {}
+    return RunsPage(runs=runs, next=next_after, options=options)
+

@@ -1,0 +1,298 @@
+"""Reads of runs: the runs list, one run, its long texts, evaluations, facets, references and directory.
+
+Each public read opens one unit of work (``warehouse.connect`` under ``@warehouse.retrying``); its ``read_*``
+form takes an open connection, so that a page's selector (``traces.selectors.pages``) reads everything it shows
+in one.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ptbsite import warehouse
+
+from ..facets import MEASURED_FACETS, METHOD_FACETS
+from ..layout import BASELINE_PREFIX, is_baseline_dir
+from ..schemas import STATE_TEXT, Evaluation, Facet, Run, RunTexts
+from ..verdicts import SCORED_KINDS, Verdict, effective_flags
+
+FACET_ORDER = METHOD_FACETS + MEASURED_FACETS
+# SQL condition on runs ``r``: an agent's run, not a baseline evaluation (any ``baseline*`` directory, spec 1.4).
+AGENT_RUN = f"NOT starts_with(r.method, '{BASELINE_PREFIX}')"
+RUN_COLUMNS = ("id, method, run_dir, suite, benchmark, base_model, base_model_hf, cluster_id, is_latest, state, "
+               "state_detail, time_taken_s, budget_hours, accuracy, has_final_model, eval_attempts, trace_file, "
+               "trace_format, trace_bytes, step_count, started_at, ended_at, tokens_in, tokens_out, cost_usd, "
+               "trace_model, synthetic")
+# The run's score: its newest evaluation that is not a partial rerun (fraction).
+SCORE_SQL = ("(SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id AND e.origin <> 'rerun-partial' "
+             "ORDER BY e.created_at DESC LIMIT 1)")
+PARTIAL_ORIGIN = "rerun-partial"  # a rerun on a sample of the test set (``--limit``): shown, never the score
+TEXT_SHOWN = 100_000  # characters of a run's prompt (and of its metrics.json) a run page and its API twin show
+PROBLEMS_SHOWN = 500  # ingest problems listed on a run page and in its API twin (the count says how many)
+VERDICT_COLUMNS = "judge, attempt, era, kind, value, flagged, text, note, source_file"
+
+
+def fetch_dicts(con, sql: str, params: list | tuple = ()) -> list[dict[str, Any]]:
+    """The rows of a query as dicts keyed by the query's column names (so models are built by name)."""
+    cursor = con.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def read_runs(con, where: str, params: list, limit: int | None = None) -> list[Run]:
+    """Runs (with agent names, score, verdicts, overrides and effective flags) matching a SQL condition on
+    ``runs r`` / ``methods m``, ordered by id."""
+    columns = ", ".join("r." + c.strip() for c in RUN_COLUMNS.split(","))
+    sql = (f"SELECT {columns}, m.agent_name AS agent, m.agent_key, m.scaffold, {SCORE_SQL} AS score "
+           f"FROM runs r JOIN methods m ON m.id = r.method WHERE {where} ORDER BY r.id"
+           + (f" LIMIT {int(limit)}" if limit else ""))
+    runs = [Run(**row) for row in fetch_dicts(con, sql, params)]
+    _attach_verdicts(con, runs)
+    return runs
+
+
+def read_verdicts(con, ids: list[str]) -> dict[str, list[Verdict]]:
+    """{run id: its verdicts} for the given runs (every id a key), ordered by era, judge, attempt, kind."""
+    by_run: dict[str, list[Verdict]] = {i: [] for i in ids}
+    if not ids:
+        return by_run
+    for row in fetch_dicts(con, f"SELECT run_id, {VERDICT_COLUMNS} FROM verdicts WHERE run_id IN "
+                                f"({', '.join('?' * len(ids))}) ORDER BY run_id, era, judge, attempt, kind", ids):
+        by_run[row.pop("run_id")].append(Verdict(**row))
+    return by_run
+
+
+def _attach_verdicts(con, runs: list[Run]) -> None:
+    if not runs:
+        return
+    ids = [r.id for r in runs]
+    by_run = read_verdicts(con, ids)
+    overrides: dict[str, dict[str, bool]] = {i: {} for i in ids}
+    for row in fetch_dicts(con, f"SELECT run_id, kind, flagged FROM verdict_overrides WHERE run_id IN "
+                                f"({', '.join('?' * len(ids))}) ORDER BY created_at", ids):
+        overrides[row["run_id"]][row["kind"]] = row["flagged"]  # the latest override of a kind wins
+    for run in runs:
+        run.verdicts = by_run[run.id]
+        run.overrides = overrides[run.id]
+        run.flags = effective_flags(run.verdicts, run.overrides) if not is_baseline_dir(run.method) else {}
+
+
+def facet_clause(spec: str) -> tuple[str, list[str]]:
+    """SQL condition on ``r.id`` for a facet spec: ``<facet>`` (the run has that facet, e.g. ``grpo``) or
+    ``<facet>:<value>`` (that facet with that value, e.g. ``library:trl``, ``dataset:openai/gsm8k``)."""
+    name, _, value = spec.partition(":")
+    if value:
+        return "r.id IN (SELECT run_id FROM facets WHERE facet = ? AND value = ?)", [name, value]
+    return "r.id IN (SELECT run_id FROM facets WHERE facet = ?)", [name]
+
+
+def read_run_list(
+    con, *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
+    flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
+    after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
+) -> tuple[list[Run], str | None]:
+    """:func:`list_runs` on an open connection."""
+    where, params = [AGENT_RUN], []
+    for column, value in (("r.benchmark", benchmark), ("r.base_model", base_model), ("r.state", state),
+                          ("r.suite", suite)):
+        if value:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if agent:
+        where.append("(m.agent_key = ? OR m.id = ?)")
+        params += [agent, agent]
+    if latest_only:
+        where.append("r.is_latest")
+    if facet:
+        clause, values = facet_clause(facet)
+        where.append(clause)
+        params += values
+    if after:
+        where.append("r.id > ?")
+        params.append(after)
+    condition = " AND ".join(where)
+    if limit is None:
+        runs, more = [r for r in read_runs(con, condition, params) if flagged is None or r.flagged == flagged], False
+    elif flagged is None:
+        runs = read_runs(con, condition, params, limit + 1)
+        more = len(runs) > limit
+        runs = runs[:limit]
+    else:
+        # The flag depends on verdicts and overrides: filter after attaching them, page by page.
+        runs, more = [], False
+        for candidate in read_runs(con, condition, params):
+            if candidate.flagged == flagged:
+                if len(runs) == limit:
+                    more = True
+                    break
+                runs.append(candidate)
+    return runs, (runs[-1].id if more and runs else None)
+
+
+@warehouse.retrying
+def list_runs(
+    *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
+    flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
+    after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
+) -> tuple[list[Run], str | None]:
+    """Runs matching the filters, ordered by id, one page at a time.
+
+    Args:
+        agent: a leaderboard agent key (``methods.agent_key``) or a method name.
+        flagged: True for runs a judge flagged (after overrides), False for the others.
+        after: the last run id of the previous page (keyset cursor).
+        facet: a facet spec (``grpo``, ``library:trl``; :func:`facet_clause`): only runs with that facet.
+        suite: only runs of that suite.
+        limit: runs per page; None for every matching run in one page (the static export's runs list).
+
+    Returns:
+        (runs, next cursor or None).
+    """
+    with warehouse.connect() as con:
+        return read_run_list(con, agent=agent, benchmark=benchmark, base_model=base_model, flagged=flagged,
+                             state=state, latest_only=latest_only, after=after, limit=limit, facet=facet, suite=suite)
+
+
+def read_run(con, run_id: str) -> Run | None:
+    found = read_runs(con, "r.id = ?", [run_id])
+    return found[0] if found else None
+
+
+@warehouse.retrying
+def get_run(run_id: str) -> Run | None:
+    """One run with its verdicts, overrides and effective flags, or None."""
+    with warehouse.connect() as con:
+        return read_run(con, run_id)
+
+
+def read_run_texts(con, run_id: str) -> RunTexts | None:
+    row = con.execute(
+        "SELECT left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
+        "problems, redaction_warnings, secrets_redacted, chars_replaced, trace_incomplete, unknown_events "
+        "FROM runs WHERE id = ?", [TEXT_SHOWN, TEXT_SHOWN, run_id]
+    ).fetchone()
+    if row is None:
+        return None
+    problems = json.loads(row[3])
+    return RunTexts(prompt=row[0], prompt_not_shown=(row[1] or 0) - len(row[0] or ""),
+                    metrics=json.loads(row[2]) if row[2] else None, problems=problems[:PROBLEMS_SHOWN],
+                    problem_count=len(problems), redaction_warnings=json.loads(row[4])[:PROBLEMS_SHOWN],
+                    secrets_redacted=row[5], chars_replaced=row[6], trace_incomplete=row[7],
+                    unknown_events=json.loads(row[8]) if row[8] else {})
+
+
+@warehouse.retrying
+def run_texts(run_id: str) -> RunTexts | None:
+    """The run's long texts and what ingest did to its files (:class:`traces.schemas.RunTexts`): ``prompt`` cut
+    to TEXT_SHOWN characters, ``metrics`` None when longer, at most PROBLEMS_SHOWN problems and redaction
+    warnings; None for an unknown run."""
+    with warehouse.connect() as con:
+        return read_run_texts(con, run_id)
+
+
+@warehouse.retrying
+def filter_options() -> dict[str, list[tuple[str, str]]]:
+    """The values the runs list can be filtered by, as (value, label) pairs: ``agents`` (key, display name),
+    ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs, sorted by label."""
+    with warehouse.connect() as con:
+        return read_filter_options(con)
+
+
+def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
+    agents = con.execute("SELECT DISTINCT m.agent_key, m.agent_name FROM runs r JOIN methods m ON m.id = r.method "
+                         f"WHERE {AGENT_RUN} ORDER BY m.agent_name, m.agent_key").fetchall()
+    benchmarks = con.execute(f"SELECT DISTINCT r.benchmark FROM runs r WHERE {AGENT_RUN} "
+                             "ORDER BY r.benchmark").fetchall()
+    models = con.execute(f"SELECT DISTINCT r.base_model FROM runs r WHERE {AGENT_RUN} "
+                         "ORDER BY r.base_model").fetchall()
+    return {"agents": [(k, n) for k, n in agents], "benchmarks": [(b, b) for (b,) in benchmarks],
+            "base_models": [(m, m) for (m,) in models]}
+
+
+def read_evaluations(con, run_id: str) -> list[Evaluation]:
+    rows = fetch_dicts(con, "SELECT id, origin, accuracy AS score, metrics_json, provenance_json, created_at "
+                            "FROM evaluations WHERE run_id = ? ORDER BY created_at DESC", [run_id])
+    counting = next((r["id"] for r in rows if r["origin"] != PARTIAL_ORIGIN), None)
+    return [Evaluation(id=r["id"], origin=r["origin"], score=r["score"], metrics=json.loads(r["metrics_json"]),
+                       provenance=json.loads(r["provenance_json"]), created_at=r["created_at"],
+                       counts=r["id"] == counting) for r in rows]
+
+
+@warehouse.retrying
+def evaluations(run_id: str) -> list[Evaluation]:
+    """Every evaluation of the run, newest first (score a fraction); ``counts`` marks the one that is the run's
+    score (the newest that is not a partial rerun)."""
+    with warehouse.connect() as con:
+        return read_evaluations(con, run_id)
+
+
+def read_reference_scores(con, suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
+    rows = dict(con.execute(
+        "SELECT agent, value FROM reported_cells WHERE suite = ? AND base_model = ? AND benchmark = ? "
+        "AND agent IN ('base-zeroshot', 'instruct')", [suite, base_model, benchmark]).fetchall())
+    return {"base": rows.get("base-zeroshot"), "instruct": rows.get("instruct")}
+
+
+@warehouse.retrying
+def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
+    """Scores (fractions) {"base", "instruct"} of the base model (zero-shot) and its official instruct model on
+    one benchmark, from the suite's published baselines (the leaderboard's ``reported_cells``), None where absent."""
+    with warehouse.connect() as con:
+        return read_reference_scores(con, suite, base_model, benchmark)
+
+
+def read_run_facets(con, run_id: str) -> list[Facet]:
+    order = {name: i for i, name in enumerate(FACET_ORDER)}
+    found = [Facet(facet=r["facet"], value=r["value"], value_num=r["value_num"],
+                   steps=[int(i) for i in r["steps"].split(",") if i])
+             for r in fetch_dicts(con, "SELECT facet, value, value_num, steps FROM facets WHERE run_id = ?", [run_id])]
+    return sorted(found, key=lambda f: (order.get(f.facet, len(order)), f.steps[:1], f.value))
+
+
+@warehouse.retrying
+def run_facets(run_id: str) -> list[Facet]:
+    """The run's facets in rule order (methods, then measured facets as ``traces.facets`` lists them)."""
+    with warehouse.connect() as con:
+        return read_run_facets(con, run_id)
+
+
+@warehouse.retrying
+def runs_with_facet(suite: str, spec: str) -> set[str]:
+    """Ids of the suite's runs that have the facet ``spec`` (see :func:`facet_clause`)."""
+    with warehouse.connect() as con:
+        return read_runs_with_facet(con, suite, spec)
+
+
+def read_runs_with_facet(con, suite: str, spec: str) -> set[str]:
+    """:func:`runs_with_facet` on an open connection."""
+    clause, values = facet_clause(spec)
+    return {r[0] for r in con.execute(f"SELECT r.id FROM runs r WHERE r.suite = ? AND {clause}",
+                                      [suite, *values]).fetchall()}
+
+
+@warehouse.retrying
+def run_directory(run_id: str) -> Path | None:
+    """The run's directory in its results tree, ``<methods.results_root>/<runs.method>/<runs.run_dir>``, or None
+    for an unknown run. The path is where ingest found the run; it may since have moved (not checked here)."""
+    with warehouse.connect() as con:
+        row = con.execute(
+            "SELECT m.results_root, r.method, r.run_dir FROM runs r JOIN methods m ON m.id = r.method WHERE r.id = ?",
+            [run_id]).fetchone()
+    return Path(row[0]) / row[1] / row[2] if row else None
+
+
+def checkpoint_path(run_id: str) -> Path | None:
+    """Where the run's checkpoint is: ``<run directory>/final_model`` (spec 1.2), or None for an unknown run.
+
+    The directory may not exist (the agent left none, or the tree moved); the evaluation reports that.
+    """
+    run_dir = run_directory(run_id)
+    return run_dir / "final_model" if run_dir else None
+
+
+__all__ = ["AGENT_RUN", "FACET_ORDER", "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
+           "checkpoint_path", "evaluations", "facet_clause", "fetch_dicts", "filter_options", "get_run", "list_runs",
+           "read_evaluations", "read_filter_options", "read_reference_scores", "read_run", "read_run_facets",
+           "read_run_list", "read_run_texts", "read_runs", "read_runs_with_facet", "read_verdicts", "reference_scores", "run_directory",
+           "run_facets", "run_texts", "runs_with_facet"]

@@ -1,0 +1,256 @@
+"""Reads of a trace's steps: pages (keyset pagination on (run, trace, idx)), whole texts, search index, cursors.
+
+``after`` is the last index seen, so a page of a 20,000-step trace costs what a page of a 200-step one does.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from ptbsite import warehouse
+
+from pydantic import computed_field
+
+from ..schemas import EvidenceStep, Model, Step, StepPage
+from ..services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
+from .runs import fetch_dicts
+
+# One page of steps shows at most this many characters of step text in all (inputs and outputs together): each
+# field gets PAGE_TEXT_CHARS / (2 * steps per page), at least MIN_FIELD_CHARS, so a page of 50 steps shows up to
+# 10,000 characters of each input and output, one of 500 steps 1,000. With the page's fixed markup that bounds a
+# page in bytes whatever the trace holds (tests/test_trace_integrity.py measures it).
+PAGE_TEXT_CHARS = 1_000_000
+MIN_FIELD_CHARS = 1_000
+MAX_TEXT_RANGE = 1024 * 1024  # bytes of a step's whole text one request serves at most
+EVIDENCE_CHARS = 1000
+EVIDENCE_LIMIT = 200  # evidence steps listed on a run page and in its API twin (evidence_count says how many)
+
+
+def field_chars(limit: int) -> int:
+    """Characters of each step input and output a page of ``limit`` steps shows (see PAGE_TEXT_CHARS)."""
+    return max(MIN_FIELD_CHARS, PAGE_TEXT_CHARS // (2 * max(1, limit)))
+
+
+def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q: str | None) -> tuple[str, list]:
+    where, params = ["run_id = ?", "trace = ?"], [run_id, trace]
+    if kind:
+        where.append("kind = ?")
+        params.append(kind)
+    if tool:
+        where.append("tool = ?")
+        params.append(tool)
+    if q:
+        where.append("(contains(lower(output), ?) OR contains(lower(coalesce(input, '')), ?))")
+        params += [q.lower(), q.lower()]
+    return " AND ".join(where), params
+
+
+def read_steps_page(
+    con, run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
+    tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
+) -> StepPage:
+    """:func:`steps_page` on an open connection."""
+    where, params = _step_filter(run_id, trace, kind, tool, q)
+    budget_s = budget_hours * 3600 if budget_hours else None
+    chars = field_chars(limit)
+    rows = fetch_dicts(
+        con,
+        "SELECT idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
+        "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
+        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes "
+        f"FROM steps WHERE {where} AND idx > ? ORDER BY idx LIMIT ?", [chars, chars, *params, after, limit + 1])
+    total = con.execute(f"SELECT count(*) FROM steps WHERE {where}", params).fetchone()[0]
+    steps = [Step(**{**r, "suspicious": r["suspicious"].split(",") if r["suspicious"] else [],
+                     "remaining_s": (budget_s - r["elapsed_s"]) if (budget_s and r["elapsed_s"] is not None) else None})
+             for r in rows[:limit]]
+    return StepPage(steps=steps, next=steps[-1].index if len(rows) > limit else None, total=total)
+
+
+@warehouse.retrying
+def steps_page(
+    run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
+    tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
+) -> StepPage:
+    """One page of a trace's steps with index > ``after``, filtered by kind, tool and a case-insensitive text
+    search ``q`` over input and output (server-side). Each input and output is cut to :func:`field_chars`
+    characters for ``limit`` steps (``*_not_shown`` says how many bytes are left out), so a page is bounded in
+    size whatever the trace holds. ``remaining_s``: seconds left of ``budget_hours``."""
+    with warehouse.connect() as con:
+        return read_steps_page(con, run_id, trace=trace, after=after, limit=limit, kind=kind, tool=tool, q=q,
+                               budget_hours=budget_hours)
+
+
+class TextRange(Model):
+    """Bytes ``[offset, end)`` of a step field's whole text (UTF-8, cut at character boundaries), decoded as
+    ``text``; ``total_bytes`` is the whole text's size; ``next_offset`` the ``offset`` of the next range (None at
+    the end). ``run_id``, ``trace``, ``index`` and ``field`` name the text."""
+
+    run_id: str
+    trace: str
+    index: int
+    field: str
+    offset: int
+    end: int
+    total_bytes: int
+    text: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def next_offset(self) -> int | None:
+        return self.end if self.end < self.total_bytes else None
+
+
+@warehouse.retrying
+def step_text(run_id: str, *, trace: str, index: int, field: str, offset: int = 0,
+              length: int = MAX_TEXT_RANGE) -> TextRange | None:
+    """A range of the WHOLE text of one step's ``field`` (``input`` | ``output``), also when ingest stored it
+    cut (``traces.services.STEP_TEXT_CAP``): bytes from ``offset`` (UTF-8; moved forward to a character start),
+    at most ``length`` (capped at MAX_TEXT_RANGE; the end moved back to a character start). Reads only the
+    compressed chunks of ``step_texts`` that hold the range. None for an unknown step; an absent input is "".
+
+    Raises:
+        ValueError: ``field`` is neither ``input`` nor ``output``.
+    """
+    if field not in ("input", "output"):
+        raise ValueError("field must be input or output")
+    offset, length = max(0, offset), max(0, min(length, MAX_TEXT_RANGE))
+    with warehouse.connect() as con:
+        row = con.execute(
+            f"SELECT {field}, coalesce({field}_bytes, strlen({field})) FROM steps WHERE run_id = ? AND trace = ? "
+            "AND idx = ?", [run_id, trace, index]).fetchone()
+        if row is None:
+            return None
+        stored = (row[0] or "").encode("utf-8", "surrogatepass")
+        total = row[1] or 0
+        base, data = 0, stored
+        if total > len(stored) and offset < total:
+            first, last = offset // TEXT_CHUNK, min(offset + length + 4, total - 1) // TEXT_CHUNK
+            chunks = con.execute(
+                "SELECT chunk, data FROM step_texts WHERE run_id = ? AND trace = ? AND idx = ? AND field = ? "
+                "AND chunk BETWEEN ? AND ? ORDER BY chunk", [run_id, trace, index, field, first, last]).fetchall()
+            if len(chunks) == last - first + 1:
+                base, data = first * TEXT_CHUNK, b"".join(zlib.decompress(c[1]) for c in chunks)
+            else:  # the whole text is not stored (cannot happen for rows ingested since issue 13): what there is
+                total = len(stored)
+    start = min(offset, total)
+    while start < total and start - base < len(data) and 0x80 <= data[start - base] < 0xC0:
+        start += 1  # a continuation byte: the character began before the range
+    end = min(start + length, total)
+    while start < end < total and end - base < len(data) and 0x80 <= data[end - base] < 0xC0:
+        end -= 1  # do not cut the last character
+    return TextRange(run_id=run_id, trace=trace, index=index, field=field, offset=start, end=end, total_bytes=total,
+                     text=data[start - base:end - base].decode("utf-8", "replace"))
+
+
+def read_previous_cursor(
+    con, run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None,
+    tool: str | None = None, q: str | None = None,
+) -> int | None:
+    """:func:`previous_cursor` on an open connection."""
+    if after < 0:
+        return None
+    where, params = _step_filter(run_id, trace, kind, tool, q)
+    row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
+                      [*params, after, limit]).fetchone()
+    return row[0] if row else -1
+
+
+@warehouse.retrying
+def previous_cursor(
+    run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None, tool: str | None = None,
+    q: str | None = None,
+) -> int | None:
+    """The ``after`` cursor of the page of ``limit`` steps before the page that starts after ``after`` (-1 when
+    that is the first page), None when the page after ``after`` is itself the first. Same filters as steps_page."""
+    with warehouse.connect() as con:
+        return read_previous_cursor(con, run_id, after=after, limit=limit, trace=trace, kind=kind, tool=tool, q=q)
+
+
+@dataclass
+class IndexedStep:
+    """One step as the static export's in-browser search sees it: ``text`` is the lowercased input and output,
+    cut to the selector's ``chars``; ``elapsed_s`` in seconds or None."""
+
+    index: int
+    kind: str
+    tool: str | None
+    elapsed_s: float | None
+    text: str
+
+
+@warehouse.retrying
+def step_index(run_id: str, *, trace: str = "agent", chars: int = 400) -> list[IndexedStep]:
+    """Every step of a trace in order, with at most ``chars`` characters of lowercased text (input, then output)."""
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT idx, kind, tool, elapsed_s, lower(left(concat_ws(' ', input, output), ?)) FROM steps "
+            "WHERE run_id = ? AND trace = ? ORDER BY idx", [chars, run_id, trace]).fetchall()
+    return [IndexedStep(*row) for row in rows]
+
+
+def read_step_at_time(con, run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
+    row = con.execute(
+        "SELECT min(idx) FROM steps WHERE run_id = ? AND trace = ? AND elapsed_s >= ?", [run_id, trace, seconds]
+    ).fetchone()
+    if row[0] is None:
+        row = con.execute("SELECT max(idx) FROM steps WHERE run_id = ? AND trace = ?", [run_id, trace]).fetchone()
+    return row[0]
+
+
+@warehouse.retrying
+def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
+    """The index of the first step at or after ``seconds`` of elapsed time, else the last step's."""
+    with warehouse.connect() as con:
+        return read_step_at_time(con, run_id, seconds, trace=trace)
+
+
+def read_trace_names(con, run_id: str) -> list[str]:
+    names = [r[0] for r in con.execute(
+        "SELECT DISTINCT trace FROM steps WHERE run_id = ? ORDER BY trace", [run_id]).fetchall()]
+    return sorted(names, key=lambda n: (n != "agent", n))
+
+
+@warehouse.retrying
+def trace_names(run_id: str) -> list[str]:
+    """The traces stored for a run: ``agent`` first, then judges (``judge:codex``, ``judge:gpt5_4``, ...)."""
+    with warehouse.connect() as con:
+        return read_trace_names(con, run_id)
+
+
+def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT DISTINCT tool FROM steps WHERE run_id = ? AND trace = ? AND tool IS NOT NULL ORDER BY tool",
+        [run_id, trace]).fetchall()]
+
+
+@warehouse.retrying
+def tools_used(run_id: str, trace: str = "agent") -> list[str]:
+    """Distinct tool names of a trace, for the tool filter."""
+    with warehouse.connect() as con:
+        return read_tools_used(con, run_id, trace)
+
+
+def read_evidence(con, run_id: str, limit: int = EVIDENCE_LIMIT) -> tuple[list[EvidenceStep], int]:
+    """(the first ``limit`` evidence steps, how many there are) of the run's agent trace."""
+    rows = fetch_dicts(con, f"SELECT idx AS index, suspicious AS rules, left(input, {EVIDENCE_CHARS}) AS input "
+                            "FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL "
+                            "ORDER BY idx LIMIT ?", [run_id, limit])
+    count = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL",
+                        [run_id]).fetchone()[0]
+    return [EvidenceStep(**{**r, "rules": r["rules"].split(",")}) for r in rows], count
+
+
+@warehouse.retrying
+def evidence_steps(run_id: str, limit: int = EVIDENCE_LIMIT) -> list[EvidenceStep]:
+    """The first ``limit`` agent-trace steps an evidence rule marked suspicious, in order, with ``input`` cut to
+    EVIDENCE_CHARS characters (the list names and links the step; the step itself is on its page)."""
+    with warehouse.connect() as con:
+        return read_evidence(con, run_id, limit)[0]
+
+
+@warehouse.retrying
+def evidence_count(run_id: str) -> int:
+    """How many agent-trace steps an evidence rule marked suspicious."""
+    with warehouse.connect() as con:
+        return read_evidence(con, run_id, 0)[1]
+
