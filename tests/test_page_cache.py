@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,8 +24,8 @@ from django.test import Client, RequestFactory
 
 from evaluator.models import RerunJob
 from ptbsite import overload, warehouse
-from ptbsite.warehouse import connections
-from tests.conftest import WORKER_TOKEN
+from ptbsite.warehouse import connections, version
+from tests.conftest import WORKER_TOKEN, redis_url
 from tests.test_reruns_worker_api import _auth, _finish, _log_for, _start, running_job, scored_log  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,11 +176,10 @@ def test_an_ingest_by_another_process_shows_on_the_next_get(own_published: Path,
     assert client.get("/runs/").content != board.content
 
 
-def test_an_import_by_another_process_shows_on_the_next_get(own_published: Path, tmp_path: Path, settings) -> None:
+def _edited_published(tmp_path: Path) -> Path:
+    """A copy of the shipped published data with one score changed (GPT-5.2-Codex, Qwen3-1.7B-Base, gsm8k)."""
     from leaderboard.services import DEFAULT_PUBLISHED_DIR
 
-    client = Client()
-    before = _cached(client, "/api/leaderboard")
     edited = tmp_path / "published"
     shutil.copytree(DEFAULT_PUBLISHED_DIR, edited)
     csv = edited / "data" / "aggregated_avg_GPT-5.2-Codex.csv"
@@ -184,6 +187,13 @@ def test_an_import_by_another_process_shows_on_the_next_get(own_published: Path,
     header, row = lines[0].split(","), lines[1].split(",")
     row[header.index("gsm8k")] = "0.987654321"
     csv.write_text("\n".join([lines[0], ",".join(row), *lines[2:]]) + "\n")
+    return edited
+
+
+def test_an_import_by_another_process_shows_on_the_next_get(own_published: Path, tmp_path: Path, settings) -> None:
+    client = Client()
+    before = _cached(client, "/api/leaderboard")
+    edited = _edited_published(tmp_path)
     _manage(tmp_path, "import_published", str(edited))
     after = client.get("/api/leaderboard", HTTP_IF_NONE_MATCH=before["ETag"])
     assert after.status_code == 200 and after["ETag"] != before["ETag"]
@@ -242,6 +252,25 @@ def test_a_judge_rerun_result_through_the_worker_api_shows_on_the_next_get(rerun
     assert after["X-Page-Cache"] == "miss" and after.content == _uncached(path, settings) != before.content
     assert [(v["kind"], v["flagged"]) for v in after.json()["verdicts"] if v["attempt"] == "rerun"] == [
         ("contamination", True)]
+
+
+def test_a_write_on_another_machine_shows_through_a_shared_redis_cache(own_published: Path, tmp_path: Path,
+                                                                       settings, monkeypatch) -> None:
+    """Web servers on two machines share a Redis page cache but not the version file (each machine has its own):
+    a write on one is seen by the other through the version's copy in the cache."""
+    from leaderboard.services import import_published
+
+    settings.CACHES = {**settings.CACHES, "pages": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                                    "LOCATION": redis_url(3, flush=True)}}
+    machine = {"file": tmp_path / "machine-a.version"}
+    monkeypatch.setattr(version, "version_path", lambda text=None: machine["file"])
+    client = Client()
+    before = _cached(client, "/api/leaderboard")
+    machine["file"] = tmp_path / "machine-b.version"  # the writer runs on machine B
+    import_published(directory=_edited_published(tmp_path))
+    machine["file"] = tmp_path / "machine-a.version"  # the reader on machine A, whose file did not change
+    after = client.get("/api/leaderboard")
+    assert after["X-Page-Cache"] == "miss" and after.content == _uncached("/api/leaderboard", settings) != before.content
 
 
 # --- load shedding ---
@@ -314,3 +343,64 @@ def test_static_files_and_cached_pages_answer_while_the_slots_are_full(own_publi
     finally:
         slots.release()
     assert client.get("/api/plots/time-vs-score").status_code == 200
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _timed_get(url: str) -> tuple[int, float, str | None]:
+    """(status, seconds, Retry-After) of one GET."""
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            response.read()
+            return response.status, time.monotonic() - started, None
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        return exc.code, time.monotonic() - started, exc.headers.get("Retry-After")
+
+
+def test_the_server_sheds_a_burst_with_503_and_still_serves_static_files(own_published: Path, tmp_path: Path) -> None:
+    """``manage.py serve`` (gthread) with one slot and the page cache off: 24 requests at once for a computed page
+    answer 200 or 503 with Retry-After, none later than the slot wait plus a few page times; a static file asked
+    during the burst answers within a second."""
+    port = _free_port()
+    env = {**os.environ, "PTB_WAREHOUSE": str(own_published), "PTB_DATA_DIR": str(tmp_path / "data"),
+           "DJANGO_STATIC_ROOT": str(tmp_path / "static"), "DJANGO_SETTINGS_MODULE": "ptbsite.settings",
+           "PTB_PAGE_CACHE": "0", "PTB_MAX_INFLIGHT": "1", "PTB_SLOT_WAIT_SECONDS": "0.5",
+           "PTB_OVERLOAD_RETRY_AFTER": "3"}
+    env.pop("DATABASE_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    server = subprocess.Popen([sys.executable, "manage.py", "serve", "--workers", "1", "--threads", "32", "--bind",
+                               f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        while True:
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            try:
+                if _timed_get(base + "/static/css/site.css")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() - started < 60, "the server did not start"
+            time.sleep(0.3)
+        one_page = _timed_get(base + "/")[1]
+        with ThreadPoolExecutor(max_workers=25) as pool:
+            burst = [pool.submit(_timed_get, base + "/") for _ in range(24)]
+            time.sleep(0.2)
+            static = pool.submit(_timed_get, base + "/static/css/site.css").result()
+            answers = [f.result() for f in burst]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    statuses = sorted({a[0] for a in answers})
+    assert statuses == [200, 503], answers
+    assert all(a[2] == "3" for a in answers if a[0] == 503)
+    shed = [a[1] for a in answers if a[0] == 503]
+    assert max(shed) < 0.5 + 4 * one_page + 2, (shed, one_page)  # waited for a slot, not behind the whole burst
+    assert static[0] == 200 and static[1] < 1.0, static
