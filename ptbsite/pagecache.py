@@ -16,7 +16,15 @@ it. Only 200 answers without cookies and at most ``PTB_PAGE_CACHE_MAX_BYTES`` ar
 
 Every answer of this kind carries ``ETag`` (a hash of the body), ``Last-Modified`` (the last write's time),
 ``Vary: HX-Request, Cookie`` and ``Cache-Control: public, max-age=PTB_PAGE_MAX_AGE, must-revalidate``; a request
-whose ``If-None-Match`` (or ``If-Modified-Since``) matches gets 304. ``X-Page-Cache`` says ``hit`` or ``miss``.
+whose ``If-None-Match`` (or ``If-Modified-Since``) matches gets 304. ``X-Page-Cache`` says ``hit``, ``miss`` or
+``stale``.
+
+After a write, one request computes each page of the new version (a lock in the cache, held at most
+``PTB_PAGE_CACHE_STALE_SECONDS``; 0 turns this off); requests arriving meanwhile get the previous version's page
+(``stale``: it was current a moment ago; a request that comes after the new page is stored gets the new one), so
+a burst of writes (an ingest) does not make every client compute every page. Each process also keeps its most
+recently used entries in memory (``PTB_PAGE_MEMORY_BYTES``): their keys hold the version, so they are as fresh as
+the version file says.
 
 The cache is ``settings.CACHES["pages"]``: a file-based cache under the data folder (shared by every process of
 the install) or Redis when ``PTB_CACHE_URL`` is set. A cache that fails (Redis down) is logged and the page is
@@ -27,7 +35,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -79,6 +89,7 @@ def _entry(response: HttpResponse, at: float) -> dict:
         "headers": [(k, v) for k, v in response.items() if k.lower() not in _NOT_STORED_HEADERS],
         "etag": '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"',
         "modified": int(at or time.time()),
+        "expires": time.time() + settings.PTB_PAGE_CACHE_SECONDS,
     }
 
 
@@ -87,6 +98,42 @@ def _response(entry: dict) -> HttpResponse:
     for name, value in entry["headers"]:
         response[name] = value
     return response
+
+
+class _Memo:
+    """This process's most recently used entries (their keys hold the version, so an entry is never stale here),
+    at most ``PTB_PAGE_MEMORY_BYTES`` of bodies: a hit then costs no cache read at all."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[str, dict] = OrderedDict()
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> dict | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is None:
+                return None
+            if entry["expires"] < time.time():
+                self.size -= len(self.entries.pop(key)["body"])
+                return None
+            self.entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: dict) -> None:
+        limit = settings.PTB_PAGE_MEMORY_BYTES
+        if len(entry["body"]) > limit:
+            return
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = entry
+            self.size += len(entry["body"])
+            while self.size > limit:
+                self.size -= len(self.entries.popitem(last=False)[1]["body"])
+
+
+_memo = _Memo()
 
 
 class PageCacheMiddleware:
@@ -109,23 +156,60 @@ class PageCacheMiddleware:
             current = version.current()
             cache = caches[version.CACHE_ALIAS]
             key = cache_key(request, current.token)
-            entry = cache.get(key)
+            entry = _memo.get(key) or cache.get(key)
         except Exception as exc:  # the cache server is down: serve as if there were no cache
             log.warning("page cache unavailable, serving %s uncached: %s", request.path, exc)
             return self.get_response(request)
         if entry is not None:
-            response: HttpResponseBase = _response(entry)  # a hit
-            state = "hit"
-        else:
+            _memo.put(key, entry)
+            return self._answer(request, _response(entry), entry, "hit")
+        return self._compute(request, cache, key, current.at)
+
+    def _compute(self, request: HttpRequest, cache, key: str, at: float) -> HttpResponseBase:
+        """A miss: one request computes this version's page (a lock in the cache); one that finds the lock taken
+        answers the page of the previous version (``stale``) or, with none, waits for the page to appear (at
+        most ``PTB_SLOT_WAIT_SECONDS``), then computes it itself."""
+        latest = "ptb:latest:" + cache_key(request, "")  # the key of this request's newest stored entry
+        lock = key + ":computing"
+        seconds = settings.PTB_PAGE_CACHE_STALE_SECONDS
+        held = False
+        try:
+            held = seconds <= 0 or cache.add(lock, 1, timeout=seconds)
+            if not held:
+                previous = cache.get(latest)
+                stale = cache.get(previous) if previous else None
+                if stale is not None:
+                    return self._answer(request, _response(stale), stale, "stale")
+                deadline = time.monotonic() + settings.PTB_SLOT_WAIT_SECONDS
+                while time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    entry = cache.get(key)
+                    if entry is not None:
+                        _memo.put(key, entry)
+                        return self._answer(request, _response(entry), entry, "hit")
+        except Exception as exc:
+            log.warning("page cache: %s", exc)
+        try:
             response = self.get_response(request)
             if not _storable(response):
                 return response
-            entry = _entry(response, current.at)  # type: ignore[arg-type]  # _storable: not streaming
+            entry = _entry(response, at)  # type: ignore[arg-type]  # _storable: not streaming
             try:
                 cache.set(key, entry, timeout=settings.PTB_PAGE_CACHE_SECONDS)
+                cache.set(latest, key, timeout=settings.PTB_PAGE_CACHE_SECONDS)
             except Exception as exc:
                 log.warning("page cache: could not store %s: %s", request.path, exc)
-            state = "miss"
+            _memo.put(key, entry)
+            return self._answer(request, response, entry, "miss")
+        finally:
+            if held and seconds > 0:
+                try:
+                    cache.delete(lock)
+                except Exception:
+                    pass
+
+    @staticmethod
+    def _answer(request: HttpRequest, response: HttpResponseBase, entry: dict, state: str) -> HttpResponseBase:
         response["ETag"] = entry["etag"]
         response["Last-Modified"] = http_date(entry["modified"])
         response["Cache-Control"] = f"public, max-age={settings.PTB_PAGE_MAX_AGE}, must-revalidate"

@@ -125,13 +125,16 @@ PTB_PAGE_CACHE = os.environ.get("PTB_PAGE_CACHE", "1") == "1"  # 0: compute ever
 PTB_PAGE_CACHE_SECONDS = int(os.environ.get("PTB_PAGE_CACHE_SECONDS", "86400"))  # an entry's longest life
 PTB_PAGE_CACHE_MAX_BYTES = int(os.environ.get("PTB_PAGE_CACHE_MAX_BYTES", str(8 * 1024 * 1024)))  # larger: not kept
 PTB_PAGE_MAX_AGE = int(os.environ.get("PTB_PAGE_MAX_AGE", "0"))  # Cache-Control max-age of public pages (seconds)
+# While one request computes a page of a new version, others get the previous version's for at most this long.
+PTB_PAGE_CACHE_STALE_SECONDS = int(os.environ.get("PTB_PAGE_CACHE_STALE_SECONDS", "10"))
+PTB_PAGE_MEMORY_BYTES = int(os.environ.get("PTB_PAGE_MEMORY_BYTES", str(32 * 1024 * 1024)))  # per process
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "pages": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PTB_CACHE_URL,
          "KEY_PREFIX": "ptb", "TIMEOUT": PTB_PAGE_CACHE_SECONDS}
         if PTB_CACHE_URL else
-        {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache" / "pages"),
+        {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str((DATA_DIR / "cache" / "pages").resolve()),
          "TIMEOUT": PTB_PAGE_CACHE_SECONDS, "OPTIONS": {"MAX_ENTRIES": int(os.environ.get("PTB_PAGE_CACHE_ENTRIES", "3000"))}}
     ),
 }

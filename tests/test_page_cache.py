@@ -273,6 +273,34 @@ def test_a_write_on_another_machine_shows_through_a_shared_redis_cache(own_publi
     assert after["X-Page-Cache"] == "miss" and after.content == _uncached("/api/leaderboard", settings) != before.content
 
 
+def test_while_one_request_computes_a_new_version_the_others_get_the_previous_page(own_published: Path, settings,
+                                                                                   tmp_path: Path) -> None:
+    from django.core.cache import caches
+
+    from leaderboard.services import import_published
+    from ptbsite import pagecache
+
+    client = Client()
+    before = _cached(client, "/api/leaderboard")
+    import_published(directory=_edited_published(tmp_path))  # a write: a new version
+    key = pagecache.cache_key(RequestFactory().get("/api/leaderboard"), version.current().token)
+    cache = caches["pages"]
+    assert cache.add(key + ":computing", 1, timeout=10)  # another request is computing the new version's page
+    stale = client.get("/api/leaderboard")
+    assert stale["X-Page-Cache"] == "stale" and stale.content == before.content
+    cache.delete(key + ":computing")  # ... and is done (without storing, here)
+    fresh = client.get("/api/leaderboard")
+    assert fresh["X-Page-Cache"] == "miss" and fresh.content == _uncached("/api/leaderboard", settings) != before.content
+
+    # A page never computed before, whose computation is under way elsewhere: wait for it, then compute it here.
+    settings.PTB_SLOT_WAIT_SECONDS = 0.3
+    key = pagecache.cache_key(RequestFactory().get("/api/plots/time-spent"), version.current().token)
+    assert cache.add(key + ":computing", 1, timeout=10)
+    started = time.monotonic()
+    cold = client.get("/api/plots/time-spent")
+    assert cold["X-Page-Cache"] == "miss" and time.monotonic() - started >= 0.3
+
+
 # --- load shedding ---
 
 def test_a_full_process_answers_503_with_retry_after_at_once(settings) -> None:

@@ -6,7 +6,8 @@ Pages computed from the warehouse are cached per version (``ptbsite.pagecache``)
 ``import_published``, a worker's result through the API, a judge re-run), the next request of every process sees
 a new version.
 
-The version is published in two places, and :func:`current` reads both:
+The version is published in two places, and :func:`current` reads both (the cache's copy only where the cache
+may span machines, :func:`shares_machines`):
 
 - a small file next to the warehouse (``<file>.version`` beside a plain DuckDB file or a SQLite catalog; for a
   PostgreSQL catalog ``warehouse-<hash>.version`` in its data folder), replaced by an atomic rename: every process
@@ -118,10 +119,22 @@ def current(text: str | None = None) -> Version:
         except OSError:
             pass
         found = _read_file(path) or ("nofile", 0.0)
+    shared = ""
     cache = caches[CACHE_ALIAS]
-    key = _cache_key(text)
-    shared = cache.get(key)
-    if shared is None:
-        cache.add(key, secrets.token_hex(8), timeout=None)  # first comer wins; the others read its token
-        shared = cache.get(key, "")
+    if shares_machines(cache):
+        key = _cache_key(text)
+        shared = cache.get(key)
+        if shared is None:
+            cache.add(key, secrets.token_hex(8), timeout=None)  # first comer wins; the others read its token
+            shared = cache.get(key, "")
     return Version(token=f"{_digest(text)}.{found[0]}.{shared}", at=found[1])
+
+
+def shares_machines(cache) -> bool:
+    """Whether the page cache may be shared by several machines (Redis, Memcached: anything but files and local
+    memory), so that the version's copy in it is read: a file-based cache lives on this machine, where the version
+    file already tells every process."""
+    from django.core.cache.backends.filebased import FileBasedCache
+    from django.core.cache.backends.locmem import LocMemCache
+
+    return not isinstance(cache, (FileBasedCache, LocMemCache))
