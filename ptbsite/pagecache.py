@@ -97,6 +97,7 @@ def _response(entry: dict) -> HttpResponse:
     response = HttpResponse(entry["body"])
     for name, value in entry["headers"]:
         response[name] = value
+    response["Content-Length"] = str(len(entry["body"]))  # as CommonMiddleware sets it, which a hit skips
     return response
 
 
@@ -114,7 +115,7 @@ class _Memo:
             entry = self.entries.get(key)
             if entry is None:
                 return None
-            if entry["expires"] < time.time():
+            if entry.get("expires", 0.0) < time.time():
                 self.size -= len(self.entries.pop(key)["body"])
                 return None
             self.entries.move_to_end(key)
