@@ -67,6 +67,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Public pages from the cache (once per warehouse version), then at most PTB_MAX_INFLIGHT pages computed at
+    # once per process (503 + Retry-After beyond); both before sessions, so a hit or a 503 costs next to nothing.
+    "ptbsite.pagecache.PageCacheMiddleware",
+    "ptbsite.overload.ConcurrencyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -112,6 +116,33 @@ PTB_WAREHOUSE = os.environ.get(
 DEFAULT_SUITE = os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 # How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).
 PTB_WAREHOUSE_RETRY_SECONDS = float(os.environ.get("PTB_WAREHOUSE_RETRY_SECONDS", "10"))
+
+# Caches. "default" (local memory, per process): small things such as the worker census. "pages": public pages
+# computed once per warehouse version (ptbsite.pagecache) and the version's shared copy; a file-based cache
+# under DATA_DIR/cache/pages that every process of the install shares, or Redis with PTB_CACHE_URL (or CACHE_URL).
+PTB_CACHE_URL = os.environ.get("PTB_CACHE_URL") or os.environ.get("CACHE_URL", "")
+PTB_PAGE_CACHE = os.environ.get("PTB_PAGE_CACHE", "1") == "1"  # 0: compute every page every time
+PTB_PAGE_CACHE_SECONDS = int(os.environ.get("PTB_PAGE_CACHE_SECONDS", "86400"))  # an entry's longest life
+PTB_PAGE_CACHE_MAX_BYTES = int(os.environ.get("PTB_PAGE_CACHE_MAX_BYTES", str(8 * 1024 * 1024)))  # larger: not kept
+PTB_PAGE_MAX_AGE = int(os.environ.get("PTB_PAGE_MAX_AGE", "0"))  # Cache-Control max-age of public pages (seconds)
+# While one request computes a page of a new version, others get the previous version's for at most this long.
+PTB_PAGE_CACHE_STALE_SECONDS = int(os.environ.get("PTB_PAGE_CACHE_STALE_SECONDS", "10"))
+PTB_PAGE_MEMORY_BYTES = int(os.environ.get("PTB_PAGE_MEMORY_BYTES", str(32 * 1024 * 1024)))  # per process
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "pages": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PTB_CACHE_URL,
+         "KEY_PREFIX": "ptb", "TIMEOUT": PTB_PAGE_CACHE_SECONDS}
+        if PTB_CACHE_URL else
+        {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str((DATA_DIR / "cache" / "pages").resolve()),
+         "TIMEOUT": PTB_PAGE_CACHE_SECONDS, "OPTIONS": {"MAX_ENTRIES": int(os.environ.get("PTB_PAGE_CACHE_ENTRIES", "3000"))}}
+    ),
+}
+# Load shedding (ptbsite.overload): pages computed at once per server process; how long a request waits for a
+# slot before it answers 503; the Retry-After of that 503 (seconds).
+PTB_MAX_INFLIGHT = int(os.environ.get("PTB_MAX_INFLIGHT", "3"))
+PTB_SLOT_WAIT_SECONDS = float(os.environ.get("PTB_SLOT_WAIT_SECONDS", "3"))
+PTB_OVERLOAD_RETRY_AFTER = int(os.environ.get("PTB_OVERLOAD_RETRY_AFTER", "2"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

@@ -1,7 +1,8 @@
 """The one place that opens the warehouse (DuckDB or DuckLake), applies its schema migrations and retries on locks
 and conflicts. Runs, scores, trace steps and verdicts live there, reached only from the apps' selectors and
 services. The modules: spec (the ``PTB_WAREHOUSE`` setting), connections, retry, transactions (units of work),
-bulk (inserts), migrations (``sql/*.sql``), middleware. docs/architecture.md draws where it sits.
+bulk (inserts), migrations (``sql/*.sql``), middleware, version (the token every write bumps, read
+without opening the warehouse: ``ptbsite.pagecache`` keys pages on it). docs/architecture.md draws where it sits.
 
 Callers use this package's names (``from ptbsite import warehouse; warehouse.connect()``), not the modules'.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
+from . import version
 from .bulk import insert_rows
 from .connections import ALIAS, close_connections, hold_open
 from .middleware import RequestScopeMiddleware
@@ -21,5 +23,5 @@ __all__ = [
     "ALIAS", "SQL_DIR", "UNREACHABLE_ATTEMPTS", "RequestScopeMiddleware", "WarehouseSpec", "WarehouseUnavailable",
     "close_connections", "connect", "describe", "duckdb", "hold_open", "insert_rows", "migrate", "migrate_now",
     "migration_files", "parse_spec", "reset_migration_cache", "retrying", "run_in_transaction", "transaction",
-    "warehouse_spec",
+    "version", "warehouse_spec",
 ]

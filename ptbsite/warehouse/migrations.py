@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from . import connections
+from . import version as warehouse_version
 from .retry import with_retries
 from .spec import warehouse_spec
 
@@ -70,6 +71,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             applied.append(name)
             log.info("warehouse: applied migration %s", name)
         _migrated.add(warehouse_spec())
+        if applied:
+            warehouse_version.bump()  # a new schema: pages cached for the old one are recomputed
         return applied
 
 

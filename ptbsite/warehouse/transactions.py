@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import duckdb
 
-from . import connections, migrations
+from . import connections, migrations, version
 from .retry import with_retries
 from .spec import warehouse_spec
 
@@ -49,7 +49,10 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
 def transaction() -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection inside BEGIN ... COMMIT; any exception rolls everything back and propagates.
 
-    Not retried by itself: use ``run_in_transaction`` (or call it inside a ``@retrying`` function).
+    Not retried by itself: use ``run_in_transaction`` (or call it inside a ``@retrying`` function). After the
+    COMMIT, the warehouse version is bumped (``ptbsite.warehouse.version``), so that pages cached by every process
+    are recomputed: this is the one path every write takes (ingest, ``import_published``, evaluations, overrides,
+    judge re-runs).
     """
     with connect() as con:
         con.execute("BEGIN TRANSACTION")
@@ -63,6 +66,7 @@ def transaction() -> Iterator[duckdb.DuckDBPyConnection]:
         except BaseException:
             connections.rollback(con)
             raise
+    version.bump()
 
 
 def run_in_transaction(work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:

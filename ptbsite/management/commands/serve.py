@@ -1,5 +1,12 @@
-"""``python manage.py serve [--workers N] [--bind HOST:PORT]``: the production server (gunicorn, several worker
-processes, static files by WhiteNoise) on the configured warehouse.
+"""``python manage.py serve [--workers N] [--threads T] [--bind HOST:PORT]``: the production server (gunicorn,
+several worker processes of T threads each, static files by WhiteNoise) on the configured warehouse.
+
+Workers are gunicorn's ``gthread`` kind: each process serves ``--threads`` requests at once, of which at most
+``PTB_MAX_INFLIGHT`` compute a page (``ptbsite.overload``: beyond, a request waits ``PTB_SLOT_WAIT_SECONDS`` and
+answers 503 with Retry-After); the other threads answer static files, cached pages (``ptbsite.pagecache``) and those
+503s at once, so an overload is shed rather than queued. The warehouse is thread-safe: DuckLake gives each unit of
+work its own cursor on the process's attached catalog, a plain file its own connection (DuckDB shares the
+database within the process). ``--backlog`` bounds the kernel's queue of connections not yet accepted.
 
 Static files are collected into STATIC_ROOT and the warehouse schema is migrated once here, before the workers
 start. Several workers need a DuckLake warehouse
@@ -24,12 +31,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--workers", type=int, default=3, help="worker processes (default 3)")
+        parser.add_argument("--threads", type=int, default=24,
+                            help="threads per worker process (default 24; PTB_MAX_INFLIGHT of them compute pages)")
+        parser.add_argument("--backlog", type=int, default=256,
+                            help="connections the kernel holds before the workers accept them (default 256)")
         parser.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default 127.0.0.1:8000)")
         parser.add_argument("--timeout", type=int, default=60, help="seconds before a silent worker is restarted")
         parser.add_argument("--reap-every", type=float, default=30.0,
                             help="seconds between runs of the stale-job reaper started beside the server")
 
-    def handle(self, *args, workers: int, bind: str, timeout: int, reap_every: float, **options):
+    def handle(self, *args, workers: int, threads: int, backlog: int, bind: str, timeout: int, reap_every: float,
+               **options):
         spec = warehouse.parse_spec(warehouse.warehouse_spec())
         if not spec.is_ducklake and workers > 1:
             raise CommandError(f"the warehouse is a plain DuckDB file ({spec.catalog}), which one process at a time "
@@ -38,7 +50,9 @@ class Command(BaseCommand):
         applied = warehouse.migrate_now()
         if applied:
             self.stdout.write(f"warehouse: applied {', '.join(applied)}")
-        self.stdout.write(f"Serving on http://{bind}/ with {workers} worker(s); warehouse {warehouse.describe()}")
+        warehouse.version.bump()  # the code may have changed since the last start: recompute cached pages
+        self.stdout.write(f"Serving on http://{bind}/ with {workers} worker(s) of {threads} threads; "
+                          f"warehouse {warehouse.describe()}")
         sys.stdout.flush()
         env = {"DJANGO_DEBUG": "0", **os.environ}
         # Stale rerun jobs are ended by a reaper beside the server, never by a page read; it exits with gunicorn
@@ -47,5 +61,6 @@ class Command(BaseCommand):
                           str(os.getpid())], cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL)
         # Workers import the app after the fork (no --preload): each opens its own warehouse connection.
         argv = [sys.executable, "-m", "gunicorn", "ptbsite.wsgi:application", "--workers", str(workers),
+                "--worker-class", "gthread", "--threads", str(threads), "--backlog", str(backlog),
                 "--bind", bind, "--timeout", str(timeout), "--graceful-timeout", "10", "--log-level", "warning"]
         os.execve(sys.executable, argv, env)
