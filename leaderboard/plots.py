@@ -180,8 +180,8 @@ def _labels(rows: list[selectors.Row]) -> dict[str, str]:
 @warehouse.retrying
 def _agent_times(suite: str) -> tuple[float, list[AgentTime], list[Reference]]:
     """Budget (hours), every agent that has a reported time (rank order), and the baselines' scores."""
-    board = selectors.leaderboard(suite=suite)
     with warehouse.connect() as con:
+        board = selectors.read_leaderboard(con, suite=suite)
         budget = con.execute("SELECT budget_hours FROM suites WHERE id = ?", [suite]).fetchone()
         times = {
             row[0]: row[1:]
@@ -218,6 +218,7 @@ def time_spent(*, suite: str = settings.DEFAULT_SUITE) -> TimeSpent:
     return TimeSpent(budget, sorted(points, key=lambda p: -p.hours))
 
 
+@warehouse.retrying
 def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None) -> PerBenchmark:
     """Each agent's score per benchmark and the baselines' as references; agents in the order of the
     overall leaderboard (average over base models) in every view.
@@ -229,7 +230,9 @@ def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None
     Raises:
         selectors.UnknownBaseModel: ``base_model`` is not one of the suite's.
     """
-    board = selectors.leaderboard(suite=suite, base_model=base_model)
+    with warehouse.connect() as con:  # one unit of work for both views
+        board = selectors.read_leaderboard(con, suite=suite, base_model=base_model)
+        overall = board if base_model is None else selectors.read_leaderboard(con, suite=suite)
 
     label = _labels(board.rows)
 
@@ -238,7 +241,6 @@ def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None
                                {b: c.score for b, c in row.cells.items()}, {b: c.std for b, c in row.cells.items()})
 
     # The overall leaderboard's order in every view, so that an agent keeps its place and colour.
-    overall = board if base_model is None else selectors.leaderboard(suite=suite)
     position = {r.key: r.rank or 0 for r in overall.rows}
     ranked = sorted((r for r in board.rows if r.kind == "agent"), key=lambda r: position[r.key])
     references = [scores(r) for r in board.rows if r.kind == "baseline"]
@@ -320,17 +322,20 @@ USAGE_GAPS = {
 }
 
 
+@warehouse.retrying
 def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE) -> UsageVsScore:
     """Every agent with ingested runs: mean tokens and cost per latest run against its runs-leaderboard score.
 
     Usage comes from the runs' traces (Claude Code ``result`` totals, OpenCode ``step_finish`` sums, Codex turn
     usage, Gemini stats); runs whose trace has no such numbers are counted in ``missing`` by reason.
     """
-    board = selectors.leaderboard(suite=suite, source="runs")
+    with warehouse.connect() as con:  # one unit of work: the board and the usage of the same runs
+        board = selectors.read_leaderboard(con, suite=suite, source="runs")
+        run_usages = traces_selectors.read_latest_usage(con, suite)
     rows = {r.key: r for r in board.rows if r.source == "runs"}
     by_agent: dict[str, list[traces_selectors.RunUsage]] = {}
     missing: dict[str, int] = {}
-    for usage in traces_selectors.latest_usage(suite):
+    for usage in run_usages:
         by_agent.setdefault(usage.agent_key, []).append(usage)
         if usage.tokens is None or usage.cost_usd is None:
             if usage.trace_format in ("claude_code", "opencode"):

@@ -42,6 +42,16 @@ def leaderboard(
     *, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank", direction: str = "asc",
     source: str = "published", apply_flags: bool = True, facet: str | None = None,
 ) -> Leaderboard:
+    """The leaderboard of a suite in its own unit of work: :func:`read_leaderboard` on one warehouse connection."""
+    with warehouse.connect() as con:
+        return read_leaderboard(con, suite=suite, base_model=base_model, sort=sort, direction=direction,
+                                source=source, apply_flags=apply_flags, facet=facet)
+
+
+def read_leaderboard(
+    con, *, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
+    direction: str = "asc", source: str = "published", apply_flags: bool = True, facet: str | None = None,
+) -> Leaderboard:
     """The leaderboard of a suite (spec section 4.4 and the website's data.js, section 5).
 
     Args:
@@ -68,30 +78,29 @@ def leaderboard(
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}")
-    with warehouse.connect() as con:
-        suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
-                                "FROM suites WHERE id = ?", [suite]).fetchone()
-        reported = read_reported_facts(con, suite)
-        benchmarks, models = suite_models(con, suite)
-        agents = con.execute(
-            "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
-            "WHERE suite = ? ORDER BY position",
-            [suite],
+    suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
+                            "FROM suites WHERE id = ?", [suite]).fetchone()
+    reported = read_reported_facts(con, suite)
+    benchmarks, models = suite_models(con, suite)
+    agents = con.execute(
+        "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
+        "WHERE suite = ? ORDER BY position",
+        [suite],
+    ).fetchall()
+    cells = con.execute(
+        "SELECT agent, base_model, benchmark, value, std, fallback FROM reported_cells WHERE suite = ?", [suite]
+    ).fetchall()
+    headline = {
+        row[0]: row[1:]
+        for row in con.execute(
+            "SELECT agent, average, std, runs FROM reported_scores WHERE suite = ?", [suite]
         ).fetchall()
-        cells = con.execute(
-            "SELECT agent, base_model, benchmark, value, std, fallback FROM reported_cells WHERE suite = ?", [suite]
-        ).fetchall()
-        headline = {
-            row[0]: row[1:]
-            for row in con.execute(
-                "SELECT agent, average, std, runs FROM reported_scores WHERE suite = ?", [suite]
-            ).fetchall()
-        }
-        if source in ("runs", "all"):
-            # Read once, in this unit of work: the flag-blind view builds its rows twice.
-            cells_of_runs = traces_selectors.read_latest_cells(con, suite)
-            trees = traces_selectors.read_tree_baselines(con, suite)
-            keep = traces_selectors.read_runs_with_facet(con, suite, facet) if facet else None
+    }
+    if source in ("runs", "all"):
+        # Read once, in this unit of work: the flag-blind view builds its rows twice.
+        cells_of_runs = traces_selectors.read_latest_cells(con, suite)
+        trees = traces_selectors.read_tree_baselines(con, suite)
+        keep = traces_selectors.read_runs_with_facet(con, suite, facet) if facet else None
     if suite_row is None:
         return Leaderboard(suite=suite, suite_name=suite, benchmarks=[], base_models=[], base_model=base_model, sort=sort,
                            direction=direction, rows=[], weights_note="", derived_weights={}, source=source,

@@ -219,3 +219,12 @@ def test_a_leaderboard_and_its_twin_are_one_unit_of_work_each(client, use_publis
         units_of_work.clear()
         assert client.get(path).status_code == 200, path
         assert len(units_of_work) == 1, path
+
+
+def test_each_plot_page_and_its_twin_are_one_unit_of_work(client, use_published, units_of_work):
+    for plot in ("time-vs-score", "time-spent", "per-benchmark", "budget-and-effort", "usage-vs-score"):
+        for path in (f"/plots/{plot}/", f"/api/plots/{plot}", f"/plots/{plot}/?base_model=Qwen3-4B-Base"
+                     if plot == "per-benchmark" else f"/api/plots/{plot}"):
+            units_of_work.clear()
+            assert client.get(path).status_code == 200, path
+            assert len(units_of_work) == 1, path

@@ -1,44 +1,7 @@
-"""Many rules over one text in one pass: a google-re2 ``Set`` says which rules can match, Python's ``re`` says
-what they match.
+"""Many rules over one text in one pass: a google-re2 ``Set`` says which rules can match, Python's ``re`` says what they
+match.
 
-A rule is a Python regular expression; it stays the definition (``traces/facets.py``, ``traces/evidence.py``)
-and it alone finds the match text, groups and positions. A :class:`RuleSet` compiles a *relaxed* copy of each of
-its rules into one RE2 Set (a DFA over all of them, linear in the text: 10-40x faster than Python's ``re`` over
-these rules, one pattern at a time or as one alternation: ``bench/rule_engines.py``, figures in
-bench/RESULTS.md). :meth:`RuleSet.scan` runs the Set once over a text and returns ``(may, sure)``: the rules
-whose relaxed copy matches, and those of them known to match without asking Python.
-
-Exactness: the relaxed copy matches every text its rule matches (it may match more), so a rule not in ``may``
-cannot match, and every result is the one the Python patterns alone give. The copy is written from the parsed
-Python pattern (``re._parser``), node by node:
-
-* literals and ranges match themselves; under ``re.IGNORECASE`` (whole pattern or a ``(?i:...)`` group) every
-  character Python treats as equal is spelled out: both ASCII cases, and for ``i``/``k``/``s`` also the non-ASCII
-  ``İ ı``/``K``/``ſ`` that Python's case folding equates with them (:data:`CASE_EXTRAS`;
-  ``tests/test_rules_engine.py`` checks it against ``re`` over every code point); a non-ASCII character under
-  IGNORECASE may match any non-ASCII character.
-* ``\\w``, ``\\d``, ``\\s`` (Unicode-aware in Python, ASCII in RE2) become their ASCII members plus every non-ASCII
-  character; ``\\W``, ``\\D``, ``\\S`` everything but the ASCII members of their opposite. Inside ``[^...]`` each
-  only stands for its ASCII members, so the negated class excludes no character Python's would keep.
-* ``.`` is ``[^\\n]`` (any character with ``re.DOTALL``); ``^`` is RE2's ``^`` (``(?m:^)`` under
-  ``re.MULTILINE``), ``\\A`` and ``\\Z`` the text's start and end, ``$`` under ``re.MULTILINE`` ``(?m:$)``.
-* ``\\b``, ``\\B``, a ``$`` without ``re.MULTILINE``, lookahead and lookbehind assertions are left out: they only
-  ever forbid matches. Lazy, possessive and atomic forms become plain repeats and groups; counts above RE2's
-  1000 become ``*``.
-* Anything else (a back-reference, a conditional group) makes the rule :attr:`RuleSet.unrelaxed`: it is always
-  in ``may``, so still exact, only not sped up.
-
-ASCII texts (most commands) are scanned by a second Set that keeps ``\\b``/``\\B`` (RE2's ASCII word boundaries
-are Python's on an ASCII text): on an ASCII text every construct above is then exact except lookarounds, a
-non-multiline ``$``, possessive/atomic forms, huge counts, and non-ASCII characters or negated letter ranges
-under IGNORECASE, so a rule
-without those (:attr:`RuleSet.exact_on_ascii`; every rule of this app) that the Set reports is in ``sure``.
-
-A text that cannot be encoded as UTF-8 (a lone surrogate; the parsers never store one) puts every rule in
-``may``. RE2 gets ``max_mem`` = :data:`RE2_MAX_MEM` bytes. A Set's match cannot fail once it has compiled:
-RE2's DFA falls back to its NFA when its state cache thrashes, but not for a Set (which has no NFA; it flushes
-the cache and goes on), and ``Compile`` itself runs a first search and raises if the budget does not hold the
-states that needs.
+What the rules read and how they run: docs/rules.md.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from ..verdicts import SCORED_KINDS
 from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, Calibration, CalibrationRun,
                        MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
                        run_facts, run_timeline)
-from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_tree_baselines,
+from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_latest_usage, read_tree_baselines,
                     run_fingerprints, tree_baselines)
 from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page
 from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
@@ -37,7 +37,7 @@ __all__ = [
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
     "RunTexts", "RunUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",
     "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
-    "field_chars", "read_latest_cells", "read_runs_with_facet", "read_tree_baselines",
+    "field_chars", "read_latest_cells", "read_latest_usage", "read_runs_with_facet", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
     "previous_cursor", "reference_scores", "run_directory", "run_facets", "run_facts", "run_fingerprints",
     "run_page", "run_steps", "run_texts", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",

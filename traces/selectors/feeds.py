@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ptbsite import warehouse
 
 from ..layout import BASELINE_FALLBACK_DIR
-from .runs import AGENT_RUN, SCORE_SQL, read_runs
+from .runs import AGENT_RUN, SCORE_SQL, fetch_dicts, read_runs
 
 @dataclass
 class CellRun:
@@ -121,11 +121,15 @@ class RunUsage:
 def latest_usage(suite: str) -> list[RunUsage]:
     """Token and cost usage of every method's latest runs in a suite (baselines excluded), ordered by run id."""
     with warehouse.connect() as con:
-        rows = con.execute(
-            "SELECT r.id, m.agent_key, r.state, r.trace_format, r.tokens_in + r.tokens_out, r.cost_usd "
-            "FROM runs r JOIN methods m ON m.id = r.method "
-            f"WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} ORDER BY r.id", [suite]).fetchall()
-    return [RunUsage(*row) for row in rows]
+        return read_latest_usage(con, suite)
+
+
+def read_latest_usage(con, suite: str) -> list[RunUsage]:
+    """:func:`latest_usage` on an open connection (inside the caller's unit of work)."""
+    return [RunUsage(**row) for row in fetch_dicts(
+        con, "SELECT r.id AS run_id, m.agent_key, r.state, r.trace_format, r.tokens_in + r.tokens_out AS tokens, "
+        "r.cost_usd FROM runs r JOIN methods m ON m.id = r.method "
+        f"WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} ORDER BY r.id", [suite])]
 
 
 
