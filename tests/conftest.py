@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,30 @@ from ptbsite import warehouse
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+# This test run's own page-cache folder (never the install's data/cache/pages, never another run's): set before
+# any test or session fixture writes (a write publishes the warehouse version into the page cache).
+PAGE_CACHE_FOLDER = Path(tempfile.mkdtemp(prefix="ptb-test-page-cache-"))
+
+
+def pytest_configure(config) -> None:
+    from django.conf import settings
+
+    settings.CACHES = {**settings.CACHES, "pages": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(PAGE_CACHE_FOLDER)}}
+    settings.PTB_PAGE_CACHE = False
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(PAGE_CACHE_FOLDER, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def pages_computed_per_request(settings) -> None:
+    """Tests see pages as computed (``PTB_PAGE_CACHE`` off), so a page cached by one test is never served to
+    another whose warehouse differs; the cache itself is tested with it on (tests/test_page_cache.py)."""
+    settings.PTB_PAGE_CACHE = False
 
 
 @pytest.fixture(scope="session")
