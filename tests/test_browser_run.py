@@ -69,8 +69,8 @@ def test_a_search_swaps_in_the_marked_matches_without_reloading_the_page(live_se
     assert "q=__pwned" in page.url  # the search is a deep link
     mark = page.locator("#steps mark").first
     assert mark.inner_text().lower() == "__pwned" and mark.is_visible()
-    assert page.evaluate("(() => { const r = document.querySelector('#steps mark').getBoundingClientRect();"
-                         " return r.top >= 0 && r.bottom <= window.innerHeight; })()")  # scrolled into view
+    page.wait_for_function("(() => { const r = document.querySelector('#steps mark').getBoundingClientRect();"
+                           " return r.top >= 0 && r.bottom <= window.innerHeight; })()", timeout=5000)  # in view
     assert "focus" in page.locator("#steps mark").first.locator("xpath=ancestor::li[contains(@class,'step')]")\
         .get_attribute("class")
     assert page.evaluate("window.__pwned") is None and page.locator("#steps img").count() == 0

@@ -35,7 +35,7 @@
   });
   // A search or filter answered by htmx (the #trace-results partial): open the step of the first match, mark it
   // as the current step and scroll the match itself into view, as a browser's find does.
-  document.addEventListener("htmx:afterSwap", function (event) {
+  document.addEventListener("htmx:afterSettle", function (event) {
     if (!event.detail.target || event.detail.target.id !== "trace-results") return;
     const mark = document.querySelector("#steps mark");
     const step = mark ? mark.closest("li.step") : document.querySelector("#steps li.step");
