@@ -32,9 +32,9 @@ class RunPage(Run, RunTexts):
 
     Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
     (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus``; ``redaction_warnings`` are
-    for admins only. ``timeline`` holds the phases and the time split only (no calls, no monitor samples: the
-    page loads its figure after first paint from ``/runs/<id>/timeline.json``); ``has_monitor``: the run has
-    system_monitor samples.
+    for admins only. ``timeline`` holds the time split and idle gaps only (no stretches, calls or monitor
+    samples: the page loads its figure after first paint from ``/runs/<id>/timeline.json``); ``has_phases`` /
+    ``has_monitor``: the run has phase stretches / system_monitor samples.
     """
 
     base_model_score: Percent = Field(description="percent, the published zero-shot score of the base model")
@@ -52,12 +52,13 @@ class RunPage(Run, RunTexts):
     tools: list[str] = Field(exclude=True)
     traces: list[str] = Field(exclude=True)
     focus: int | None = Field(None, exclude=True)
+    has_phases: bool = Field(False, exclude=True)
     has_monitor: bool = Field(False, exclude=True)
 
     @property
     def has_timeline(self) -> bool:
         """The run has a timeline figure (phases or monitor samples)."""
-        return bool(self.timeline.phases) or self.has_monitor
+        return self.has_phases or self.has_monitor
 
     @property
     def has_times(self) -> bool:
@@ -86,7 +87,7 @@ def run_page(
         evidence, evidence_count = read_evidence(con, run.id)
         refs = read_reference_scores(con, run.suite, run.base_model, run.benchmark)
         own = next((f.value_num for f in facets if f.facet == "self_score"), None)
-        timeline, has_monitor = read_timeline_summary(con, run)
+        timeline, has_phases, has_monitor = read_timeline_summary(con, run)
         return RunPage(
             **dict(run), **dict(texts), base_model_score=refs["base"], instruct_score=refs["instruct"],
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
@@ -95,7 +96,7 @@ def run_page(
             steps=read_steps_page(con, run.id, trace=trace, after=(focus - 1) if focus is not None else -1,
                                   limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours,
                                   step_count=run.step_count if trace == "agent" else None),
-            timeline=timeline, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
+            timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
             traces=read_trace_names(con, run.id), focus=focus,
         )
 
