@@ -185,8 +185,13 @@ def read_previous_cursor(
     if after < 0:
         return None
     where, params = _step_filter(run_id, trace, kind, tool, q)
-    row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
-                      [*params, after, limit]).fetchone()
+    # The index window before the cursor first (as read_steps_page), the whole trace before it only if needed.
+    window = (limit + 1) * (8 if (kind or tool or q) else 1)
+    row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? AND idx > ? ORDER BY idx DESC LIMIT 1 "
+                      "OFFSET ?", [*params, after, after - window, limit]).fetchone()
+    if row is None:
+        row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
+                          [*params, after, limit]).fetchone()
     return row[0] if row else -1
 
 
