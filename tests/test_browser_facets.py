@@ -10,8 +10,12 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
 def test_the_timeline_draws_phases_calls_and_gpu_use(live_server, facet_db, page):  # noqa: F811
-    page.goto(f"{live_server.url}/runs/{ID_A}/")
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url) if r.url.endswith("/timeline.json") else None)
+    response = page.goto(f"{live_server.url}/runs/{ID_A}/")
+    assert "line-ns-open" not in response.text()  # the page's own bytes do not carry the figure
     page.wait_for_selector('#timeline[data-drawn="true"]')
+    assert fetched == [f"{live_server.url}/runs/{ID_A}/timeline.json"]  # drawn after load, from its twin's figure
     # Five phase stretches (other, data, training, idle, evaluation), four tool calls, two monitor lines.
     assert page.locator("#timeline .barlayer .trace .point").count() == 5
     assert page.locator("#timeline .scatterlayer .trace .points path.point").count() == 4

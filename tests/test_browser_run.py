@@ -53,3 +53,25 @@ def test_trace_viewer_in_a_browser(live_server, demo_ingested, page):
     assert "step=42" in page.url and "focus" not in page.locator("#step-43").get_attribute("class")
     page.screenshot(path=ARTIFACTS / "run-step.png")
     assert page.js_errors == []
+
+
+def test_a_search_swaps_in_the_marked_matches_without_reloading_the_page(live_server, demo_ingested, page):
+    report, _, _ = demo_ingested
+    run_id = layout.run_id(*report.hostile_run_dirs[0].split("/"))
+    page.goto(f"{live_server.url}/runs/{run_id}/")
+    page.evaluate("window.__kept = 'same document'")  # a reload or a new page would lose it
+    partials = []
+    page.on("request", lambda r: partials.append(r.headers.get("hx-target")) if "q=__pwned" in r.url else None)
+    page.fill('input[name="q"]', "__pwned")
+    page.click('#trace-filters button[type="submit"]')
+    page.wait_for_selector("#steps mark")
+    assert partials == ["trace-results"] and page.evaluate("window.__kept") == "same document"
+    assert "q=__pwned" in page.url  # the search is a deep link
+    mark = page.locator("#steps mark").first
+    assert mark.inner_text().lower() == "__pwned" and mark.is_visible()
+    page.wait_for_function("(() => { const r = document.querySelector('#steps mark').getBoundingClientRect();"
+                           " return r.top >= 0 && r.bottom <= window.innerHeight; })()", timeout=5000)  # in view
+    assert "focus" in page.locator("#steps mark").first.locator("xpath=ancestor::li[contains(@class,'step')]")\
+        .get_attribute("class")
+    assert page.evaluate("window.__pwned") is None and page.locator("#steps img").count() == 0
+    assert page.js_errors == []

@@ -161,6 +161,17 @@ def test_the_run_page_shows_facets_citing_steps_and_the_timeline(client, facet_d
     assert "<strong>1.20x</strong>" in page  # 0.60 / 0.50
     assert 'id="timeline"' in page and "plotly.min.js" in page
     assert 'data-click-href="?step={0}#step-{0}"' in page
+    # The figure is not in the page: it loads after first paint from its own JSON, built from the timeline twin.
+    assert f'data-figure-src="/runs/{ID_A}/timeline.json"' in page and 'id="timeline-figure"' not in page
+    assert "line-ns-open" not in page and '"hovertemplate"' not in page
+    figure = client.get(f"/runs/{ID_A}/timeline.json").json()
+    assert [len(t["x"]) for t in figure["data"] if t.get("mode") == "markers"] == [1, 1, 1, 1]  # four calls
+    assert [t["name"] for t in figure["data"] if t["type"] == "bar"] == ["data", "training", "evaluation", "other",
+                                                                          "idle"]
+    twin = client.get(f"/api/runs/{ID_A}/timeline").json()
+    assert sorted(c for t in figure["data"] if t.get("mode") == "markers" for c, *_ in t["customdata"]) == \
+        [c["index"] for c in twin["calls"]]
+    assert client.get("/runs/nope/timeline.json").status_code == 404
 
 
 def test_json_twins_of_the_run_page(client, facet_db):

@@ -207,7 +207,8 @@ def test_run_and_analysis_pages_and_their_twins_are_one_unit_of_work_each(client
     report, _, _ = demo_ingested
     run_id = _id(next(r for r in report.runs if r.flagged_contamination and r.suspicious_trace))
     for path in (f"/runs/{run_id}/", f"/api/runs/{run_id}", f"/runs/{run_id}/steps?after=3",
-                 f"/api/runs/{run_id}/steps?after=3", "/runs/", "/api/runs", "/analysis/",
+                 f"/api/runs/{run_id}/steps?after=3", f"/runs/{run_id}/timeline.json", f"/api/runs/{run_id}/timeline",
+                 "/runs/", "/api/runs", "/analysis/",
                  "/api/analysis/calibration"):
         units_of_work.clear()
         assert client.get(path).status_code == 200, path

@@ -7,6 +7,8 @@ import pytest
 
 from traces import layout, selectors
 
+from .test_page_twins import units_of_work  # noqa: F401 - fixture
+
 pytestmark = pytest.mark.django_db
 
 
@@ -70,7 +72,7 @@ def test_steps_paging_filters_and_deep_links(client, demo_ingested):
     calls = client.get(f"/api/runs/{run_id}/steps?kind=tool_call&limit=500").json()
     assert calls["total"] == demo.steps_planned and {s["kind"] for s in calls["steps"]} == {"tool_call"}
     last = client.get(f"/api/runs/{run_id}/steps?after={calls['total'] * 10}").json()
-    assert last == {"steps": [], "next": None, "total": last["total"]}
+    assert last == {"steps": [], "next": None, "total": last["total"], "capped": False}
     html = client.get(f"/runs/{run_id}/?step=37").content.decode()
     assert 'id="step-37"' in html and 'class="step kind-' in html
     assert re.search(r'<li class="step [^"]*focus[^"]*"\s+id="step-37"', html)
@@ -168,3 +170,37 @@ def test_runs_list_offers_the_filter_values(client, demo_ingested):
     assert '<option value="opus-4.6" selected>Opus 4.6</option>' in html
     assert '<option value="gsm8k" >gsm8k</option>' in html or '<option value="gsm8k">gsm8k</option>' in html
     assert '<option value="Qwen3-4B-Base"' in html
+
+
+def test_a_search_answers_htmx_with_the_matching_steps_marked_not_the_run_page(client, demo_ingested,
+                                                                               units_of_work):  # noqa: F811
+    report, _, _ = demo_ingested
+    run_id = layout.run_id(*report.hostile_run_dirs[0].split("/"))
+    expected = selectors.steps_page(run_id, q="window.__pwned", limit=50)
+    units_of_work.clear()
+    response = client.get(f"/runs/{run_id}/?q=window.__pwned", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="trace-results")
+    assert response.status_code == 200 and len(units_of_work) == 1
+    html = response.content.decode()
+    # The partial only: no run header, no judge panel, no page chrome.
+    assert "<html" not in html and "run-header" not in html and "judge-panel" not in html
+    assert [int(i) for i in re.findall(r'id="step-(\d+)"', html)] == [s.index for s in expected.steps]
+    assert f"{expected.total} step" in html and "match" in html
+    # Escaped first, then marked: the planted markup is text, the match wrapped in <mark>.
+    assert "<script>window" not in html and "&lt;script&gt;<mark>window.__pwned</mark>=1&lt;/script&gt;" in html
+    # The same search without htmx is the whole page (deep links and the no-script form keep working).
+    full = client.get(f"/runs/{run_id}/?q=window.__pwned").content.decode()
+    assert "run-header" in full and "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in full
+
+
+def test_a_filtered_count_says_when_it_is_capped(client, demo_ingested, monkeypatch):
+    from traces.selectors import steps as step_reads
+
+    report, _, _ = demo_ingested
+    run_id = layout.run_id(*report.hostile_run_dirs[0].split("/"))
+    calls = selectors.steps_page(run_id, kind="tool_call", limit=5)
+    assert not calls.capped and calls.total > 3
+    monkeypatch.setattr(step_reads, "MATCH_COUNT_CAP", 3)
+    capped = selectors.steps_page(run_id, kind="tool_call", limit=5)
+    assert capped.capped and capped.total == 3 and [s.index for s in capped.steps] == [s.index for s in calls.steps]
+    html = client.get(f"/runs/{run_id}/?kind=tool_call").content.decode()
+    assert "More than 3 steps match (counting stopped there)." in html

@@ -98,7 +98,10 @@ def run_timeline(request, run_id: str):
     """Phases (seconds since the trace's first timed step), tool calls with their phase, system_monitor samples
     (GPU utilisation %, memory MiB) on the same axis, seconds per phase (``split_s``), idle gaps (longer than
     ``idle_gap_s`` with nothing running) and the fraction of the budget used (time_taken.txt)."""
-    return selectors.run_timeline(_found(run_id))
+    found = selectors.timeline_page(run_id)
+    if found is None:
+        raise HttpError(404, f"no run {run_id}")
+    return found
 
 
 def _analysis(suite: str) -> selectors.Analysis:

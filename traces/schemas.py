@@ -165,11 +165,13 @@ class Step(Model):
 
 class StepPage(Model):
     """One page of a trace: ``next`` is the ``after`` cursor of the next page (None on the last), ``total`` the
-    steps matching the filters."""
+    steps matching the filters; ``capped``: a filtered count stopped at ``traces.selectors.steps.MATCH_COUNT_CAP``
+    (``total`` is then that cap: there are more)."""
 
     steps: list[Step]
     next: int | None
     total: int
+    capped: bool = False
 
 
 class EvidenceStep(Model):

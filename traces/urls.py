@@ -65,6 +65,9 @@ urlpatterns = [
                  distill_file=run_file, distill_query=("trace", "step", "limit")),
     distill_path("runs/<str:run_id>/steps", views.run_steps, name="steps", distill_scope="run",
                  distill_func=step_pages, distill_file=steps_file, distill_query=("after", "limit", "trace")),
+    # The timeline figure the run page loads after first paint (the static export inlines it in the page).
+    distill_path("runs/<str:run_id>/timeline.json", views.run_timeline_figure, name="timeline_figure",
+                 distill_live_only=True),
     # The whole text of a long step output is served by the live site.
     distill_path("runs/<str:run_id>/steps/<int:index>/text", views.run_step_text, name="step_text",
                  distill_live_only=True),

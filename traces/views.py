@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
 from django.utils.http import urlencode
 
@@ -102,6 +102,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     that elapsed time.
     """
     params = _viewer_params(request)
+    if request.headers.get("HX-Request") and request.headers.get("HX-Target") == "trace-results":
+        return _trace_results(request, run_id, params)
     step = int(request.GET["step"]) if request.GET.get("step", "").isdigit() else None
     seconds, time_jump_note = None, None
     if step is None and request.GET.get("at"):
@@ -120,8 +122,11 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "overoptimism": page.overoptimism, "evaluations": page.evaluations, "counted": page.counted,
         "override_log": page.override_log, "evidence": page.evidence, "evidence_count": page.evidence_count,
         "tools": page.tools, "traces": page.traces, "focus": page.focus, "has_times": page.has_times,
-        "time_jump_note": time_jump_note, "params": params,
-        "timeline_figure": figures.timeline(page.timeline) if page.timeline.phases or page.timeline.monitor else None,
+        "time_jump_note": time_jump_note, "params": params, "mark_query": "",
+        # The figure loads after first paint from run_timeline_figure; the static export has no server: inlined.
+        "has_timeline": page.has_timeline, "has_monitor": page.has_monitor,
+        "timeline_figure": _timeline_figure(run_id) if page.has_timeline and getattr(request, "static_export", False)
+        else None,
         "facet_text": FACET_TEXT, "phases": PHASES, "idle_gap_minutes": int(IDLE_GAP_S // 60), "kinds": STEP_KINDS,
         "rule_text": RULE_TEXT, "scored_kinds": SCORED_KINDS,
         # Staff controls post to the evaluator's URLs by path (traces does not import evaluator).
@@ -129,6 +134,37 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "more_query": urlencode({**base_query, "after": steps.next}) if steps.next is not None else None,
         "earlier_query": urlencode({**base_query}) if page.focus else None,
     })
+
+
+def _trace_results(request: HttpRequest, run_id: str, params: dict) -> HttpResponse:
+    """The trace viewer's search and filter answer to htmx: the match count (capped, ``StepPage.capped``) and the
+    first page of matching steps, each match escaped and wrapped in ``<mark>`` (``trace_format.highlight``), a
+    collapsed output holding a match opened; ``static/js/trace.js`` scrolls the first match into view. One unit
+    of work (``selectors.run_steps``), not the run page's selector: a search never re-renders the run page."""
+    data = selectors.run_steps(run_id, limit=_limit(params), with_previous=False, **_filters(params))
+    if data is None:
+        raise Http404(f"no run {run_id}")
+    base_query = _base_query(params)
+    return render(request, "traces/_trace_results.html", {
+        "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
+        "more_query": urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None,
+        "earlier_query": None, "mark_query": params["q"],
+    })
+
+
+def _timeline_figure(run_id: str) -> dict:
+    timeline = selectors.timeline_page(run_id)
+    if timeline is None:
+        raise Http404(f"no run {run_id}")
+    return figures.timeline(timeline)
+
+
+def run_timeline_figure(request: HttpRequest, run_id: str) -> JsonResponse:
+    """``/runs/<id>/timeline.json``: the run page's timeline as a plotly figure (``{"data": [...], "layout":
+    {...}}``), built from the same selector as its twin ``/api/runs/<id>/timeline`` (``selectors.timeline_page``,
+    one unit of work). The run page fetches it after first paint (``static/js/plots.js``, ``data-figure-src``), so
+    the page's own bytes do not grow with the trace."""
+    return JsonResponse(_timeline_figure(run_id))
 
 
 def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
@@ -149,6 +185,7 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     context = {
         "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
         "more_query": urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None,
+        "mark_query": params["q"] if partial else "",  # "load more" after a search marks its matches too
     }
     if partial:
         return render(request, "traces/_steps.html", context)

@@ -1,12 +1,31 @@
 // Draws every figure of a plot page with the site's own plotly.min.js (never a CDN).
 // <div data-figure="ID"> reads its figure from the json_script element ID; data-click-url makes a click on a
 // point that carries an agent key (customdata[0]) open that agent's runs; data-click-href="...{0}..." opens that
-// link with the point's customdata[0]; [data-download] saves a PNG.
+// link with the point's customdata[0]; [data-download] saves a PNG. <div data-figure-src="URL"> fetches its figure
+// (plotly JSON) after first paint instead, so a page does not carry a heavy figure in its own bytes.
 (function () {
   "use strict";
 
   function draw(el) {
-    const figure = JSON.parse(document.getElementById(el.dataset.figure).textContent);
+    plot(el, JSON.parse(document.getElementById(el.dataset.figure).textContent));
+  }
+
+  function load(el) {
+    el.setAttribute("aria-busy", "true");
+    fetch(el.dataset.figureSrc, {headers: {Accept: "application/json"}})
+      .then(function (response) {
+        if (!response.ok) { throw new Error(response.status + " " + response.statusText); }
+        return response.json();
+      })
+      .then(function (figure) { el.removeAttribute("aria-busy"); plot(el, figure); })
+      .catch(function (error) {
+        el.removeAttribute("aria-busy");
+        el.textContent = "The chart could not be loaded (" + error.message + ").";
+        el.dataset.drawn = "failed";
+      });
+  }
+
+  function plot(el, figure) {
     const config = {
       responsive: true, displaylogo: false, displayModeBar: true,
       toImageButtonOptions: {format: "png", filename: el.dataset.filename, scale: 2},
@@ -36,6 +55,7 @@
   }
 
   document.querySelectorAll("[data-figure]").forEach(draw);
+  document.querySelectorAll("[data-figure-src]").forEach(load);
   document.querySelectorAll("[data-download]").forEach(function (button) {
     button.addEventListener("click", function () {
       const el = document.getElementById(button.dataset.download);

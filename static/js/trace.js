@@ -33,8 +33,20 @@
     if (event.key === "j" || event.key === "ArrowDown") { event.preventDefault(); go(1); }
     if (event.key === "k" || event.key === "ArrowUp") { event.preventDefault(); go(-1); }
   });
+  // A search or filter answered by htmx (the #trace-results partial): open the step of the first match, mark it
+  // as the current step and scroll the match itself into view, as a browser's find does.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "trace-results") return;
+    const mark = document.querySelector("#steps mark");
+    const step = mark ? mark.closest("li.step") : document.querySelector("#steps li.step");
+    if (!step) return;
+    steps().forEach(function (el) { el.classList.remove("focus"); });
+    step.classList.add("focus");
+    step.focus({ preventScroll: true });
+    (mark || step).scrollIntoView({ block: "center" });
+  });
   document.addEventListener("DOMContentLoaded", function () {
-    const focused = document.querySelector("#steps li.step.focus");
+    const focused = document.querySelector("#steps li.step.focus") || document.querySelector("#steps mark");
     if (focused) focused.scrollIntoView({ block: "center" });
   });
 })();

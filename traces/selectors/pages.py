@@ -11,7 +11,7 @@ from ptbsite import warehouse
 
 from ..facets import overoptimism
 from ..schemas import Evaluation, EvidenceStep, Facet, Model, OverrideEntry, Percent, Run, RunTexts, StepPage
-from .analysis import Timeline, read_timeline
+from .analysis import Timeline, read_timeline, read_timeline_summary
 from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_previous_cursor, read_step_at_time, read_steps_page, read_tools_used,
@@ -32,7 +32,9 @@ class RunPage(Run, RunTexts):
 
     Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
     (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus``; ``redaction_warnings`` are
-    for admins only.
+    for admins only. ``timeline`` holds the time split and idle gaps only (no stretches, calls or monitor
+    samples: the page loads its figure after first paint from ``/runs/<id>/timeline.json``); ``has_phases`` /
+    ``has_monitor``: the run has phase stretches / system_monitor samples.
     """
 
     base_model_score: Percent = Field(description="percent, the published zero-shot score of the base model")
@@ -50,6 +52,13 @@ class RunPage(Run, RunTexts):
     tools: list[str] = Field(exclude=True)
     traces: list[str] = Field(exclude=True)
     focus: int | None = Field(None, exclude=True)
+    has_phases: bool = Field(False, exclude=True)
+    has_monitor: bool = Field(False, exclude=True)
+
+    @property
+    def has_timeline(self) -> bool:
+        """The run has a timeline figure (phases or monitor samples)."""
+        return self.has_phases or self.has_monitor
 
     @property
     def has_times(self) -> bool:
@@ -78,14 +87,16 @@ def run_page(
         evidence, evidence_count = read_evidence(con, run.id)
         refs = read_reference_scores(con, run.suite, run.base_model, run.benchmark)
         own = next((f.value_num for f in facets if f.facet == "self_score"), None)
+        timeline, has_phases, has_monitor = read_timeline_summary(con, run)
         return RunPage(
             **dict(run), **dict(texts), base_model_score=refs["base"], instruct_score=refs["instruct"],
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
             steps=read_steps_page(con, run.id, trace=trace, after=(focus - 1) if focus is not None else -1,
-                                  limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours),
-            timeline=read_timeline(con, run), tools=read_tools_used(con, run.id, trace),
+                                  limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours,
+                                  step_count=run.step_count if trace == "agent" else None),
+            timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
             traces=read_trace_names(con, run.id), focus=focus,
         )
 
@@ -111,10 +122,19 @@ def run_steps(
         if run is None:
             return None
         page = read_steps_page(con, run.id, trace=trace, after=after, limit=limit, kind=kind, tool=tool, q=q,
-                               budget_hours=run.budget_hours)
+                               budget_hours=run.budget_hours, step_count=run.step_count if trace == "agent" else None)
         previous = (read_previous_cursor(con, run.id, after=after, limit=limit, trace=trace, kind=kind, tool=tool,
                                          q=q) if with_previous else None)
     return RunStepsPage(run=run, page=page, previous=previous)
+
+
+@warehouse.retrying
+def timeline_page(run_id: str) -> Timeline | None:
+    """The run's whole timeline (:func:`traces.selectors.run_timeline`) in one unit of work, for the run page's
+    lazily loaded figure and ``/api/runs/<id>/timeline``; None for an unknown run."""
+    with warehouse.connect() as con:
+        run = read_run(con, run_id)
+        return None if run is None else read_timeline(con, run)
 
 
 class RunsPage(Model):

@@ -45,25 +45,60 @@ def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q:
     return " AND ".join(where), params
 
 
+MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (``StepPage.capped`` says so)
+
+
 def read_steps_page(
     con, run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
+    step_count: int | None = None,
 ) -> StepPage:
-    """:func:`steps_page` on an open connection."""
+    """:func:`steps_page` on an open connection. ``step_count``: the trace's stored number of steps
+    (``runs.step_count`` for the agent trace), used as the page's total when no filter is set, so no page counts
+    the trace's rows.
+
+    Keyset paging that prunes: step indices of a trace are dense from 0, so the page is first read from the index
+    window ``(after, after + window]`` (``limit + 1`` indices unfiltered, 8x that filtered); only when that window
+    does not fill the page is the rest of the trace read (``idx >`` the window's end). The first page of a
+    60,000-step trace thus reads what its last page reads. A filtered page (kind, tool, text search) scans the
+    trace once for the indices of its matches (at most MATCH_COUNT_CAP + 1: the count, ``capped`` past it) and
+    reads the page's rows by index."""
     where, params = _step_filter(run_id, trace, kind, tool, q)
+    filtered = bool(kind or tool or q)
     budget_s = budget_hours * 3600 if budget_hours else None
     chars = field_chars(limit)
-    rows = fetch_dicts(
-        con,
+    select = (
         "SELECT idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
         "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
         "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes "
-        f"FROM steps WHERE {where} AND idx > ? ORDER BY idx LIMIT ?", [chars, chars, *params, after, limit + 1])
-    total = con.execute(f"SELECT count(*) FROM steps WHERE {where}", params).fetchone()[0]
+        f"FROM steps WHERE {where} ")
+    capped, rows = False, None
+    if filtered:
+        # One pass over the trace finds the matches (at most MATCH_COUNT_CAP + 1 of them, in the steps' stored
+        # order, which is idx order): their number is the count, and the page is read by index from them.
+        hits = sorted(r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} LIMIT ?",
+                                                [*params, MATCH_COUNT_CAP + 1]).fetchall())
+        capped, total = len(hits) > MATCH_COUNT_CAP, min(len(hits), MATCH_COUNT_CAP)
+        wanted = [i for i in hits if i > after][:limit + 1]
+        if wanted and (len(wanted) > limit or not capped):
+            rows = fetch_dicts(con, select + "AND idx >= ? AND idx <= ? AND list_contains(?, idx) ORDER BY idx",
+                               [chars, chars, *params, wanted[0], wanted[-1], wanted])
+        elif not capped:
+            rows = []
+    if rows is None:  # unfiltered, or a filtered page beyond the counted matches
+        window = (limit + 1) * (8 if filtered else 1)
+        rows = fetch_dicts(con, select + "AND idx > ? AND idx <= ? ORDER BY idx LIMIT ?",
+                           [chars, chars, *params, after, after + window, limit + 1])
+        if len(rows) <= limit:
+            rows += fetch_dicts(con, select + "AND idx > ? ORDER BY idx LIMIT ?",
+                                [chars, chars, *params, after + window, limit + 1 - len(rows)])
+    if not filtered:
+        total = step_count if step_count is not None else con.execute(
+            f"SELECT count(*) FROM steps WHERE {where}", params).fetchone()[0]
     steps = [Step(**{**r, "suspicious": r["suspicious"].split(",") if r["suspicious"] else [],
                      "remaining_s": (budget_s - r["elapsed_s"]) if (budget_s and r["elapsed_s"] is not None) else None})
              for r in rows[:limit]]
-    return StepPage(steps=steps, next=steps[-1].index if len(rows) > limit else None, total=total)
+    return StepPage(steps=steps, next=steps[-1].index if len(rows) > limit else None, total=total, capped=capped)
 
 
 @warehouse.retrying
@@ -150,8 +185,13 @@ def read_previous_cursor(
     if after < 0:
         return None
     where, params = _step_filter(run_id, trace, kind, tool, q)
-    row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
-                      [*params, after, limit]).fetchone()
+    # The index window before the cursor first (as read_steps_page), the whole trace before it only if needed.
+    window = (limit + 1) * (8 if (kind or tool or q) else 1)
+    row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? AND idx > ? ORDER BY idx DESC LIMIT 1 "
+                      "OFFSET ?", [*params, after, after - window, limit]).fetchone()
+    if row is None:
+        row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
+                          [*params, after, limit]).fetchone()
     return row[0] if row else -1
 
 

@@ -1,7 +1,12 @@
-"""Template filters for runs and steps. They return plain strings: Django's autoescaping still applies."""
+"""Template filters for runs and steps. They return plain strings: Django's autoescaping still applies, except
+``highlight``, which escapes the text itself and returns it safe with its matches wrapped in ``<mark>``."""
 from __future__ import annotations
 
+import re
+
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 PREVIEW_LINES = 6
@@ -52,3 +57,20 @@ def percent(fraction: float | None) -> str:
 def sum_values(values) -> int:
     """The sum of an iterable of numbers (a dict's ``values``)."""
     return sum(values)
+
+
+@register.filter
+def highlight(text: str | None, query: str | None) -> str | SafeString:
+    """The text HTML-escaped, each case-insensitive occurrence of ``query`` wrapped in ``<mark>``: the text is cut
+    at the matches first and every piece escaped on its own, so a match never lands inside an entity and trace
+    text is never rendered as HTML. Without a query, the text as it is (autoescaped by the template)."""
+    if not query or not text:
+        return text or ""
+    pieces = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
+    return mark_safe("".join(f"<mark>{escape(p)}</mark>" if i % 2 else escape(p) for i, p in enumerate(pieces)))
+
+
+@register.filter
+def has_match(text: str | None, query: str | None) -> bool:
+    """Whether ``query`` occurs in the text, case-insensitively (a collapsed output holding a match opens)."""
+    return bool(query and text and query.lower() in text.lower())
