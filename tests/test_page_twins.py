@@ -53,6 +53,11 @@ def test_the_run_twin_carries_what_the_run_page_shows(client, demo_ingested):
         assert twin["id"] == run_id and twin["run_dir"] in page and twin["method"] in page
         for key in ("agent", "scaffold", "benchmark", "base_model", "state_text"):
             assert html_lib.escape(twin[key]) in page, key
+        for key in ("agent_display", "benchmark_name", "base_model_name", "suite_name"):
+            assert twin[key] and html_lib.escape(twin[key]) in page, key
+        assert f"<title>{html_lib.escape(twin['title'])} ·" in page
+        for kind, text in twin["verdict_text"].items():
+            assert html_lib.escape(text) in page, kind
         assert _text(page, "run-score") == (_pct(twin["score"]) or "–")
         assert _text(page, "ref-base") == (_pct(twin["base_model_score"]) or "–")
         assert _text(page, "ref-instruct") == (_pct(twin["instruct_score"]) or "–")
@@ -106,7 +111,9 @@ def test_the_runs_twin_carries_what_the_runs_list_shows(client, demo_ingested):
         assert html_lib.escape(run["run_dir"]) in text and html_lib.escape(run["agent"]) in text
         assert run["state_text"] in text and f'data-flagged="{int(run["flagged"])}"' in text
         assert f'<td class="num">{_pct(run["score"])}</td>' in text
-        assert f'<td class="num">{run["step_count"]}</td>' in text
+        assert f'<td class="num">{run["step_count"]:,}</td>' in text  # issue 17: thousands separators
+        for key in ("title", "agent_display", "benchmark_name", "base_model_name"):
+            assert html_lib.escape(run[key]) in text, key
 
 
 def test_the_steps_twin_carries_what_the_steps_page_shows(client, demo_ingested):

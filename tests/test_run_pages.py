@@ -162,5 +162,6 @@ def test_the_api_docs_need_no_cdn(client):
 def test_runs_list_offers_the_filter_values(client, demo_ingested):
     html = client.get("/runs/?agent=opus-4.6").content.decode()
     assert '<option value="opus-4.6" selected>Opus 4.6</option>' in html
-    assert '<option value="gsm8k" >gsm8k</option>' in html or '<option value="gsm8k">gsm8k</option>' in html
+    # Issue 17: the benchmark is offered by its display name (was the id, ``>gsm8k<``).
+    assert '<option value="gsm8k" >GSM8K</option>' in html or '<option value="gsm8k">GSM8K</option>' in html
     assert '<option value="Qwen3-4B-Base"' in html

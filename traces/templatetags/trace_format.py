@@ -52,3 +52,29 @@ def percent(fraction: float | None) -> str:
 def sum_values(values) -> int:
     """The sum of an iterable of numbers (a dict's ``values``)."""
     return sum(values)
+
+
+@register.filter
+def kind_text(kind: str | None) -> str:
+    """A verdict question in words (``disallowed_model`` -> "Disallowed model"; traces.verdicts.KIND_TEXT)."""
+    from traces.verdicts import kind_text as text
+
+    return text(kind or "")
+
+
+@register.filter
+def facet_name(key: str | None) -> str:
+    """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.facets.FACET_NAME)."""
+    from traces.facets import facet_name as name
+
+    return name(key or "")
+
+
+@register.filter
+def hm(seconds: float | None) -> str:
+    """Seconds -> ``H:MM`` (rounded down to the minute; a leading minus when negative); "" for None."""
+    if seconds is None:
+        return ""
+    sign = "-" if seconds < 0 else ""
+    total = int(abs(seconds)) // 60
+    return f"{sign}{total // 60}:{total % 60:02d}"
