@@ -135,14 +135,12 @@ class Suite(_Model):
                 return model.name
         return base_model_id
 
-    def agent_name(self, method: str, stored_name: str = "") -> str:
-        """The agent's display name for a method directory: the suite's name of the agent that lists ``method``;
-        else ``stored_name`` (what ingest recorded: ``<config> (<harness agent>)`` for a sweep no list names);
-        else the method itself."""
+    def agent_name(self, method: str) -> str | None:
+        """The display name of the agent whose ``methods`` list names the method directory ``method``, else None."""
         for agent in self.known_agents():
             if method in agent.methods:
                 return agent.name
-        return stored_name or method
+        return None
 
     def agent_seed(self, method: str) -> int | None:
         """Which of its agent's repeated runs ``method`` is (1-based, the order of the agent's ``methods``), None

@@ -226,6 +226,37 @@ class Facet(Model):
     steps: list[int]
 
 
+class CitedStep(Model):
+    """A step of the agent's trace a judge's words name: ``index`` the step, ``via`` how the text names it
+    (``step 12``, or a tool call id such as ``toolu_01...``)."""
+
+    index: int
+    via: str
+
+
+class JudgeVerdict(Model):
+    """One verdict as the judge panel shows it: the verdict (``kind``/``kind_text``, ``value``/``value_text``,
+    judge, attempt, era), the judge's own words (``text``: the verdict file's content or justification, whole;
+    ``source_file`` its file in the run directory), ``reasoning``: the judge's messages from its own trace
+    (``reasoning_trace``; None when that judge left no trace; at most REASONING_SHOWN characters, ``reasoning_cut``
+    true when longer), and ``cited``: the agent-trace steps the text or the reasoning names."""
+
+    kind: str
+    kind_text: str
+    judge: str
+    attempt: str
+    era: str
+    value: str
+    value_text: str
+    text: str
+    note: str | None
+    source_file: str | None
+    reasoning: str | None = None
+    reasoning_trace: str | None = None
+    reasoning_cut: bool = False
+    cited: list[CitedStep] = Field(default_factory=list)
+
+
 class OverrideEntry(Model):
     """One reviewer override in the audit log: ``previous`` (flagged | clean | judge_error, None on rows older
     than the column), ``flagged`` the new verdict (``new`` in words), ``created_at`` naive UTC."""
@@ -258,4 +289,4 @@ class RunTexts(Model):
 
 
 __all__ = ["RunState", "RUN_STATES", "STATE_TEXT", "Percent", "Run", "Step", "StepPage", "EvidenceStep",
-           "Evaluation", "Facet", "OverrideEntry", "RunTexts", "Verdict"]
+           "Evaluation", "Facet", "CitedStep", "JudgeVerdict", "OverrideEntry", "RunTexts", "Verdict"]

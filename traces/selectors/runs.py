@@ -7,14 +7,15 @@ in one.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ptbsite import warehouse
-from ptbsite.suites import display_suite
+from ptbsite.suites import Suite, display_suite
 
 from ..facets import MEASURED_FACETS, METHOD_FACETS
-from ..layout import BASELINE_PREFIX, is_baseline_dir
+from ..layout import BASELINE_PREFIX, LayoutError, is_baseline_dir, parse_method_name
 from ..schemas import STATE_TEXT, Evaluation, Facet, Run, RunTexts
 from ..verdicts import SCORED_KINDS, Verdict, effective_flags, flag_labels
 
@@ -82,6 +83,31 @@ def _attach_verdicts(con, runs: list[Run]) -> None:
         attach_names(run)
 
 
+@lru_cache(maxsize=4096)
+def _sweep_of(method: str) -> tuple[str, str, float] | None:
+    try:
+        name = parse_method_name(method)
+    except LayoutError:
+        return None
+    return name.harness_agent, name.config, name.budget_hours
+
+
+def agent_display(suite: Suite, method: str, stored_name: str) -> str:
+    """The agent's display name for a method directory: the suite's name of the agent that lists it; for a sweep
+    no list names but run with the same harness agent, model config and budget as a listed agent's methods, that
+    agent's name with "(unlisted sweep)" (it is not one of that agent's seeds and is not grouped with them);
+    else what ingest stored (``<config> (<harness agent>)``)."""
+    listed = suite.agent_name(method)
+    if listed:
+        return listed
+    sweep = _sweep_of(method)
+    if sweep is not None:
+        for agent in suite.known_agents():
+            if any(_sweep_of(m) == sweep for m in agent.methods):
+                return f"{agent.name} (unlisted sweep)"
+    return stored_name or method
+
+
 def attach_names(run: Run) -> None:
     """Fill the run's display names from its suite file (agent, benchmark, base model, suite, seed); ids stay
     where the suite does not name them."""
@@ -90,7 +116,7 @@ def attach_names(run: Run) -> None:
         run.agent_display, run.benchmark_name, run.base_model_name = run.agent or run.method, run.benchmark, run.base_model
         run.suite_name = run.suite
         return
-    run.agent_display = suite.agent_name(run.method, run.agent)
+    run.agent_display = agent_display(suite, run.method, run.agent)
     run.benchmark_name = suite.benchmark_name(run.benchmark)
     run.base_model_name = suite.base_model_name(run.base_model)
     run.suite_name = suite.name

@@ -1,7 +1,12 @@
 """Template filters for runs and steps. They return plain strings: Django's autoescaping still applies."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import template
+
+if TYPE_CHECKING:
+    from traces.tool_input import Rendered
 
 register = template.Library()
 PREVIEW_LINES = 6
@@ -78,3 +83,12 @@ def hm(seconds: float | None) -> str:
     sign = "-" if seconds < 0 else ""
     total = int(abs(seconds)) // 60
     return f"{sign}{total // 60}:{total % 60:02d}"
+
+
+@register.filter
+def tool_input(step) -> Rendered:
+    """A step's input rendered by its tool (:func:`traces.tool_input.render_tool_input`): ``.kind``, ``.label``,
+    ``.html`` (escaped and highlighted), at most FULL_LIMIT characters of the input."""
+    from traces.tool_input import render_tool_input
+
+    return render_tool_input(step.tool, clipped(step.input))
