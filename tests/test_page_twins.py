@@ -10,6 +10,7 @@ import pytest
 from django.template.defaultfilters import floatformat
 
 from traces import layout, selectors, services
+from traces.tool_input import render_tool_input
 
 pytestmark = pytest.mark.django_db
 
@@ -128,7 +129,9 @@ def test_the_steps_twin_carries_what_the_steps_page_shows(client, demo_ingested)
         if s["tool"]:
             assert f'<span class="tool">{html_lib.escape(s["tool"])}</span>' in page
         if s["input"]:
-            assert html_lib.escape(s["input"][:100]) in page
+            # Issue 17: the page shows the input rendered by its tool (a shell block, a highlighted file, a diff,
+            # indented JSON), made from the twin's input; it was the raw input escaped.
+            assert str(render_tool_input(s["tool"], s["input"]).html)[:200] in page
 
 
 def test_the_leaderboard_twin_carries_what_the_leaderboard_shows(client, use_published):
