@@ -23,7 +23,7 @@ def aria_sort(params: dict, column: str) -> str:
     ``params["dir"]``), "" for the others. The value comes from a fixed set, never from the request."""
     if params.get("sort") != column:
         return ""
-    return mark_safe(f' aria-sort="{_ARIA.get(params.get("dir"), "ascending")}"')
+    return mark_safe(f' aria-sort="{_ARIA.get(str(params.get("dir")), "ascending")}"')
 
 
 @register.simple_tag
