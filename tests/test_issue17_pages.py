@@ -127,3 +127,57 @@ def test_issue17_in_a_browser(live_server, judged_run, page):
     assert "Opus 4.6 (unlisted sweep) on GSM8K with Qwen3-1.7B" in row.inner_text() and "GSM8K" in row.inner_text()
     page.screenshot(path=ARTIFACTS / "issue17-runs.png", full_page=True)
     assert page.js_errors == []
+
+
+@pytest.mark.browser
+def test_sort_arrows_and_the_weights_disclosure_on_the_leaderboard(live_server, use_published, page):
+    page.goto(f"{live_server.url}/")
+    sorted_head = page.locator("#board th[aria-sort]")
+    assert sorted_head.count() == 1 and sorted_head.get_attribute("aria-sort") == "ascending"
+    assert sorted_head.inner_text().strip() == "#▲"
+    how = page.locator("#weights-how")
+    assert how.locator("summary").inner_text() == "How the weights are derived"
+    assert how.get_attribute("open") is None and not page.locator("#derived-weights").is_visible()
+    how.locator("summary").click()
+    assert page.locator("#derived-weights").is_visible()
+    page.click('#board th a:has-text("Average")')
+    page.wait_for_selector('#board th[aria-sort="descending"]')
+    head = page.locator("#board th[aria-sort]")
+    assert head.count() == 1 and "Average▼" in head.inner_text()
+    page.screenshot(path=ARTIFACTS / "issue17-leaderboard.png")
+    assert page.js_errors == []
+
+
+@pytest.mark.browser
+def test_analysis_heads_and_suite_chips_read_in_names(live_server, demo_ingested, page):
+    page.goto(f"{live_server.url}/analysis/")
+    heads = page.locator("#method-mix th[data-facet-head]").all_inner_texts()
+    assert "Full fine-tune" in heads and "Other RL" in heads and "full_finetune" not in heads
+    chips = page.locator('[aria-label="Suite"] a.chip').all_inner_texts()
+    assert "PostTrainBench" in chips and "FrogsGame" in chips
+    time_use = page.locator("#time-use").inner_text()
+    assert "time_taken.txt" not in time_use and "(h:mm)" in time_use
+    assert "traces/facets.py" not in page.content()
+    page.screenshot(path=ARTIFACTS / "issue17-analysis.png", full_page=True)
+    page.goto(f"{live_server.url}/runs/")
+    benchmarks = set(page.locator("table.runs tbody tr td:nth-child(4)").all_inner_texts())
+    assert benchmarks and benchmarks <= {"AIME 2025", "Arena-Hard Writing", "BFCL", "GPQA", "GSM8K", "HealthBench",
+                                         "HumanEval"}
+    assert page.js_errors == []
+
+
+def test_an_override_says_so_and_is_in_the_admin_history(client, judged_run):
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.auth import get_user_model
+
+    staff = get_user_model().objects.create_user("reviewer17", password="x", is_staff=True)
+    client.force_login(staff)
+    response = client.post(f"/reruns/runs/{judged_run}/override",
+                           {"kind": "contamination", "flagged": "true", "reason": "test split in train.py"}, follow=True)
+    page = response.content.decode()
+    assert '<ul class="messages"><li class="success">Contamination overridden: flagged.' in page
+    entry = LogEntry.objects.get(user=staff)
+    assert entry.object_id == judged_run and entry.change_message == ("Contamination overridden: flagged "
+                                                                     "(test split in train.py)")
+    admin = client.get("/admin/").content.decode()
+    assert f"run {judged_run}" in admin  # the admin's recent actions list it

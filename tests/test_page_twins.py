@@ -10,6 +10,7 @@ import pytest
 from django.template.defaultfilters import floatformat
 
 from traces import layout, selectors, services
+from traces.templatetags.trace_format import hours_hm
 from traces.tool_input import render_tool_input
 
 pytestmark = pytest.mark.django_db
@@ -181,7 +182,8 @@ def test_the_analysis_twins_carry_what_the_analysis_page_shows(client, demo_inge
         text = _row(time_section, "data-agent", row["key"])
         if row["runs_traced"]:
             for phase, hours in row["hours"].items():
-                assert f'data-phase="{phase}">{floatformat(hours, 2)}</td>' in text
+                # issue 17: hours as h:mm (were decimals, floatformat 2)
+                assert f'data-phase="{phase}">{hours_hm(hours)}</td>' in text
 
 
 def test_the_plot_twins_carry_what_the_plot_pages_show(client, use_published):

@@ -32,7 +32,7 @@ def test_run_page_header_and_judge_panel(client, demo_ingested):
     assert 'class="badge flagged"' in html and "contamination detected" in html
     assert "synthetic demo run" in html
     hours = int(demo.hours)
-    assert re.search(rf"{hours}:\d\d:\d\d of 10 h", html)
+    assert re.search(rf"{hours}:\d\d of 10:00 hours", html)  # issue 17: h:mm across the site (was H:MM:SS of 10 h)
     evidence = selectors.evidence_steps(run.id)
     assert evidence and f'href="?step={evidence[0].index}#step-{evidence[0].index}"' in html
 

@@ -92,3 +92,9 @@ def tool_input(step) -> Rendered:
     from traces.tool_input import render_tool_input
 
     return render_tool_input(step.tool, clipped(step.input))
+
+
+@register.filter
+def hours_hm(hours: float | None) -> str:
+    """Hours (a decimal, ``1.5``) -> ``H:MM`` (``1:30``), the site's one format for durations; "" for None."""
+    return "" if hours is None else hm(hours * 3600)
