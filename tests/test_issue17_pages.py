@@ -135,6 +135,7 @@ def test_sort_arrows_and_the_weights_disclosure_on_the_leaderboard(live_server, 
     sorted_head = page.locator("#board th[aria-sort]")
     assert sorted_head.count() == 1 and sorted_head.get_attribute("aria-sort") == "ascending"
     assert sorted_head.inner_text().strip() == "#▲"
+    assert page.locator(".suites a").all_inner_texts() == ["FrogsGame", "PostTrainBench"]
     how = page.locator("#weights-how")
     assert how.locator("summary").inner_text() == "How the weights are derived"
     assert how.get_attribute("open") is None and not page.locator("#derived-weights").is_visible()
@@ -155,6 +156,9 @@ def test_analysis_heads_and_suite_chips_read_in_names(live_server, demo_ingested
     assert "Full fine-tune" in heads and "Other RL" in heads and "full_finetune" not in heads
     chips = page.locator('[aria-label="Suite"] a.chip').all_inner_texts()
     assert "PostTrainBench" in chips and "FrogsGame" in chips
+    agents = page.locator("#method-mix tbody td:first-child").all_inner_texts()
+    # A sweep no agent list names reads as the listed agent's name, marked (it was "gpt-5.1-codex-max (codexhigh)").
+    assert "GPT-5.1 Codex Max (High) (unlisted sweep)" in agents and "gpt-5.1-codex-max (codexhigh)" not in agents
     time_use = page.locator("#time-use").inner_text()
     assert "time_taken.txt" not in time_use and "(h:mm)" in time_use
     assert "traces/facets.py" not in page.content()
