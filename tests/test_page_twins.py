@@ -60,6 +60,14 @@ def test_the_run_twin_carries_what_the_run_page_shows(client, demo_ingested):
         assert f"<title>{html_lib.escape(twin['title'])} ·" in page
         for kind, text in twin["verdict_text"].items():
             assert html_lib.escape(text) in page, kind
+        for v in twin["judge_panel"]:  # the judge's words, its reasoning and the steps they cite
+            assert html_lib.escape(v["kind_text"]) in page
+            if v["text"]:
+                assert html_lib.escape(v["text"].splitlines()[0]) in page, v["kind"]
+            if v["reasoning"]:
+                assert html_lib.escape(v["reasoning"][:200]) in page, v["kind"]
+            for c in v["cited"]:
+                assert f'href="?step={c["index"]}#step-{c["index"]}" title="named as {html_lib.escape(c["via"])}"' in page
         assert _text(page, "run-score") == (_pct(twin["score"]) or "–")
         assert _text(page, "ref-base") == (_pct(twin["base_model_score"]) or "–")
         assert _text(page, "ref-instruct") == (_pct(twin["instruct_score"]) or "–")
