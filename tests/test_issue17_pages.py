@@ -116,6 +116,7 @@ def test_issue17_in_a_browser(live_server, judged_run, page):
     assert page.evaluate("window.__pwned_write") is None and page.evaluate("window.__pwned_img") is None
     assert page.locator("#steps img").count() == 0
     assert write.locator("span.kn").count() >= 1  # highlighted
+    assert page.evaluate("getComputedStyle(document.querySelector('#step-1 span.kn')).color") == "rgb(0, 128, 0)"
     assert page.locator('#step-3 pre[data-render="diff"] span.gi').last.inner_text() == "+return 2"
     assert page.locator('#step-5 pre[data-render="shell"]').inner_text().strip() == "python train.py --epochs 3 | tee log.txt"
     page.screenshot(path=ARTIFACTS / "issue17-run.png", full_page=True)
