@@ -5,6 +5,7 @@ Every view answers 403 to anonymous and non-staff users; POSTs need Django's CSR
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -116,6 +117,7 @@ def job_create(request: HttpRequest) -> HttpResponse:
         return HttpResponse(f"Not queued: {exc}", status=400, content_type="text/plain")
     except services.BrokerUnavailable as exc:
         return render(request, "evaluator/broker_down.html", {"reason": str(exc)}, status=503)
+    messages.success(request, f"Rerun queued as job {job.pk}: this page follows it.")
     return redirect("evaluator:job", job_id=job.pk, permanent=False)
 
 
@@ -132,4 +134,5 @@ def run_judge(request: HttpRequest, run_id: str) -> HttpResponse:
         return HttpResponse(str(exc), status=409, content_type="text/plain")
     except services.BrokerUnavailable as exc:
         return render(request, "evaluator/broker_down.html", {"reason": str(exc)}, status=503)
+    messages.success(request, f"Judge re-run queued as job {job.pk}: this page follows it.")
     return redirect("evaluator:job", job_id=job.pk, permanent=False)

@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse, reverse_lazy
 from django.utils.http import urlencode
 
-from ptbsite.suites import suite_ids
+from ptbsite.suites import suite_ids, suite_name
 from traces.facets import FACET_TEXT, METHOD_FACETS
 
 from . import figures, plots, selectors
@@ -67,7 +67,7 @@ def _context(request: HttpRequest) -> dict:
         (m, FACET_TEXT[m], _query(params, facet=m, source=runs_source)) for m in METHOD_FACETS]
     return {
         "board": board,
-        "suites": suite_ids(),
+        "suites": suite_ids(), "suite_names": [(s, suite_name(s)) for s in suite_ids()],
         "params": params,
         "sort_links": sort_links,
         "filter_links": filter_links,

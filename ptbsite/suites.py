@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -121,6 +122,34 @@ class Suite(_Model):
         """The published agents (``published.agents``), then ``agent_groups`` (see :func:`known_agents`)."""
         return [Agent.model_validate(a) for a in self.published.get("agents", [])] + list(self.agent_groups)
 
+    def benchmark_name(self, benchmark_id: str) -> str:
+        """The benchmark's display name (``Arena-Hard Writing`` for ``arenahardwriting``); the id when the suite
+        does not name it."""
+        return next((b.name for b in self.benchmarks if b.id == benchmark_id), benchmark_id)
+
+    def base_model_name(self, base_model_id: str) -> str:
+        """The base model's display name as the leaderboard shows it (the suite's ``name``: ``Qwen3-1.7B`` for
+        ``Qwen3-1.7B-Base``), matched by id or Hugging Face id; the value itself when the suite does not list it."""
+        for model in self.base_models:
+            if base_model_id in (model.id, model.hf_id):
+                return model.name
+        return base_model_id
+
+    def agent_name(self, method: str) -> str | None:
+        """The display name of the agent whose ``methods`` list names the method directory ``method``, else None."""
+        for agent in self.known_agents():
+            if method in agent.methods:
+                return agent.name
+        return None
+
+    def agent_seed(self, method: str) -> int | None:
+        """Which of its agent's repeated runs ``method`` is (1-based, the order of the agent's ``methods``), None
+        when no agent lists it or the agent has a single method."""
+        for agent in self.known_agents():
+            if method in agent.methods and len(agent.methods) > 1:
+                return agent.methods.index(method) + 1
+        return None
+
     def benchmark(self, benchmark_id: str) -> Benchmark:
         """The benchmark ``benchmark_id``; raises KeyError naming the known ids."""
         for bench in self.benchmarks:
@@ -191,6 +220,32 @@ def _check_method_lists(suite: dict, path: Path) -> None:
             if method in owner:
                 raise SuiteError(f"{path}: method {method!r} is listed for both {owner[method]} and {agent['key']}")
             owner[method] = agent["key"]
+
+
+@lru_cache(maxsize=16)
+def _cached(suite_id: str, mtime_ns: int) -> Suite | None:
+    try:
+        return _read(suite_id)[2]
+    except SuiteError:
+        return None
+
+
+def display_suite(suite_id: str | None = None) -> Suite | None:
+    """The typed suite for display names (``benchmark_name``, ``base_model_name``, ``agent_name``), read once per
+    change of the file; None when there is no such file or it is malformed (a page then shows ids)."""
+    suite_id = suite_id or default_suite_id()
+    path = SUITES_DIR / f"{suite_id}.json"
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _cached(suite_id, mtime)
+
+
+def suite_name(suite_id: str) -> str:
+    """The suite's display name (``PostTrainBench``), the id when there is no such file."""
+    suite = display_suite(suite_id)
+    return suite.name if suite else suite_id
 
 
 def suite_ids() -> list[str]:

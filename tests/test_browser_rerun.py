@@ -15,6 +15,8 @@ from django.core.management import call_command
 from django.test import Client
 from inspect_ai.log import read_eval_log
 
+from ptbsite.templatetags.scores import pct
+
 from evaluator import workers
 from evaluator.models import RerunJob
 from tests.conftest import ARTIFACTS, CeleryWorker, RERUN_METHOD, RERUN_RUN_DIR, write_run
@@ -76,7 +78,8 @@ def test_the_demo_run_reruns_end_to_end_in_a_browser(
     assert any(s == "running" and samples.endswith("of 8 samples") for s, samples in seen)  # progress while running
 
     new = page.locator("#job-new-score").inner_text()
-    assert page.locator("#job-old-score").inner_text() == "0.2500" and new == f"{job.new_score:.4f}"
+    # issue 17: scores as percent (were fractions, "0.2500")
+    assert page.locator("#job-old-score").inner_text() == "25.0%" and new == f"{pct(job.new_score)}%"
     with page.expect_download() as download:
         page.click("#job-eval-log")
     saved = tmp_path / "downloaded.eval"

@@ -75,6 +75,8 @@ def exported(export_warehouse, tmp_path) -> Path:
 
 def test_the_export_has_every_view_run_and_json_twin(exported, client):
     assert (exported / "index.html").is_file()
+    # issue 17: the trace viewer's highlighting styles travel with the pages that link them
+    assert ".hl .kn" in (exported / "static/css/highlight.css").read_text()
     models = [m.id for m in board.leaderboard().base_models]
     assert len(models) == 4
     for model in models:

@@ -10,6 +10,8 @@ import pytest
 from django.template.defaultfilters import floatformat
 
 from traces import layout, selectors, services
+from traces.templatetags.trace_format import hours_hm
+from traces.tool_input import render_tool_input
 
 pytestmark = pytest.mark.django_db
 
@@ -53,6 +55,19 @@ def test_the_run_twin_carries_what_the_run_page_shows(client, demo_ingested):
         assert twin["id"] == run_id and twin["run_dir"] in page and twin["method"] in page
         for key in ("agent", "scaffold", "benchmark", "base_model", "state_text"):
             assert html_lib.escape(twin[key]) in page, key
+        for key in ("agent_display", "benchmark_name", "base_model_name", "suite_name"):
+            assert twin[key] and html_lib.escape(twin[key]) in page, key
+        assert f"<title>{html_lib.escape(twin['title'])} ·" in page
+        for kind, text in twin["verdict_text"].items():
+            assert html_lib.escape(text) in page, kind
+        for v in twin["judge_panel"]:  # the judge's words, its reasoning and the steps they cite
+            assert html_lib.escape(v["kind_text"]) in page
+            if v["text"]:
+                assert html_lib.escape(v["text"].splitlines()[0]) in page, v["kind"]
+            if v["reasoning"]:
+                assert html_lib.escape(v["reasoning"][:200]) in page, v["kind"]
+            for c in v["cited"]:
+                assert f'href="?step={c["index"]}#step-{c["index"]}" title="named as {html_lib.escape(c["via"])}"' in page
         assert _text(page, "run-score") == (_pct(twin["score"]) or "–")
         assert _text(page, "ref-base") == (_pct(twin["base_model_score"]) or "–")
         assert _text(page, "ref-instruct") == (_pct(twin["instruct_score"]) or "–")
@@ -106,7 +121,9 @@ def test_the_runs_twin_carries_what_the_runs_list_shows(client, demo_ingested):
         assert html_lib.escape(run["run_dir"]) in text and html_lib.escape(run["agent"]) in text
         assert run["state_text"] in text and f'data-flagged="{int(run["flagged"])}"' in text
         assert f'<td class="num">{_pct(run["score"])}</td>' in text
-        assert f'<td class="num">{run["step_count"]}</td>' in text
+        assert f'<td class="num">{run["step_count"]:,}</td>' in text  # issue 17: thousands separators
+        for key in ("title", "agent_display", "benchmark_name", "base_model_name"):
+            assert html_lib.escape(run[key]) in text, key
 
 
 def test_the_steps_twin_carries_what_the_steps_page_shows(client, demo_ingested):
@@ -121,7 +138,9 @@ def test_the_steps_twin_carries_what_the_steps_page_shows(client, demo_ingested)
         if s["tool"]:
             assert f'<span class="tool">{html_lib.escape(s["tool"])}</span>' in page
         if s["input"]:
-            assert html_lib.escape(s["input"][:100]) in page
+            # Issue 17: the page shows the input rendered by its tool (a shell block, a highlighted file, a diff,
+            # indented JSON), made from the twin's input; it was the raw input escaped.
+            assert str(render_tool_input(s["tool"], s["input"]).html)[:200] in page
 
 
 def test_the_leaderboard_twin_carries_what_the_leaderboard_shows(client, use_published):
@@ -171,7 +190,8 @@ def test_the_analysis_twins_carry_what_the_analysis_page_shows(client, demo_inge
         text = _row(time_section, "data-agent", row["key"])
         if row["runs_traced"]:
             for phase, hours in row["hours"].items():
-                assert f'data-phase="{phase}">{floatformat(hours, 2)}</td>' in text
+                # issue 17: hours as h:mm (were decimals, floatformat 2)
+                assert f'data-phase="{phase}">{hours_hm(hours)}</td>' in text
 
 
 def test_the_plot_twins_carry_what_the_plot_pages_show(client, use_published):

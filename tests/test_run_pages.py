@@ -34,7 +34,7 @@ def test_run_page_header_and_judge_panel(client, demo_ingested):
     assert 'class="badge flagged"' in html and "contamination detected" in html
     assert "synthetic demo run" in html
     hours = int(demo.hours)
-    assert re.search(rf"{hours}:\d\d:\d\d of 10 h", html)
+    assert re.search(rf"{hours}:\d\d of 10:00 hours", html)  # issue 17: h:mm across the site (was H:MM:SS of 10 h)
     evidence = selectors.evidence_steps(run.id)
     assert evidence and f'href="?step={evidence[0].index}#step-{evidence[0].index}"' in html
 
@@ -168,7 +168,8 @@ def test_the_api_docs_need_no_cdn(client):
 def test_runs_list_offers_the_filter_values(client, demo_ingested):
     html = client.get("/runs/?agent=opus-4.6").content.decode()
     assert '<option value="opus-4.6" selected>Opus 4.6</option>' in html
-    assert '<option value="gsm8k" >gsm8k</option>' in html or '<option value="gsm8k">gsm8k</option>' in html
+    # Issue 17: the benchmark is offered by its display name (was the id, ``>gsm8k<``).
+    assert '<option value="gsm8k" >GSM8K</option>' in html or '<option value="gsm8k">GSM8K</option>' in html
     assert '<option value="Qwen3-4B-Base"' in html
 
 

@@ -29,6 +29,21 @@ FACET_TEXT = {
     "rl_steps": "RL steps", "rollouts_per_step": "rollouts per step (per prompt)",
     "examples_generated": "examples generated", "evaluations": "evaluations run", "self_score": "last self-reported score",
 }
+# Short display names (table heads, chips); FACET_TEXT says more.
+FACET_NAME = {
+    "sft": "SFT", "lora": "LoRA", "qlora": "QLoRA", "full_finetune": "Full fine-tune", "grpo": "GRPO", "ppo": "PPO",
+    "dpo": "DPO", "other_rl": "Other RL", "distillation": "Distillation", "programmatic_data": "Programmatic data",
+    "curriculum": "Curriculum", "library": "Library", "dataset": "Dataset", "training_launches": "Training launches",
+    "rl_steps": "RL steps", "rollouts_per_step": "Rollouts per step", "examples_generated": "Examples generated",
+    "evaluations": "Evaluations", "self_score": "Self-reported score",
+}
+
+
+def facet_name(key: str) -> str:
+    """A facet's short display name (FACET_NAME), the key with spaces when unknown."""
+    return FACET_NAME.get(key, key.replace("_", " ").capitalize())
+
+
 SHELL_TOOLS = {"bash", "shell", "run_shell_command", "exec_command", "local_shell", "execute_command"}
 _FILE_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "notebook_path")
 

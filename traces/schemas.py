@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from ptbsite.units import PercentOrNone
 
 from .steps import StepKind
-from .verdicts import Verdict
+from .verdicts import FLAG_TEXT, Verdict, kind_text
 
 RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
                    "api_limit"]
@@ -89,6 +89,29 @@ class Run(Model):
     verdicts: list[Verdict] = Field(default_factory=list)
     overrides: dict[str, bool] = Field(default_factory=dict)
     flags: dict[str, str | None] = Field(default_factory=dict)
+    agent_display: str = Field("", description="the agent's display name from the suite file (else ``agent``)")
+    benchmark_name: str = Field("", description="the benchmark's display name from the suite file")
+    base_model_name: str = Field("", description="the base model's display name from the suite file")
+    suite_name: str = Field("", description="the suite's display name")
+    seed: int | None = Field(None, description="which of the agent's repeated runs this is (1-based), if known")
+    verdict_labels: dict[str, str] = Field(
+        default_factory=dict, description="per question of ``flags``: flagged | judge_error | clean | not_assessed")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def title(self) -> str:
+        """"<agent> on <benchmark> with <base model> (seed n, older attempt)" in display names."""
+        detail = [f"seed {self.seed}"] if self.seed else []
+        if not self.is_latest:
+            detail.append("older attempt")
+        return (f"{self.agent_display or self.agent or self.method} on {self.benchmark_name or self.benchmark} "
+                f"with {self.base_model_name or self.base_model}" + (f" ({', '.join(detail)})" if detail else ""))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict_text(self) -> dict[str, str]:
+        """Per question of ``verdict_labels``, in words: ``{"disallowed_model": "Disallowed model: flagged"}``."""
+        return {kind: f"{kind_text(kind)}: {FLAG_TEXT.get(label, label)}" for kind, label in self.verdict_labels.items()}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -205,6 +228,37 @@ class Facet(Model):
     steps: list[int]
 
 
+class CitedStep(Model):
+    """A step of the agent's trace a judge's words name: ``index`` the step, ``via`` how the text names it
+    (``step 12``, or a tool call id such as ``toolu_01...``)."""
+
+    index: int
+    via: str
+
+
+class JudgeVerdict(Model):
+    """One verdict as the judge panel shows it: the verdict (``kind``/``kind_text``, ``value``/``value_text``,
+    judge, attempt, era), the judge's own words (``text``: the verdict file's content or justification, whole;
+    ``source_file`` its file in the run directory), ``reasoning``: the judge's messages from its own trace
+    (``reasoning_trace``; None when that judge left no trace; at most REASONING_SHOWN characters, ``reasoning_cut``
+    true when longer), and ``cited``: the agent-trace steps the text or the reasoning names."""
+
+    kind: str
+    kind_text: str
+    judge: str
+    attempt: str
+    era: str
+    value: str
+    value_text: str
+    text: str
+    note: str | None
+    source_file: str | None
+    reasoning: str | None = None
+    reasoning_trace: str | None = None
+    reasoning_cut: bool = False
+    cited: list[CitedStep] = Field(default_factory=list)
+
+
 class OverrideEntry(Model):
     """One reviewer override in the audit log: ``previous`` (flagged | clean | judge_error, None on rows older
     than the column), ``flagged`` the new verdict (``new`` in words), ``created_at`` naive UTC."""
@@ -237,4 +291,4 @@ class RunTexts(Model):
 
 
 __all__ = ["RunState", "RUN_STATES", "STATE_TEXT", "Percent", "Run", "Step", "StepPage", "EvidenceStep",
-           "Evaluation", "Facet", "OverrideEntry", "RunTexts", "Verdict"]
+           "Evaluation", "Facet", "CitedStep", "JudgeVerdict", "OverrideEntry", "RunTexts", "Verdict"]

@@ -227,3 +227,35 @@ def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None =
         else:
             result[kind] = None
     return result
+
+
+# Each question in words, as pages head it (``disallowed_model`` -> "Disallowed model").
+KIND_TEXT = {
+    "contamination": "Contamination", "disallowed_model": "Disallowed model",
+    "evaluation_access": "Evaluation-code access", "disallowed_api_usage": "External API usage",
+    "disallowed_ptb_lookup": "Benchmark lookup", "general_anomaly": "General anomaly",
+}
+# An effective flag in words (:func:`flag_labels`).
+FLAG_TEXT = {"flagged": "flagged", "judge_error": "judge error", "clean": "clean", "not_assessed": "not assessed"}
+
+
+def kind_text(kind: str) -> str:
+    """A verdict question in words (KIND_TEXT), the key with underscores as spaces when unknown."""
+    return KIND_TEXT.get(kind, kind.replace("_", " ").capitalize())
+
+
+def flag_labels(verdicts: list[Verdict], overrides: dict[str, bool] | None = None) -> dict[str, str]:
+    """Per question of :func:`effective_flags`, how it reads: ``flagged``, ``judge_error``, ``clean`` or
+    ``not_assessed`` (no verdict of the run's era answers it and no reviewer overrode it: a question the judge was
+    never asked, e.g. external API usage on runs judged before that question existed). Never ``clean`` for a
+    question nobody assessed."""
+    overrides = overrides or {}
+    labels: dict[str, str] = {}
+    for kind, flag in effective_flags(verdicts, overrides).items():
+        if flag:
+            labels[kind] = flag
+        elif kind in overrides or _chosen(verdicts, kind):
+            labels[kind] = "clean"
+        else:
+            labels[kind] = "not_assessed"
+    return labels

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.utils.http import urlencode
 
-from ptbsite.suites import suite_ids
+from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
 from .evidence import RULE_TEXT
@@ -241,6 +241,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
     data = selectors.analysis(suite)
     return render(request, "traces/analysis.html", {
         "reported": data.reported_by_topic, "reported_source": data.reported[0].source if data.reported else "",
-        "data": data, "suite": suite, "suites": suite_ids(), "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
+        "data": data, "suite": suite, "suites": suite_ids(), "suite_display": suite_name(suite),
+        "suite_names": [(s, suite_name(s)) for s in suite_ids()], "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
     })

@@ -310,7 +310,7 @@ def analysis(suite: str) -> Analysis:
         agents.setdefault(f.run.agent_key, []).append(f)
     mix, calibration, time_use = [], [], []
     for key, items in agents.items():
-        name = items[0].run.agent
+        name = items[0].run.agent_display or items[0].run.agent
         mix.append(MethodMix(key=key, agent=name, runs=len(items),
                              counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
         rated = [f for f in items if f.ratio is not None]

@@ -10,13 +10,14 @@ from pydantic import Field
 from ptbsite import warehouse
 
 from ..facets import overoptimism
-from ..schemas import Evaluation, EvidenceStep, Facet, Model, OverrideEntry, Percent, Run, RunTexts, StepPage
+from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeVerdict, Model, OverrideEntry, Percent, Run,
+                       RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_previous_cursor, read_step_at_time, read_steps_page, read_tools_used,
                     read_trace_names)
-from .verdicts import read_override_log
+from .verdicts import read_judge_panel, read_override_log
 
 
 class RunPage(Run, RunTexts):
@@ -28,7 +29,8 @@ class RunPage(Run, RunTexts):
     ``counted``: those that can be the run's score (not partial reruns), newest first, so ``counted[0]`` is the
     score and ``counted[1]`` the one it replaced. ``overoptimism``: the agent's last self-reported score over the
     verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
-    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first.
+    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words,
+    its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
 
     Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
     (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus``; ``redaction_warnings`` are
@@ -46,6 +48,7 @@ class RunPage(Run, RunTexts):
     evidence: list[EvidenceStep]
     evidence_count: int
     override_log: list[OverrideEntry]
+    judge_panel: list[JudgeVerdict] = Field(default_factory=list)
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
     steps: StepPage = Field(exclude=True)
     timeline: Timeline = Field(exclude=True)
@@ -93,6 +96,7 @@ def run_page(
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
+            judge_panel=read_judge_panel(con, run),
             steps=read_steps_page(con, run.id, trace=trace, after=(focus - 1) if focus is not None else -1,
                                   limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours,
                                   step_count=run.step_count if trace == "agent" else None),

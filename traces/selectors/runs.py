@@ -7,15 +7,17 @@ in one.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ptbsite import warehouse
+from ptbsite.suites import Suite, display_suite
 
 from ..facets import MEASURED_FACETS, METHOD_FACETS
-from ..layout import BASELINE_PREFIX, is_baseline_dir
+from ..layout import BASELINE_PREFIX, LayoutError, is_baseline_dir, parse_method_name
 from ..schemas import STATE_TEXT, Evaluation, Facet, Run, RunTexts
-from ..verdicts import SCORED_KINDS, Verdict, effective_flags
+from ..verdicts import SCORED_KINDS, Verdict, effective_flags, flag_labels
 
 FACET_ORDER = METHOD_FACETS + MEASURED_FACETS
 # SQL condition on runs ``r``: an agent's run, not a baseline evaluation (any ``baseline*`` directory, spec 1.4).
@@ -75,7 +77,50 @@ def _attach_verdicts(con, runs: list[Run]) -> None:
     for run in runs:
         run.verdicts = by_run[run.id]
         run.overrides = overrides[run.id]
-        run.flags = effective_flags(run.verdicts, run.overrides) if not is_baseline_dir(run.method) else {}
+        baseline = is_baseline_dir(run.method)
+        run.flags = effective_flags(run.verdicts, run.overrides) if not baseline else {}
+        run.verdict_labels = flag_labels(run.verdicts, run.overrides) if not baseline else {}
+        attach_names(run)
+
+
+@lru_cache(maxsize=4096)
+def _sweep_of(method: str) -> tuple[str, str, float] | None:
+    try:
+        name = parse_method_name(method)
+    except LayoutError:
+        return None
+    return name.harness_agent, name.config, name.budget_hours
+
+
+def agent_display(suite: Suite, method: str, stored_name: str) -> str:
+    """The agent's display name for a method directory: the suite's name of the agent that lists it; for a sweep
+    no list names but run with the same harness agent, model config and budget as a listed agent's methods, that
+    agent's name with "(unlisted sweep)" (it is not one of that agent's seeds and is not grouped with them);
+    else what ingest stored (``<config> (<harness agent>)``)."""
+    listed = suite.agent_name(method)
+    if listed:
+        return listed
+    sweep = _sweep_of(method)
+    if sweep is not None:
+        for agent in suite.known_agents():
+            if any(_sweep_of(m) == sweep for m in agent.methods):
+                return f"{agent.name} (unlisted sweep)"
+    return stored_name or method
+
+
+def attach_names(run: Run) -> None:
+    """Fill the run's display names from its suite file (agent, benchmark, base model, suite, seed); ids stay
+    where the suite does not name them."""
+    suite = display_suite(run.suite)
+    if suite is None:
+        run.agent_display, run.benchmark_name, run.base_model_name = run.agent or run.method, run.benchmark, run.base_model
+        run.suite_name = run.suite
+        return
+    run.agent_display = agent_display(suite, run.method, run.agent)
+    run.benchmark_name = suite.benchmark_name(run.benchmark)
+    run.base_model_name = suite.base_model_name(run.base_model)
+    run.suite_name = suite.name
+    run.seed = suite.agent_seed(run.method)
 
 
 def facet_clause(spec: str) -> tuple[str, list[str]]:
@@ -194,7 +239,8 @@ def run_texts(run_id: str) -> RunTexts | None:
 @warehouse.retrying
 def filter_options() -> dict[str, list[tuple[str, str]]]:
     """The values the runs list can be filtered by, as (value, label) pairs: ``agents`` (key, display name),
-    ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs, sorted by label."""
+    ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs (id, the default suite's display name),
+    sorted by label."""
     with warehouse.connect() as con:
         return read_filter_options(con)
 
@@ -206,8 +252,12 @@ def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
                              "ORDER BY r.benchmark").fetchall()
     models = con.execute(f"SELECT DISTINCT r.base_model FROM runs r WHERE {AGENT_RUN} "
                          "ORDER BY r.base_model").fetchall()
-    return {"agents": [(k, n) for k, n in agents], "benchmarks": [(b, b) for (b,) in benchmarks],
-            "base_models": [(m, m) for (m,) in models]}
+    suite = display_suite()
+    bench_name = suite.benchmark_name if suite else str
+    model_name = suite.base_model_name if suite else str
+    return {"agents": [(k, n) for k, n in agents],
+            "benchmarks": sorted(((b, bench_name(b)) for (b,) in benchmarks), key=lambda o: o[1].lower()),
+            "base_models": sorted(((m, model_name(m)) for (m,) in models), key=lambda o: o[1].lower())}
 
 
 def read_evaluations(con, run_id: str) -> list[Evaluation]:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+if TYPE_CHECKING:
+    from traces.tool_input import Rendered
 
 register = template.Library()
 PREVIEW_LINES = 6
@@ -74,3 +78,44 @@ def highlight(text: str | None, query: str | None) -> str | SafeString:
 def has_match(text: str | None, query: str | None) -> bool:
     """Whether ``query`` occurs in the text, case-insensitively (a collapsed output holding a match opens)."""
     return bool(query and text and query.lower() in text.lower())
+
+
+@register.filter
+def kind_text(kind: str | None) -> str:
+    """A verdict question in words (``disallowed_model`` -> "Disallowed model"; traces.verdicts.KIND_TEXT)."""
+    from traces.verdicts import kind_text as text
+
+    return text(kind or "")
+
+
+@register.filter
+def facet_name(key: str | None) -> str:
+    """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.facets.FACET_NAME)."""
+    from traces.facets import facet_name as name
+
+    return name(key or "")
+
+
+@register.filter
+def hm(seconds: float | None) -> str:
+    """Seconds -> ``H:MM`` (rounded down to the minute; a leading minus when negative); "" for None."""
+    if seconds is None:
+        return ""
+    sign = "-" if seconds < 0 else ""
+    total = int(abs(seconds)) // 60
+    return f"{sign}{total // 60}:{total % 60:02d}"
+
+
+@register.filter
+def tool_input(step) -> Rendered:
+    """A step's input rendered by its tool (:func:`traces.tool_input.render_tool_input`): ``.kind``, ``.label``,
+    ``.html`` (escaped and highlighted), at most FULL_LIMIT characters of the input."""
+    from traces.tool_input import render_tool_input
+
+    return render_tool_input(step.tool, clipped(step.input))
+
+
+@register.filter
+def hours_hm(hours: float | None) -> str:
+    """Hours (a decimal, ``1.5``) -> ``H:MM`` (``1:30``), the site's one format for durations; "" for None."""
+    return "" if hours is None else hm(hours * 3600)

@@ -1,0 +1,106 @@
+"""A step's tool input rendered by tool, as HTML: a shell command as a shell block, a written file with syntax
+highlighting by its extension, an edit as a diff of the old and new text, other JSON pretty-printed.
+
+Trace content is untrusted: every text goes through Pygments' HTML formatter, which escapes it (``<`` ``>`` ``&``
+``"`` ``'``), or through Django's ``escape``; nothing from the trace is marked safe unescaped. An input that is
+not whole JSON (cut to the page's display size, see ``traces.selectors.steps``) is shown as escaped text, as
+before.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import BashLexer, DiffLexer, JsonLexer, TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+from .facets import SHELL_TOOLS
+
+HIGHLIGHT_LIMIT = 200_000  # characters highlighted per input; longer texts are shown escaped, unhighlighted
+_FORMATTER = HtmlFormatter(nowrap=True)
+_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "notebook_path", "filename")
+_OLD_KEYS = ("old_string", "oldString", "old_str")
+_NEW_KEYS = ("new_string", "newString", "new_str")
+_CONTENT_KEYS = ("content", "file_text", "contents")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A tool input as the trace viewer shows it: ``kind`` (shell | file | diff | json | text), ``label`` (the
+    file's path, or ""), ``html`` the escaped, highlighted body."""
+
+    kind: str
+    label: str
+    html: SafeString
+
+
+def _highlight(text: str, lexer: Lexer) -> SafeString:
+    if len(text) > HIGHLIGHT_LIMIT:
+        return escape(text)
+    return mark_safe(highlight(text, lexer, _FORMATTER))  # Pygments' HtmlFormatter escapes every token
+
+
+def _first(args: dict, keys: tuple[str, ...]) -> str | None:
+    return next((args[k] for k in keys if isinstance(args.get(k), str)), None)
+
+
+def _lexer_for(path: str) -> Lexer:
+    try:
+        return get_lexer_for_filename(path, stripnl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False)
+
+
+def _diff(path: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 fromfile=f"{path} (before)", tofile=f"{path} (after)", n=3)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def render_tool_input(tool: str | None, text: str) -> Rendered:
+    """The input ``text`` of a call to ``tool`` rendered by what it is (see the module docstring).
+
+    Shell tools (``traces.facets.SHELL_TOOLS``, any case): the command (the input itself, or the ``command``
+    argument, a string or an argv list) as a shell block. JSON arguments with a path and ``content``: the file,
+    highlighted by its extension. With ``old_string``/``new_string`` (each scaffold's spelling; ``edits`` lists
+    too): a unified diff. Other JSON: indented. Anything else: the text, escaped.
+    """
+    name = (tool or "").lower()
+    args = None
+    if text[:1] in "{[":
+        try:
+            args = json.loads(text)
+        except ValueError:
+            args = None
+    if name in SHELL_TOOLS:
+        command = args.get("command") if isinstance(args, dict) else (None if args is not None else text)
+        if isinstance(command, list) and all(isinstance(c, str) for c in command):
+            command = " ".join(command[2:]) if command[:2] in (["bash", "-lc"], ["bash", "-c"]) else " ".join(command)
+        if isinstance(command, str):
+            return Rendered("shell", "", _highlight(command, BashLexer(stripnl=False)))
+    if isinstance(args, dict):
+        path = _first(args, _PATH_KEYS) or ""
+        content = _first(args, _CONTENT_KEYS)
+        old, new = _first(args, _OLD_KEYS), _first(args, _NEW_KEYS)
+        if content is not None and path:
+            return Rendered("file", path, _highlight(content, _lexer_for(path)))
+        edits = args.get("edits")
+        if old is not None and new is not None:
+            return Rendered("diff", path, _highlight(_diff(path, old, new), DiffLexer(stripnl=False)))
+        if isinstance(edits, list) and edits and all(isinstance(e, dict) for e in edits):
+            parts = [_diff(path, _first(e, _OLD_KEYS) or "", _first(e, _NEW_KEYS) or "") for e in edits]
+            return Rendered("diff", path, _highlight("".join(parts), DiffLexer(stripnl=False)))
+    if args is not None:
+        return Rendered("json", "", _highlight(json.dumps(args, indent=2, ensure_ascii=False), JsonLexer(stripnl=False)))
+    return Rendered("text", "", escape(text))
+
+
+def highlight_css() -> str:
+    """The CSS of the highlighting classes (Pygments' default style under ``.hl``), for static/css/highlight.css."""
+    return HtmlFormatter(style="default").get_style_defs(".hl")
