@@ -147,3 +147,16 @@ def test_the_runs_view_still_names_only_fable_5_as_unscored(frogs, client):
     html = client.get("/?suite=frogsgame&source=runs").content.decode()
     assert "scored: the best submitted checkpoint." in html
     assert "Claude Fable 5: figures below, but no score in the source, so no leaderboard row." in html
+
+
+def test_the_footer_names_the_source_of_the_suite_shown(frogs, client):
+    """A FrogsGame page credits the report, a PostTrainBench page the website data (ptbsite.context_processors)."""
+    frogs_footer = re.search(r'<footer class="site">(.*?)</footer>', client.get("/?suite=frogsgame").content.decode(),
+                             re.S).group(1)
+    assert "Reported results: “The State of AI Post-Training Agents” (the FrogsGame report)" in frogs_footer
+    assert "posttrainbench-website" not in frogs_footer
+    default_footer = re.search(r'<footer class="site">(.*?)</footer>', client.get("/").content.decode(), re.S).group(1)
+    assert ("Published results: a copy of the PostTrainBench website data (aisa-group/posttrainbench-website, "
+            "49cdae1).") in default_footer
+    analysis = client.get("/analysis/?suite=frogsgame").content.decode()
+    assert "Reported results: “The State of AI Post-Training Agents”" in analysis
