@@ -9,7 +9,7 @@
 #
 # Env: DURATION (wrk -d, default 10s), CONNECTIONS (a list of -c values, default "8 64"), THREADS (-t, 2),
 # TIMEOUT (wrk --timeout, default 10s: a request slower than that is counted as a timeout, not as a latency),
-# WORKERS (3), PORT (8765), PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
+# WORKERS (3), NAMES (the pages measured, default all: leaderboard api plot plot-bench plot-api run steps), PORT (8765), PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
 # `make_demo_results --runs 40 --seed 7` (a ~50 MB, 20,000-step long run), generated once, ingested per kind.
 # Prints requests/s, p50 and p99 latency (ms), non-2xx answers, socket errors (connect/read/write) and timeouts per
 # URL, and the ratio of each page's requests/s to its static twin. Between two wrk runs the server is drained: the
@@ -71,8 +71,9 @@ for KIND in $KINDS; do
 from traces import selectors
 runs, _ = selectors.list_runs(limit=500)
 print(max(runs, key=lambda r: r.step_count).id)" | tail -n1)
-    declare -A PAGES=([leaderboard]=/ [api]=/api/leaderboard [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
-    NAMES="leaderboard api run steps"
+    declare -A PAGES=([leaderboard]=/ [api]=/api/leaderboard [plot]=/plots/time-vs-score/ [plot-bench]=/plots/per-benchmark/
+                      [plot-api]=/api/plots/per-benchmark [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
+    NAMES=${NAMES:-leaderboard api plot plot-bench plot-api run steps}
     # Capture each page's bytes, then restart so WhiteNoise (which indexes files at start) serves them.
     start "$N"
     mkdir -p "$DATA/static/bench"

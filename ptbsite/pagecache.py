@@ -218,3 +218,35 @@ class PageCacheMiddleware:
         patch_vary_headers(response, ("HX-Request", "Cookie"))
         return get_conditional_response(request, etag=entry["etag"], last_modified=entry["modified"],
                                         response=response)
+
+
+def warm(names: tuple[str, ...] | None = None) -> list[tuple[str, int, float]]:
+    """Compute the most visited public pages of the current warehouse version into the cache, so that the first
+    visitors after a start (``serve``) or a write (``ingest``) are served a hit instead of waiting for the one
+    request that computes each page. ``names``: URL names to reverse (default ``settings.PTB_PAGE_WARM``).
+
+    Each page goes through the whole middleware stack as an anonymous ``GET`` (``django.test.Client``, whose host
+    is the first of ``ALLOWED_HOSTS`` that is not a wildcard), so it is stored exactly as a visitor's request
+    would store it. Returns ``[(path, status, seconds)]`` in ``names`` order; a page that fails is logged and
+    reported with its status (500 for an exception), never raised: warming is an optimisation. Does nothing and
+    returns ``[]`` when the page cache is off."""
+    from django.test import Client
+    from django.urls import reverse
+
+    if not settings.PTB_PAGE_CACHE:
+        return []
+    hosts = [h for h in settings.ALLOWED_HOSTS if h and "*" not in h and not h.startswith(".")]
+    client = Client(HTTP_HOST=hosts[0] if hosts else "localhost", raise_request_exception=False)
+    done = []
+    for name in names if names is not None else settings.PTB_PAGE_WARM:  # type: ignore[attr-defined]
+        path = reverse(name)
+        started = time.monotonic()
+        try:
+            status = client.get(path).status_code
+        except Exception as exc:
+            log.warning("page cache: could not warm %s: %s", path, exc)
+            status = 500
+        if status != 200:
+            log.warning("page cache: warming %s answered %s", path, status)
+        done.append((path, status, time.monotonic() - started))
+    return done

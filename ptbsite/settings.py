@@ -129,6 +129,14 @@ PTB_PAGE_MAX_AGE = int(os.environ.get("PTB_PAGE_MAX_AGE", "0"))  # Cache-Control
 # While one request computes a page of a new version, others get the previous version's for at most this long.
 PTB_PAGE_CACHE_STALE_SECONDS = int(os.environ.get("PTB_PAGE_CACHE_STALE_SECONDS", "10"))
 PTB_PAGE_MEMORY_BYTES = int(os.environ.get("PTB_PAGE_MEMORY_BYTES", str(32 * 1024 * 1024)))  # per process
+# The pages `serve` (at start) and `ingest` (after its last commit) compute into the cache (ptbsite.pagecache.warm),
+# as URL names; PTB_PAGE_WARM=0 turns warming off.
+PTB_PAGE_WARM: tuple[str, ...] = () if os.environ.get("PTB_PAGE_WARM", "1") == "0" else (
+    "leaderboard:index", "api:leaderboard", "leaderboard:plots", "leaderboard:plot-time-vs-score",
+    "leaderboard:plot-usage-vs-score", "leaderboard:plot-time-spent", "leaderboard:plot-per-benchmark",
+    "leaderboard:plot-budget-and-effort", "api:time_vs_score", "api:usage_vs_score", "api:time_spent",
+    "api:budget_and_effort", "api:per_benchmark", "traces:runs", "traces:analysis",
+)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "pages": (

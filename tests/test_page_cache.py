@@ -432,3 +432,18 @@ def test_the_server_sheds_a_burst_with_503_and_still_serves_static_files(own_pub
     shed = [a[1] for a in answers if a[0] == 503]
     assert max(shed) < 0.5 + 4 * one_page + 2, (shed, one_page)  # waited for a slot, not behind the whole burst
     assert static[0] == 200 and static[1] < 1.0, static
+
+
+def test_warming_computes_the_most_visited_pages_before_anyone_asks(own_published: Path, settings) -> None:
+    from ptbsite import pagecache
+
+    warmed = pagecache.warm()
+    assert [path for path, _, _ in warmed][:3] == ["/", "/api/leaderboard", "/plots/"]
+    assert all(status == 200 for _, status, _ in warmed) and len(warmed) == len(settings.PTB_PAGE_WARM)
+    client = Client()
+    for path in ("/", "/api/leaderboard", "/plots/time-vs-score/", "/api/plots/per-benchmark", "/analysis/"):
+        first = client.get(path)  # the very first visitor's request
+        assert first.status_code == 200 and first["X-Page-Cache"] == "hit", path
+        assert first.content == _uncached(path, settings)
+    settings.PTB_PAGE_CACHE = False
+    assert pagecache.warm() == []  # nothing to fill

@@ -14,6 +14,8 @@ The text after the last ``?data=`` is the data folder (relative paths are taken 
 """
 from __future__ import annotations
 
+import functools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +39,17 @@ class WarehouseSpec:
 
 
 def parse_spec(text: str) -> WarehouseSpec:
-    """Parse a warehouse setting (syntax in the module docstring).
+    """Parse a warehouse setting (syntax in the module docstring). Memoised per text and working directory
+    (relative paths are resolved against it): every cached page's hit reads the version file the spec locates.
 
     Raises:
         ValueError: a ``ducklake:`` value with another catalog than sqlite/postgres, or without ``?data=``.
     """
+    return _parse_spec(text, os.getcwd())
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_spec(text: str, cwd: str) -> WarehouseSpec:
     if not text.startswith("ducklake:"):
         return WarehouseSpec("file", text)
     rest = text[len("ducklake:"):]

@@ -20,6 +20,7 @@ cache only means a new token (the pages are recomputed once), never a stale page
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -47,6 +48,7 @@ class Version:
     at: float
 
 
+@functools.lru_cache(maxsize=64)
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -8,8 +8,8 @@ answers 503 with Retry-After); the other threads answer static files, cached pag
 work its own cursor on the process's attached catalog, a plain file its own connection (DuckDB shares the
 database within the process). ``--backlog`` bounds the kernel's queue of connections not yet accepted.
 
-Static files are collected into STATIC_ROOT and the warehouse schema is migrated once here, before the workers
-start. Several workers need a DuckLake warehouse
+Static files are collected into STATIC_ROOT, the warehouse schema is migrated and the most visited public pages
+are computed into the page cache (``ptbsite.pagecache.warm``) once here, before the workers start. Several workers need a DuckLake warehouse
 (the default: SQLite catalog under data/); on a plain DuckDB file only ``--workers 1`` works, since the file
 admits one process. ``DJANGO_DEBUG`` defaults to 0 for the server (set it to 1 to debug).
 """
@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from ptbsite import warehouse
+from ptbsite import pagecache, warehouse
 
 
 class Command(BaseCommand):
@@ -51,6 +51,13 @@ class Command(BaseCommand):
         if applied:
             self.stdout.write(f"warehouse: applied {', '.join(applied)}")
         warehouse.version.bump()  # the code may have changed since the last start: recompute cached pages
+        # ... and compute the most visited ones now, so the first visitors get hits, not a wait (PTB_PAGE_WARM)
+        warmed = pagecache.warm()
+        warehouse.close_connections()  # nothing of this process's warehouse instance may outlive the exec
+        if warmed:
+            failed = [f"{path} ({status})" for path, status, _ in warmed if status != 200]
+            self.stdout.write(f"page cache: {len(warmed) - len(failed)} pages computed in "
+                              f"{sum(s for _, _, s in warmed):.1f} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
         self.stdout.write(f"Serving on http://{bind}/ with {workers} worker(s) of {threads} threads; "
                           f"warehouse {warehouse.describe()}")
         sys.stdout.flush()

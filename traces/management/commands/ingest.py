@@ -1,4 +1,5 @@
-"""``python manage.py ingest RESULTS_ROOT``: store every run of a results tree in the warehouse."""
+"""``python manage.py ingest RESULTS_ROOT``: store every run of a results tree in the warehouse, then compute the most
+visited public pages of the new version into the page cache (``ptbsite.pagecache.warm``; none when it is off)."""
 from __future__ import annotations
 
 import sys
@@ -8,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from ptbsite import pagecache
 from traces.ingest import ingest_tree
 from traces.ingest.tree import TreeProgress
 
@@ -52,3 +54,6 @@ class Command(BaseCommand):
             for problem in report.problems:
                 self.stderr.write(problem)
         self.stdout.write(str(report))
+        warmed = pagecache.warm()  # the new version's most visited pages, before visitors ask for them
+        if warmed and not quiet:
+            self.stdout.write(f"page cache: {sum(1 for _, status, _ in warmed if status == 200)} pages computed")
