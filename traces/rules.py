@@ -5,12 +5,15 @@ What the rules read and how they run: docs/rules.md.
 """
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping
-from re import _constants as sre_c
-from re import _parser as sre_parse
 
 import re2
+
+# Python's own regex parser (private modules; typeshed does not declare them, so they are imported by name).
+sre_c = importlib.import_module("re._constants")
+sre_parse = importlib.import_module("re._parser")
 
 RE2_MAX_MEM = 64 << 20  # bytes
 _SEEN_MAX = 4096  # distinct (ASCII?, rules found) combinations whose result pair a RuleSet keeps
