@@ -145,6 +145,16 @@ class EffortPoint:
     hours_std: float | None
     tokens: float | None
 
+    @property
+    def clock(self) -> str:
+        """``hours`` as H:MM, empty where there is none."""
+        return "" if self.hours is None else clock(self.hours)
+
+    @property
+    def clock_std(self) -> str:
+        """``hours_std`` as H:MM, empty where there is none."""
+        return "" if self.hours_std is None else clock(self.hours_std)
+
 
 @dataclass(frozen=True)
 class SizePoint:
