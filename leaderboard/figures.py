@@ -283,8 +283,9 @@ def time_spent(data: plots.TimeSpent, *, scaffolds: Sequence[str] = ()) -> dict:
         meta=_labelled(0, ["middle right"]),
     ))
     _budget_line(fig, data.budget_hours, y=(0, 1), group_title="", yaxis="y2", legendrank=2)
-    _layout(fig, height=max(360, 28 * len(data.agents) + 140), barmode="overlay", margin=dict(r=110, t=50),
-            legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=12)),
+    # The legend under the axis title, clear of the mode bar at the top right on a narrow screen.
+    _layout(fig, height=max(360, 28 * len(data.agents) + 170), barmode="overlay", margin=dict(r=110, t=30, b=100),
+            legend=dict(orientation="h", x=0, y=0.005, yanchor="bottom", yref="container", font=dict(size=12)),
             yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
     fig.update_layout(yaxis=dict(type="category", categoryorder="array", categoryarray=[p.label for p in data.agents],
                                  autorange="reversed"))

@@ -109,7 +109,12 @@ GEOMETRY = """(id) => {
         }
         paths.push({name: name, kind: kind, points: points});
     });
-    const legend = [...gd.querySelectorAll('.legend .traces text.legendtext')].map((t) => t.textContent);
+    // Legend entries a reader can see: inside the chart's SVG.
+    const svg = gd.querySelector('.main-svg').getBoundingClientRect();
+    const legend = [...gd.querySelectorAll('.legend .traces text.legendtext')].filter((t) => {
+        const r = t.getBoundingClientRect();
+        return r.width > 0 && r.left >= svg.left && r.right <= svg.right && r.top >= svg.top && r.bottom <= svg.bottom;
+    }).map((t) => t.textContent);
     const traces = gd._fullData.map((t) => ({
         name: t.name, type: t.type, mode: t.mode || '', visible: t.visible, showlegend: t.showlegend,
         legendgroup: t.legendgroup, colour: t.marker && typeof t.marker.color === 'string' ? t.marker.color : null,
@@ -246,3 +251,14 @@ def test_one_agent_keeps_its_colour_across_charts(live_server, use_published, pa
         colours[chart] = {t["name"]: t["colour"] for t in page.evaluate(GEOMETRY, chart)["traces"] if t["agent"]}
     for name in ["Opus 4.6", "GPT-5.2", "Gemini 3.1 Pro", "Kimi K2 Thinking"]:
         assert colours["time-vs-score"][name] == colours["per-benchmark"][name] == colours["time-spent"][name]
+
+
+def test_the_frontier_and_most_agents_are_labelled(live_server, use_published, page):
+    page.goto(live_server.url + "/plots/time-vs-score/")
+    page.wait_for_selector('#time-vs-score[data-drawn="true"]')
+    labels = {label["text"] for label in page.evaluate(GEOMETRY, "time-vs-score")["labels"]}
+    # On a desktop screen the frontier's agents keep their labels (the fastest, GPT-5.1 Codex Max on OpenCode at
+    # 0:33, sits between the y axis, the frontier and the zero-shot line: named on hover), and so do most others.
+    assert {"GPT-5.3 Codex (Medium)", "GPT-5.3 Codex (High)", "GPT-5.4 (High)", "Gemini 3.1 Pro",
+            "Opus 4.6 (1M)"} <= labels
+    assert {"Opus 4.6", "GPT-5.2", "Gemini 3 Pro (Gemini CLI)", "Sonnet 4.5"} <= labels

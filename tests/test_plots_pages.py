@@ -86,3 +86,20 @@ def test_untrusted_names_are_escaped_in_the_figure_json(client, use_published, m
     # Escaped for plotly's HTML-ish text too, which shows the entities as the characters they stand for.
     agent = _figures(html)["time-vs-score-figure"]["data"][0]
     assert agent["text"] == [escape(evil)] and agent["name"] == escape(evil) and agent["customdata"][0][1] == escape(evil)
+
+
+def test_colour_families_come_from_the_suites_scaffolds(client, use_published):
+    from ptbsite.suites import get_suite
+
+    assert get_suite("posttrainbench").scaffolds() == ["Claude Code", "Codex CLI", "Gemini CLI", "OpenCode"]
+    figure = _figures(client.get("/plots/per-benchmark/").content.decode())["per-benchmark-figure"]
+    bars = [t for t in figure["data"] if t["type"] == "bar"]
+    # The families side by side, each in leaderboard order; every agent a legend entry under its scaffold.
+    assert [t["legendgroup"] for t in bars] == ["Claude Code"] * 6 + ["Codex CLI"] * 6 + ["Gemini CLI"] + ["OpenCode"] * 10
+    assert [t["name"] for t in bars][:3] == ["Opus 4.6 (1M)", "Opus 4.6", "Opus 4.5 (Claude Code)"]
+    assert all(t["legendgrouptitle"]["text"] == t["legendgroup"] for t in bars)
+    assert len({t["marker"]["color"] for t in bars}) == 23
+    references = [t for t in figure["data"] if t["type"] == "scatter"]
+    assert [t["name"] for t in references] == ["Official Instruct Models", "Base Models (few-shot)",
+                                              "Base Models (zero-shot)"]
+    assert all(t["legendgroup"] == "reference" and t.get("showlegend", True) for t in references)
