@@ -338,17 +338,20 @@ def per_benchmark(data: plots.PerBenchmark, *, scaffolds: Sequence[str] = ()) ->
 
 
 def time_budget(data: plots.BudgetAndEffort) -> dict:
-    """Score (percent) against the time budget (hours, 1/2/5/10 on a log axis): one line per agent."""
+    """Score (percent) against the time budget (h:mm, 1:00/2:00/5:00/10:00 on a log axis): one line per agent."""
     fig = go.Figure()
     budgets = sorted({p.budget_hours for s in data.time_budget for p in s.points})
     for i, series in enumerate(data.time_budget):
         fig.add_trace(go.Scatter(
             x=[p.budget_hours for p in series.points], y=[100 * p.score for p in series.points], mode="lines+markers",
             name=series.label, marker=dict(size=10, color=FAMILY_COLOURS[i % len(FAMILY_COLOURS)]),
-            hovertemplate=f"<b>{series.label}</b><br>budget: %{{x:g}} h<br>score: %{{y:.1f}} %<extra></extra>",
+            customdata=[plots.clock(p.budget_hours) for p in series.points],
+            hovertemplate=f"<b>{escape(series.label)}</b><br>budget: %{{customdata}} (h:mm)<br>score: %{{y:.1f}} %"
+                          "<extra></extra>",
         ))
     _layout(fig, height=440)
-    fig.update_xaxes(title_text="Time budget (hours)", type="log", tickvals=budgets, ticktext=[f"{b:g} h" for b in budgets])
+    fig.update_xaxes(title_text="Time budget (h:mm)", type="log", tickvals=budgets,
+                     ticktext=[plots.clock(b) for b in budgets])
     fig.update_yaxes(title_text="Weighted average score (%)", rangemode="tozero")
     return _as_dict(fig)
 
@@ -361,7 +364,7 @@ def reasoning_effort(data: plots.BudgetAndEffort) -> dict:
         error_y=_std_array(_pct(p.score_std) for p in points), name=points[0].label if points else "",
         customdata=[[p.label, "" if p.hours is None else plots.clock(p.hours),
                      "" if p.tokens is None else f"{p.tokens:,.0f}"] for p in points],
-        hovertemplate="<b>%{customdata[0]}</b>, effort %{x}<br>score: %{y:.1f} %<br>time used: %{customdata[1]} h"
+        hovertemplate="<b>%{customdata[0]}</b>, effort %{x}<br>score: %{y:.1f} %<br>time used: %{customdata[1]} (h:mm)"
                       "<br>tokens per run: %{customdata[2]}<extra></extra>",
     ))
     _layout(fig, height=440, showlegend=False)

@@ -121,6 +121,11 @@ class BudgetPoint:
     budget_hours: float
     score: Percent
 
+    @property
+    def budget_clock(self) -> str:
+        """``budget_hours`` as H:MM."""
+        return clock(self.budget_hours)
+
 
 @dataclass(frozen=True)
 class BudgetSeries:
