@@ -121,6 +121,11 @@ class BudgetPoint:
     budget_hours: float
     score: Percent
 
+    @property
+    def budget_clock(self) -> str:
+        """``budget_hours`` as H:MM."""
+        return clock(self.budget_hours)
+
 
 @dataclass(frozen=True)
 class BudgetSeries:
@@ -144,6 +149,16 @@ class EffortPoint:
     hours: float | None
     hours_std: float | None
     tokens: float | None
+
+    @property
+    def clock(self) -> str:
+        """``hours`` as H:MM, empty where there is none."""
+        return "" if self.hours is None else clock(self.hours)
+
+    @property
+    def clock_std(self) -> str:
+        """``hours_std`` as H:MM, empty where there is none."""
+        return "" if self.hours_std is None else clock(self.hours_std)
 
 
 @dataclass(frozen=True)

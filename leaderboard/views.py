@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse, reverse_lazy
 from django.utils.http import urlencode
 
-from ptbsite.suites import suite_ids, suite_name
+from ptbsite.suites import display_suite, suite_ids, suite_name
 from traces.facets import FACET_TEXT, METHOD_FACETS
 
 from . import figures, plots, selectors
@@ -102,6 +102,12 @@ def _suite(request: HttpRequest) -> str:
     return suite
 
 
+def _scaffolds(suite: str) -> list[str]:
+    """The suite's scaffold names, which fix the plots' colour families (none when its file does not load)."""
+    spec = display_suite(suite)
+    return spec.scaffolds() if spec else []
+
+
 def plots_index(request: HttpRequest) -> HttpResponse:
     """``/plots/``: links to every chart page, and the place of the charts still waiting for data."""
     return render(request, "leaderboard/plots/index.html")
@@ -109,35 +115,39 @@ def plots_index(request: HttpRequest) -> HttpResponse:
 
 def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/time-vs-score/``: score against hours used, with the Pareto frontier."""
-    data = plots.time_vs_score(suite=_suite(request))
-    return render(request, "leaderboard/plots/time_vs_score.html",
-                  {"data": data, "figure": figures.time_vs_score(data), "runs_url": RUNS_URL})
+    suite = _suite(request)
+    data = plots.time_vs_score(suite=suite)
+    return render(request, "leaderboard/plots/time_vs_score.html", {
+        "data": data, "figure": figures.time_vs_score(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
 def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/usage-vs-score/``: score against tokens and against cost per run, from ingested runs."""
     data = plots.usage_vs_score()
+    scaffolds = _scaffolds(settings.DEFAULT_SUITE)
     return render(request, "leaderboard/plots/usage_vs_score.html", {
-        "data": data, "tokens_figure": figures.usage_vs_score(data, axis="tokens"),
-        "cost_figure": figures.usage_vs_score(data, axis="cost"), "runs_url": RUNS_URL,
+        "data": data, "tokens_figure": figures.usage_vs_score(data, axis="tokens", scaffolds=scaffolds),
+        "cost_figure": figures.usage_vs_score(data, axis="cost", scaffolds=scaffolds), "runs_url": RUNS_URL,
     })
 
 
 def plot_time_spent(request: HttpRequest) -> HttpResponse:
     """``/plots/time-spent/``: hours used per agent out of the budget."""
-    data = plots.time_spent(suite=_suite(request))
-    return render(request, "leaderboard/plots/time_spent.html",
-                  {"data": data, "figure": figures.time_spent(data), "runs_url": RUNS_URL})
+    suite = _suite(request)
+    data = plots.time_spent(suite=suite)
+    return render(request, "leaderboard/plots/time_spent.html", {
+        "data": data, "figure": figures.time_spent(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
 def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
     """``/plots/per-benchmark/?base_model=``: each agent's score per benchmark, with the references."""
+    suite = _suite(request)
     try:
-        data = plots.per_benchmark(suite=_suite(request), base_model=request.GET.get("base_model") or None)
+        data = plots.per_benchmark(suite=suite, base_model=request.GET.get("base_model") or None)
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
-    return render(request, "leaderboard/plots/per_benchmark.html",
-                  {"data": data, "figure": figures.per_benchmark(data), "runs_url": RUNS_URL})
+    return render(request, "leaderboard/plots/per_benchmark.html", {
+        "data": data, "figure": figures.per_benchmark(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
 def plot_budget_and_effort(request: HttpRequest) -> HttpResponse:

@@ -122,6 +122,11 @@ class Suite(_Model):
         """The published agents (``published.agents``), then ``agent_groups`` (see :func:`known_agents`)."""
         return [Agent.model_validate(a) for a in self.published.get("agents", [])] + list(self.agent_groups)
 
+    def scaffolds(self) -> list[str]:
+        """The scaffolds of the suite's known agents (``Claude Code``, ``Codex CLI``, ...), sorted; the plots give
+        each its own family of colours in this order."""
+        return sorted({a.scaffold for a in self.known_agents() if a.scaffold})
+
     def benchmark_name(self, benchmark_id: str) -> str:
         """The benchmark's display name (``Arena-Hard Writing`` for ``arenahardwriting``); the id when the suite
         does not name it."""

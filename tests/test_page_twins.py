@@ -9,6 +9,7 @@ import re
 import pytest
 from django.template.defaultfilters import floatformat
 
+from leaderboard import plots
 from traces import layout, selectors, services
 from traces.templatetags.trace_format import hours_hm
 from traces.tool_input import render_tool_input
@@ -201,7 +202,7 @@ def test_the_plot_twins_carry_what_the_plot_pages_show(client, use_published):
     for point in twin["points"]:
         text = _row(page, "data-agent", point["key"])
         assert f'<td class="num">{floatformat(point["score"], 2)}</td>' in text
-        assert f'<td class="num">{floatformat(point["hours"], 3)}</td>' in text
+        assert f'<td class="num">{plots.clock(point["hours"])}</td>' in text  # issue 17: h:mm (were decimals)
         assert ("<td>yes</td>" in text) == (point["key"] in twin["frontier_keys"])
     for b in twin["baselines"]:
         assert f'<td class="num">{floatformat(b["score"], 2)}</td>' in page

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 
 import pytest
 
@@ -49,12 +50,23 @@ def test_time_vs_score_page(client, use_published):
     agents = [cd[0] for trace in figure["data"] for cd in trace.get("customdata") or []]
     assert len(agents) == 23 and "sonnet-4.5" in agents
     frontier = next(t for t in figure["data"] if t["name"] == "Pareto frontier")
-    assert frontier["line"]["shape"] == "hv"
-    assert frontier["text"] == ["GPT-5.1 Codex Max (OpenCode)", "GPT-5.3 Codex (Medium)", "GPT-5.3 Codex (High)",
-                                "GPT-5.4 (High)", "Gemini 3.1 Pro", "Opus 4.6 (1M)"]
+    assert frontier["line"]["shape"] == "hv" and frontier["mode"] == "lines"
+    # Each agent is a trace named by its display name and labelled with it; the frontier's agents are placed first.
+    by_name = {t["name"]: t for t in figure["data"]}
+    frontier_names = ["GPT-5.1 Codex Max (OpenCode)", "GPT-5.3 Codex (Medium)", "GPT-5.3 Codex (High)",
+                      "GPT-5.4 (High)", "Gemini 3.1 Pro", "Opus 4.6 (1M)"]
+    assert [by_name[n]["meta"]["label_rank"] for n in frontier_names] == list(range(6))
+    assert [(by_name[n]["x"][0], by_name[n]["y"][0]) for n in frontier_names] == list(zip(frontier["x"], frontier["y"]))
+    assert by_name["Opus 4.6"]["text"] == ["Opus 4.6"] and by_name["Opus 4.6"]["legendgroup"] == "Claude Code"
+    # The baselines and the budget are traces (the legend names them), not layout shapes.
+    assert "shapes" not in figure["layout"]
+    assert {"Official Instruct Models (51.1 %)", "Base Models (few-shot) (18.1 %)", "Base Models (zero-shot) (7.5 %)",
+            "Time budget (10:00)"} <= set(by_name)
+    # h:mm on the time axis.
+    assert figure["layout"]["xaxis"]["ticktext"][:3] == ["0:00", "1:00", "2:00"]
     assert 'data-click-url="/runs/"' in html
     assert "Pareto frontier, fastest first" in html
-    assert re.search(r'<tr data-agent="opus-4.6"><td>Opus 4.6</td>.*?9:40.*?23\.16', html, re.S)
+    assert re.search(r'<tr data-agent="opus-4.6"><td>Opus 4.6</td>.*?9:40</td><td class="num">0:22<.*?23\.16', html, re.S)
 
 
 def test_per_benchmark_base_model_selector(client, use_published):
@@ -71,4 +83,23 @@ def test_untrusted_names_are_escaped_in_the_figure_json(client, use_published, m
     monkeypatch.setattr(plots, "time_vs_score", lambda **_: plots.TimeVsScore(10.0, [point], [point], []))
     html = client.get("/plots/time-vs-score/").content.decode()
     assert evil not in html
-    assert _figures(html)["time-vs-score-figure"]["data"][-1]["text"] == [evil]
+    # Escaped for plotly's HTML-ish text too, which shows the entities as the characters they stand for.
+    agent = _figures(html)["time-vs-score-figure"]["data"][0]
+    assert agent["text"] == [escape(evil)] and agent["name"] == escape(evil) and agent["customdata"][0][1] == escape(evil)
+
+
+def test_colour_families_come_from_the_suites_scaffolds(client, use_published):
+    from ptbsite.suites import get_suite
+
+    assert get_suite("posttrainbench").scaffolds() == ["Claude Code", "Codex CLI", "Gemini CLI", "OpenCode"]
+    figure = _figures(client.get("/plots/per-benchmark/").content.decode())["per-benchmark-figure"]
+    bars = [t for t in figure["data"] if t["type"] == "bar"]
+    # The families side by side, each in leaderboard order; every agent a legend entry under its scaffold.
+    assert [t["legendgroup"] for t in bars] == ["Claude Code"] * 6 + ["Codex CLI"] * 6 + ["Gemini CLI"] + ["OpenCode"] * 10
+    assert [t["name"] for t in bars][:3] == ["Opus 4.6 (1M)", "Opus 4.6", "Opus 4.5 (Claude Code)"]
+    assert all(t["legendgrouptitle"]["text"] == t["legendgroup"] for t in bars)
+    assert len({t["marker"]["color"] for t in bars}) == 23
+    references = [t for t in figure["data"] if t["type"] == "scatter"]
+    assert [t["name"] for t in references] == ["Official Instruct Models", "Base Models (few-shot)",
+                                              "Base Models (zero-shot)"]
+    assert all(t["legendgroup"] == "reference" and t.get("showlegend", True) for t in references)
