@@ -58,14 +58,16 @@ def run(request, run_id: str):
 @router.get("/runs/{run_id}/steps", response=selectors.StepPage, summary="One page of a run's trace")
 def steps(request, run_id: str, after: int = -1, limit: int = 50,
           kind: KindFilter | None = None,
-          tool: str | None = None, q: str | None = None, trace: str = "agent"):
-    """Steps with index > ``after`` (keyset cursor), at most ``limit`` (1-500); ``kind`` one of system, assistant,
+          tool: str | None = None, q: str | None = None, trace: str = "agent", before: int | None = None):
+    """Steps with index > ``after`` (keyset cursor), at most ``limit`` (1-500); or, with ``before`` (a step
+    index), the ``limit`` steps just before that step (the run page's "Earlier steps"; ``after`` is then
+    ignored, and ``next`` null when the page reaches ``before``); ``kind`` one of system, assistant,
     thinking, tool_call, tool_result, result, text; ``q`` a case-insensitive search of input and output;
     ``trace`` ``agent`` or a judge trace (``judge:codex``). ``elapsed_s``/``remaining_s`` in seconds. Each input
     and output holds at most 1,000,000 / (2 x limit) characters (1,000 at least): a page is bounded in size
     whatever the trace holds; ``*_not_shown`` says how many bytes are left out."""
     found = selectors.run_steps(run_id, trace=trace, after=after, limit=max(1, min(limit, 500)), kind=kind or None,
-                                tool=tool, q=q, with_previous=False)
+                                tool=tool, q=q, with_previous=False, before=before if before is None else max(0, before))
     if found is None:
         raise HttpError(404, f"no run {run_id}")
     return found.page

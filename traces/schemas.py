@@ -132,7 +132,7 @@ class Run(Model):
     def run_date_note(self) -> str:
         """Where the date comes from, in words, for a page's hover text."""
         return {"trace": "the trace's first timestamp", "timestamp.txt": "the run directory's timestamp.txt",
-                "file times": "the run directory's file times (the first file the harness wrote)"}.get(
+                "file times": "the run directory's file times: the first file the harness wrote"}.get(
                     self.run_date_source or "", "no date in the trace or the run directory")
 
     @computed_field  # type: ignore[prop-decorator]
