@@ -11,6 +11,7 @@ Deterministic: the same seed gives byte-identical files (``random.Random(seed)``
 from __future__ import annotations
 
 import json
+import os
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -384,6 +385,14 @@ class _Tree:
         self.bytes += len(data)
         return len(data)
 
+    def stamp(self, rel: str, *, start: datetime, end: datetime) -> None:
+        """Give a run directory's files the times the harness would have: ``prompt.txt`` written at the container
+        start, everything else by the run's end (naive datetimes are UTC). Ingest dates a run whose trace has no
+        timestamps by its earliest file (``traces.ingest.reader.dir_time``)."""
+        for path in (self.root / rel).iterdir():
+            moment = (start if path.name == "prompt.txt" else end).replace(tzinfo=timezone.utc).timestamp()
+            os.utime(path, (moment, moment))
+
 
 def _hms(seconds: float) -> str:
     s = int(seconds)
@@ -724,6 +733,7 @@ def _write_run(rng: random.Random, tree: _Tree, s: _Slot, start: datetime, clust
                                                 last_eval=last_eval, finished=finished))
     judge_flagged = c_value == "flagged" or s.verdict_note == "manual_flip"  # the flip overrode the judge
     tree.write(f"{rel}/error.log", _error_log(s, m, judge_flagged))
+    tree.stamp(rel, start=start, end=start + timedelta(seconds=int(seconds)))
     return DemoRun(
         method=m.name, run_dir=rel, benchmark=s.task, base_model=s.base_model, cluster_id=cluster, agent=m.agent,
         agent_model=m.config, state=s.state, trace_format=m.trace_format, timestamped=m.timestamped,

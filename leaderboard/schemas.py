@@ -74,12 +74,23 @@ class Row(Model):
     cells: dict[str, Cell] = Field(exclude=True)  # served as ``scores``, ``stds`` and ``fallbacks``
     rank: int | None = None
     source: str = "published"       # published | runs
-    n_runs: int = 0                 # ingested runs behind a runs row
+    n_runs: int = 0                 # ingested runs behind a runs row (one per cell of a sweep at most)
+    n_scored: int = 0               # of those, the runs that count with their own score (not flagged, scored)
+    n_cells: int = 0                # runs rows: sweeps (``runs``) x base models x benchmarks of the view
     synthetic: bool = False         # every run behind the row is generated demo data
     overridden: bool = False        # a reviewer overrode a verdict of a run behind the row
     delta: PercentOrNone = None     # runs row minus the published row of the same agent (percent points in JSON)
     rank_change: int | None = None  # flag-blind view: rank with flags applied minus rank without
     baseline_source: str | None = None  # runs rows: where the fallback scores came from: tree | published | mixed
+
+    @property
+    def run_cells(self) -> dict[str, int]:
+        """A runs row's cells in words' numbers: ``per_run`` cells of one run of the suite (base models x
+        benchmarks), ``scored`` / ``not_scored`` (flagged, failed or unfinished: the base model's score) of the
+        ingested runs, ``no_run`` cells without one (the base model's score too). ``n_runs`` = scored +
+        not_scored; ``n_cells`` = that + no_run = ``runs`` x per_run."""
+        return {"per_run": self.n_cells // self.runs if self.runs else 0, "scored": self.n_scored,
+                "not_scored": self.n_runs - self.n_scored, "no_run": self.n_cells - self.n_runs}
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -242,7 +242,10 @@ def rows_from_runs(
     weighted sum over benchmarks; the row's average = mean of the metrics, std = their sample std (n-1, None for
     one method), ``runs`` = number of methods. Per benchmark: score = mean over methods of the view's model mean,
     std = sample std over methods of it (in a one-model view, the per-cell std of ``aggregated_std_<agent>.csv``).
-    Fractions out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row.
+    Fractions out. ``source`` is ``runs`` and ``n_runs`` the number of ingested runs behind the row (the latest
+    of each of its cells that has one), ``n_scored`` those that count with their own score (the others are
+    flagged, failed or unfinished and take the base model's), ``n_cells`` = ``runs`` x base models x benchmarks:
+    the cells the average is over (those without a run take the base model's score).
 
     Fallback scores: a method's cells take its results tree's own ``baseline_zeroshot/`` scores (``tree_base``,
     by results root, as ``aggregate_final.py`` reads ``aggregated_baseline_zeroshot.csv``); where the tree has
@@ -289,7 +292,7 @@ def rows_from_runs(
     for key, info in agents.items():
         methods = sorted(info["methods"])
         finals: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {}
-        n_runs = 0
+        n_runs = n_scored = 0
         for method in methods:
             finals[method] = {}
             for m in view_models:
@@ -303,6 +306,7 @@ def rows_from_runs(
                     finals[method][(m, t)] = aggregation.final_cell(
                         accuracy=getattr(run, "accuracy", None), state=getattr(run, "state", None),
                         flags=getattr(run, "flags", None), base=base, apply_flags=apply_flags)
+                    n_scored += run is not None and finals[method][(m, t)][1] is None
         metrics = [
             aggregation.mean(aggregation.weighted_score({t: finals[me][(m, t)][0] for t in weights}, weights)
                              for m in view_models)
@@ -324,7 +328,8 @@ def rows_from_runs(
         rows.append(Row(
             key=key, agent=str(info["name"]), kind="agent", scaffold=str(info["scaffold"]),
             reasoning_effort=info["effort"], model_family=None, average=aggregation.mean(metrics),
-            std=std, runs=len(methods), cells=row_cells, source="runs", n_runs=n_runs,
+            std=std, runs=len(methods), cells=row_cells, source="runs", n_runs=n_runs, n_scored=n_scored,
+            n_cells=len(methods) * len(view_models) * len(weights),
             synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
             baseline_source="mixed" if len(own) > 1 else "tree" if own == {True} else "published" if base_scores
             else "none",

@@ -1,7 +1,8 @@
 """Units shared by every app's models. Scores are fractions (0..1) in Python everywhere; a field typed
 :data:`Percent` (or :data:`PercentOrNone`) is served in percent (x 100) when its model is serialized, the unit the
 API documents for scores. Templates show fractions as percent with the ``pct`` filter (``ptbsite/templatetags``)
-or the run pages' ``percent`` filter."""
+or the run pages' ``percent`` filter. Durations are seconds in Python and JSON; pages show them as ``H:MM``
+(:func:`hm`: the ``hm`` and ``hours_hm`` template filters, the run timeline's hover texts and axis)."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -16,3 +17,13 @@ def to_percent(value: float | None) -> float | None:
 
 Percent = Annotated[float, PlainSerializer(to_percent, return_type=float)]
 PercentOrNone = Annotated[float | None, PlainSerializer(to_percent, return_type=float | None)]
+
+
+def hm(seconds: float | None) -> str:
+    """Seconds as ``H:MM``, the site's one format for durations: hours, then minutes rounded down (``3900`` ->
+    ``1:05``, ``59`` -> ``0:00``, 50 hours -> ``50:00``), a leading minus when negative; "" for None."""
+    if seconds is None:
+        return ""
+    sign = "-" if seconds < 0 else ""
+    minutes = int(abs(seconds)) // 60
+    return f"{sign}{minutes // 60}:{minutes % 60:02d}"

@@ -34,7 +34,7 @@ def test_run_page_header_and_judge_panel(client, demo_ingested):
     assert 'class="badge flagged"' in html and "contamination detected" in html
     assert "synthetic demo run" in html
     hours = int(demo.hours)
-    assert re.search(rf"{hours}:\d\d of 10:00 hours", html)  # issue 17: h:mm across the site (was H:MM:SS of 10 h)
+    assert re.search(rf"{hours}:\d\d of 10:00 <span class=\"muted\">\(h:mm\)</span>", html)  # issue 17: h:mm (was H:MM:SS of 10 h)
     evidence = selectors.evidence_steps(run.id)
     assert evidence and f'href="?step={evidence[0].index}#step-{evidence[0].index}"' in html
 

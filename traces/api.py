@@ -17,16 +17,23 @@ router = Router(tags=["runs"])
 KindFilter = Literal[STEP_KINDS + ("",)]  # a step kind, or "" for all (a form's unset field)
 
 
-@router.get("/runs", response=selectors.RunsPage, summary="Runs, filtered, page by page")
+RunSortColumn = Literal[selectors.RUN_SORTS + ("",)]  # a column of the runs list, or "" for by id
+
+
+@router.get("/runs", response=selectors.RunsPage, summary="Runs, filtered, sorted, page by page")
 def runs(request, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
          flagged: bool | None = None, state: str | None = None, facet: str | None = None, suite: str | None = None,
-         latest: bool = False, after: str | None = None, limit: int = 50):
-    """Runs ordered by id, as on /runs/; ``next`` is the ``after`` cursor of the next page (null on the last).
-    ``score`` is percent (the newest successful evaluation), null when the run has none. ``facet``: ``grpo``,
-    ``library:trl`` (runs with that facet); ``latest``: only the latest run of each cell."""
+         latest: bool = False, sort: RunSortColumn | None = None, dir: Literal["asc", "desc"] | None = None,
+         after: str | None = None, limit: int = 50):
+    """Runs as on /runs/: ordered by id, or by ``sort`` (``date``: the run's own date, ``agent``, ``scaffold``,
+    ``benchmark``, ``base_model`` by display name, ``state``, ``score``, ``time``: time used, ``steps``) in
+    direction ``dir`` (default asc; empty values last, ties by id); ``next`` is the ``after`` cursor of the next
+    page (a run id; null on the last), to be sent with the same filters and sort. ``score`` is percent (the newest
+    successful evaluation), null when the run has none. ``facet``: ``grpo``, ``library:trl`` (runs with that
+    facet); ``latest``: only the latest run of each cell."""
     return selectors.runs_page(agent=agent, benchmark=benchmark, base_model=base_model, flagged=flagged, state=state,
                                facet=facet, suite=suite, latest_only=latest, after=after, limit=max(1, min(limit, 500)),
-                               with_options=False)
+                               sort=sort or None, direction=dir or "asc", with_options=False)
 
 
 @router.get("/runs/{run_id}", response=selectors.RunPage, summary="One run, as on its page")
@@ -51,14 +58,16 @@ def run(request, run_id: str):
 @router.get("/runs/{run_id}/steps", response=selectors.StepPage, summary="One page of a run's trace")
 def steps(request, run_id: str, after: int = -1, limit: int = 50,
           kind: KindFilter | None = None,
-          tool: str | None = None, q: str | None = None, trace: str = "agent"):
-    """Steps with index > ``after`` (keyset cursor), at most ``limit`` (1-500); ``kind`` one of system, assistant,
+          tool: str | None = None, q: str | None = None, trace: str = "agent", before: int | None = None):
+    """Steps with index > ``after`` (keyset cursor), at most ``limit`` (1-500); or, with ``before`` (a step
+    index), the ``limit`` steps just before that step (the run page's "Earlier steps"; ``after`` is then
+    ignored, and ``next`` null when the page reaches ``before``); ``kind`` one of system, assistant,
     thinking, tool_call, tool_result, result, text; ``q`` a case-insensitive search of input and output;
     ``trace`` ``agent`` or a judge trace (``judge:codex``). ``elapsed_s``/``remaining_s`` in seconds. Each input
     and output holds at most 1,000,000 / (2 x limit) characters (1,000 at least): a page is bounded in size
     whatever the trace holds; ``*_not_shown`` says how many bytes are left out."""
     found = selectors.run_steps(run_id, trace=trace, after=after, limit=max(1, min(limit, 500)), kind=kind or None,
-                                tool=tool, q=q, with_previous=False)
+                                tool=tool, q=q, with_previous=False, before=before if before is None else max(0, before))
     if found is None:
         raise HttpError(404, f"no run {run_id}")
     return found.page

@@ -12,6 +12,8 @@ from html import escape  # plotly reads <a>, <b>, <span style> in hover texts an
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ptbsite.units import hm
+
 from .selectors import PhaseStretch, RunFacts, Timeline
 
 PHASE_COLOURS = {"data": "#1b9e77", "training": "#d95f02", "evaluation": "#7570b3", "other": "#a3a3a3",
@@ -40,9 +42,22 @@ def _merge_stretches(phases: list[PhaseStretch]) -> list[tuple]:
     return [tuple(m) for m in merged]
 
 
+# Tick spacings of a time axis, seconds: from 1 minute to 10 hours, the first giving at most MAX_TICKS ticks.
+TICK_STEPS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 36000)
+MAX_TICKS = 8
+
+
+def hour_ticks(span_s: float) -> list[int]:
+    """Tick positions (seconds, from 0) for a time axis ``span_s`` long, at the first of TICK_STEPS_S that gives
+    at most MAX_TICKS ticks (a longer span: 10-hour steps, as many as it takes); labelled h:mm by the caller."""
+    step = next((s for s in TICK_STEPS_S if span_s / s <= MAX_TICKS), TICK_STEPS_S[-1])
+    return list(range(0, int(span_s) + 1, step))
+
+
 def timeline(data: Timeline) -> dict:
-    """Phases (bars) and tool calls (markers, coloured by phase) against hours since the trace's start; where the
-    run has system_monitor samples, GPU utilisation (%) and memory used (GiB) below on the same time axis.
+    """Phases (bars) and tool calls (markers, coloured by phase) against time since the trace's start (x in hours,
+    ticks and hover texts in h:mm); where the run has system_monitor samples, GPU utilisation (%) and memory used
+    (GiB) below on the same time axis.
     Clicking a tool call's marker opens that step (``customdata[0]`` = step index).
 
     The layout comes from plotly's subplot builder; the traces are written as plain plotly JSON, since
@@ -59,9 +74,10 @@ def timeline(data: Timeline) -> dict:
             traces.append({
                 "type": "bar", "name": phase, "orientation": "h", "y": ["phases"] * len(stretches),
                 "x": [(p[2] - p[1]) / 3600 for p in stretches], "base": [p[1] / 3600 for p in stretches],
-                "marker": {"color": colour}, "legendgroup": phase, "customdata": [[p[3], p[4]] for p in stretches],
-                "hovertemplate": f"<b>{phase}</b><br>%{{base:.2f}} h, %{{x:.2f}} h long<br>steps %{{customdata[0]}}"
-                                 "–%{customdata[1]}<extra></extra>", **_axes(1)})
+                "marker": {"color": colour}, "legendgroup": phase,
+                "customdata": [[p[3], p[4], hm(p[1]), hm(p[2] - p[1])] for p in stretches],
+                "hovertemplate": f"<b>{phase}</b><br>from %{{customdata[2]}} for %{{customdata[3]}} (h:mm)<br>steps "
+                                 "%{customdata[0]}–%{customdata[1]}<extra></extra>", **_axes(1)})
         calls = [c for c in data.calls if c.phase == phase]
         if calls:
             traces.append({
@@ -70,19 +86,26 @@ def timeline(data: Timeline) -> dict:
                                            if data.calls_total > len(data.calls) else ""),
                 "x": [c.elapsed_s / 3600 for c in calls], "y": ["tool calls"] * len(calls),
                 "marker": {"color": colour, "size": 9, "symbol": "line-ns-open"}, "legendgroup": phase,
-                "showlegend": False, "customdata": [[c.index, escape(c.tool or ""), escape(c.input[:120])] for c in calls],
-                "hovertemplate": "step %{customdata[0]} · %{customdata[1]}<br>%{customdata[2]}<br>%{x:.2f} h"
-                                 "<extra></extra>", **_axes(1)})
+                "showlegend": False,
+                "customdata": [[c.index, escape(c.tool or ""), escape(c.input[:120]), hm(c.elapsed_s)] for c in calls],
+                "hovertemplate": "step %{customdata[0]} · %{customdata[1]}<br>%{customdata[2]}<br>at %{customdata[3]} "
+                                 "(h:mm)<extra></extra>", **_axes(1)})
     if data.monitor:
         hours = [s.t_s / 3600 for s in data.monitor]
+        at = [hm(s.t_s) for s in data.monitor]
         traces.append({"type": "scatter", "name": "GPU utilisation %", "x": hours, "y": [s.gpu_util for s in data.monitor],
-                       "mode": "lines", "line": {"color": "#2563eb", "width": 1.5}, **_axes(2)})
+                       "mode": "lines", "line": {"color": "#2563eb", "width": 1.5}, "customdata": at,
+                       "hovertemplate": "GPU %{y:.0f} % at %{customdata} (h:mm)<extra></extra>", **_axes(2)})
         traces.append({"type": "scatter", "name": "GPU memory used GiB", "x": hours,
                        "y": [s.gpu_mem_mib / 1024 for s in data.monitor], "mode": "lines",
-                       "line": {"color": "#dc2626", "width": 1.5}, **_axes(3)})
+                       "line": {"color": "#dc2626", "width": 1.5}, "customdata": at,
+                       "hovertemplate": "%{y:.1f} GiB at %{customdata} (h:mm)<extra></extra>", **_axes(3)})
         fig.update_yaxes(title_text="util %", range=[0, 105], row=2, col=1)
         fig.update_yaxes(title_text="GiB", range=[0, max(s.gpu_mem_total_mib for s in data.monitor) / 1024 * 1.05], row=3, col=1)
-    fig.update_xaxes(title_text="hours since the trace's start", row=rows, col=1)
+    ends = [p[2] for p in merged] + [c.elapsed_s for c in data.calls] + [s.t_s for s in data.monitor]
+    ticks = hour_ticks(max(ends, default=0))
+    fig.update_xaxes(tickvals=[t / 3600 for t in ticks], ticktext=[hm(t) for t in ticks])
+    fig.update_xaxes(title_text="time since the trace's start (h:mm)", row=rows, col=1)
     fig.update_layout(template="plotly_white", height=260 + 130 * (rows - 1), font=_FONT, barmode="overlay",
                       margin=dict(l=90, r=20, t=20, b=50), legend=dict(orientation="h", y=-0.25 if rows == 1 else -0.1),
                       hoverlabel=dict(align="left"))

@@ -52,7 +52,10 @@ class Run(Model):
     scored; ``accuracy``: ingest's score from the results tree (fraction). ``time_taken_s`` seconds,
     ``budget_hours`` hours; tokens and ``cost_usd`` (US dollars) as the trace reports them. ``overrides``: a
     reviewer's latest verdict per kind (True = flagged); ``flags``: the effective flag per scored kind after
-    overrides (``flagged``, ``judge_error`` or None; empty for baselines).
+    overrides (``flagged``, ``judge_error`` or None; empty for baselines). Times are UTC: ``started_at`` /
+    ``ended_at`` the trace's first and last timestamps, ``dir_time`` the run directory's time (its
+    ``timestamp.txt``, else its files' earliest modification time; ``dir_time_source`` says which),
+    ``ingested_at`` when the site stored the run; ``run_date`` is the run's own date (:attr:`run_date`).
     """
 
     id: str
@@ -82,6 +85,10 @@ class Run(Model):
     cost_usd: float | None
     trace_model: str | None
     synthetic: bool
+    ingested_at: datetime | None = Field(None, description="UTC, when the site ingested the run (not the run's date)")
+    dir_time: datetime | None = Field(None, description="UTC, the run directory's time (dir_time_source says which)")
+    dir_time_source: Literal["timestamp.txt", "file times"] | None = Field(
+        None, description="timestamp.txt (the harness's stamp) or file times (the earliest file modification time)")
     agent: str = ""
     agent_key: str = ""
     scaffold: str = ""
@@ -106,6 +113,27 @@ class Run(Model):
             detail.append("older attempt")
         return (f"{self.agent_display or self.agent or self.method} on {self.benchmark_name or self.benchmark} "
                 f"with {self.base_model_name or self.base_model}" + (f" ({', '.join(detail)})" if detail else ""))
+
+    @computed_field(description="UTC, the run's own date: the trace's first timestamp, else the run directory's "  # type: ignore[prop-decorator]
+                                "time; null when neither is known")
+    @property
+    def run_date(self) -> datetime | None:
+        """When the run ran: ``started_at`` (the trace's first timestamp), else ``dir_time``; never the ingest
+        time."""
+        return self.started_at or self.dir_time
+
+    @computed_field(description="where run_date comes from: trace, timestamp.txt or file times")  # type: ignore[prop-decorator]
+    @property
+    def run_date_source(self) -> str | None:
+        """``trace``, ``timestamp.txt`` or ``file times`` (:attr:`run_date`), None without a date."""
+        return "trace" if self.started_at else self.dir_time_source if self.dir_time else None
+
+    @property
+    def run_date_note(self) -> str:
+        """Where the date comes from, in words, for a page's hover text."""
+        return {"trace": "the trace's first timestamp", "timestamp.txt": "the run directory's timestamp.txt",
+                "file times": "the run directory's file times: the first file the harness wrote"}.get(
+                    self.run_date_source or "", "no date in the trace or the run directory")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

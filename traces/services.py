@@ -166,6 +166,20 @@ class UnknownRun(LookupError):
     """No run with this id is stored."""
 
 
+def record_dir_times(times: list[tuple[str, datetime | None, str | None]]) -> None:
+    """Set ``runs.dir_time`` and ``dir_time_source`` of stored runs, ``[(run id, time (naive UTC), source)]``, in
+    one transaction: runs stored before migration 0016 get their directory's time at the next ingest of the tree,
+    although their files did not change (``traces.ingest.tree``). Raises warehouse.WarehouseUnavailable."""
+    if not times:
+        return
+
+    def write(con) -> None:
+        for run_id, moment, source in times:
+            con.execute("UPDATE runs SET dir_time = ?, dir_time_source = ? WHERE id = ?", [moment, source, run_id])
+
+    warehouse.run_in_transaction(write)
+
+
 def _require_run(con, run_id: str) -> None:
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         raise UnknownRun(f"no run {run_id}")

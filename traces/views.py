@@ -39,29 +39,53 @@ def _flag(value: str | None) -> bool | None:
     return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get((value or "").lower())
 
 
+# The runs list's sortable columns and the direction of a first click on each (names A-Z, numbers and dates
+# largest first); a second click on the sorted column flips it. Sorting is the selector's (SQL ORDER BY).
+RUN_SORT_FIRST = {"date": "desc", "agent": "asc", "scaffold": "asc", "benchmark": "asc", "base_model": "asc",
+                  "state": "asc", "score": "desc", "time": "desc", "steps": "desc"}
+
+# The sortable heads in table order: (column, label, CSS class).
+RUN_SORT_HEADS = [("agent", "Agent", ""), ("scaffold", "Scaffold", ""), ("benchmark", "Benchmark", ""),
+                  ("base_model", "Base model", ""), ("state", "State", ""), ("score", "Score", "num"),
+                  ("time", "Time", "num"), ("steps", "Steps", "num"), ("date", "When", "")]
+
+
 def runs_list(request: HttpRequest) -> HttpResponse:
-    """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&facet=&suite=&latest=&after=``: runs, page by page.
+    """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&facet=&suite=&latest=&sort=&dir=&after=``: runs,
+    page by page.
 
     ``facet``: a facet spec (``grpo``, ``library:trl``; ``traces.selectors.facet_clause``); ``latest=1``: only
-    the latest run of each cell (the runs the leaderboard and the analysis page count). The static export
-    (``request.static_export``) lists every run on one page; its filters run in the browser.
+    the latest run of each cell (the runs the leaderboard and the analysis page count); ``sort``: a column of
+    RUN_SORT_FIRST (others are ignored: by id), ``dir`` asc or desc; the filters, the sort and the pages keep one
+    another. The static export (``request.static_export``) lists every run on one page; its filters and sorting
+    run in the browser.
     """
     filters = {k: request.GET.get(k) or None for k in ("agent", "benchmark", "base_model", "state", "facet", "suite")}
     flagged = _flag(request.GET.get("flagged"))
     latest = request.GET.get("latest") == "1"
-    limit = None if getattr(request, "static_export", False) else PAGE_SIZE
+    static = getattr(request, "static_export", False)
+    sort = request.GET.get("sort") if request.GET.get("sort") in RUN_SORT_FIRST and not static else None
+    direction = request.GET.get("dir") if request.GET.get("dir") in ("asc", "desc") else None
+    direction = direction or (RUN_SORT_FIRST[sort] if sort else "asc")
     data = selectors.runs_page(**filters, flagged=flagged, latest_only=latest, after=request.GET.get("after"),
-                               limit=limit)
+                               limit=None if static else PAGE_SIZE, sort=sort, direction=direction)
     query = {k: v for k, v in {**filters, "flagged": request.GET.get("flagged"), "latest": "1" if latest else None}.items()
              if v}
+    sorted_query = {**query, **({"sort": sort, "dir": direction} if sort else {})}
+    flipped = {"asc": "desc", "desc": "asc"}[direction]
+    sort_heads = [{"column": column, "label": label, "css": css, "first": RUN_SORT_FIRST[column],
+                   "query": urlencode({**query, "sort": column,
+                                       "dir": flipped if column == sort else RUN_SORT_FIRST[column]})}
+                  for column, label, css in RUN_SORT_HEADS]
     options = data.options
     return render(request, "traces/runs.html", {
         "filter_selects": [("agent", "Agent", options["agents"]), ("benchmark", "Benchmark", options["benchmarks"]),
                            ("base_model", "Base model", options["base_models"])],
         "runs": data.runs, "filters": filters, "flagged": request.GET.get("flagged") or "", "latest": latest,
-        "next_query": urlencode({**query, "after": data.next}) if data.next else None,
+        "next_query": urlencode({**sorted_query, "after": data.next}) if data.next else None,
         "states": selectors.STATE_TEXT, "method_facets": [(m, FACET_TEXT[m]) for m in METHOD_FACETS],
         "method_facet_keys": METHOD_FACETS,
+        "params": {"sort": sort, "dir": direction}, "sort_heads": sort_heads,
     })
 
 
@@ -133,6 +157,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "judge_configured": bool(settings.PTB_JUDGE_COMMAND),
         "more_query": urlencode({**base_query, "after": steps.next}) if steps.next is not None else None,
         "earlier_query": urlencode({**base_query}) if page.focus else None,
+        "earlier_steps_query": (urlencode({**base_query, "before": page.earlier_before})
+                                if page.earlier_before is not None else None),
     })
 
 
@@ -148,7 +174,7 @@ def _trace_results(request: HttpRequest, run_id: str, params: dict) -> HttpRespo
     return render(request, "traces/_trace_results.html", {
         "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
         "more_query": urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None,
-        "earlier_query": None, "mark_query": params["q"],
+        "earlier_query": None, "earlier_steps_query": None, "mark_query": params["q"],
     })
 
 
@@ -168,31 +194,40 @@ def run_timeline_figure(request: HttpRequest, run_id: str) -> JsonResponse:
 
 
 def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``/runs/<id>/steps?after=&limit=&trace=&kind=&tool=&q=``: one page of steps after the cursor ``after``.
+    """``/runs/<id>/steps?after=&before=&limit=&trace=&kind=&tool=&q=``: one page of steps after the cursor
+    ``after``, or (``before``, a step index) the page of steps just before that step.
 
-    To htmx (``HX-Request``) the "load more" partial; otherwise a page of its own with links to the previous and
-    next pages (the no-script fallback, and the static export's ``runs/<id>/steps/<n>.html``). One selector
-    (``selectors.run_steps``), the one ``/api/runs/<id>/steps`` serves.
+    To htmx (``HX-Request``) a partial: after ``after``, the "load more" steps with their own "load more" control
+    below; before ``before``, the "Earlier steps" with their own "Earlier steps" control above (the steps after
+    them are on the page already). Otherwise a page of its own with links to the previous and next pages (the
+    no-script fallback, and the static export's ``runs/<id>/steps/<n>.html``, whose "Earlier steps" links to the
+    previous page). One selector (``selectors.run_steps``), the one ``/api/runs/<id>/steps`` serves.
     """
     params = _viewer_params(request)
     after = int(request.GET["after"]) if request.GET.get("after", "").lstrip("-").isdigit() else -1
+    before = int(request.GET["before"]) if request.GET.get("before", "").isdigit() else None
     partial = bool(request.headers.get("HX-Request"))
-    data = selectors.run_steps(run_id, after=after, limit=_limit(params), with_previous=not partial,
+    data = selectors.run_steps(run_id, after=after, before=before, limit=_limit(params), with_previous=not partial,
                                **_filters(params))
     if data is None:
         raise Http404(f"no run {run_id}")
     base_query = _base_query(params)
+    steps = data.page.steps
+    if before is not None:  # the steps after these are the ones the reader came from
+        more_query = urlencode({**base_query, "after": steps[-1].index}) if steps and not partial else None
+    else:
+        more_query = urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None
+    previous_query = urlencode({**base_query, "after": data.previous}) if data.previous is not None else None
     context = {
         "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
-        "more_query": urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None,
+        "more_query": more_query, "previous_query": previous_query,
+        "earlier_steps_query": (urlencode({**base_query, "before": steps[0].index})
+                                if data.has_earlier and steps and (before is not None or not partial) else None),
         "mark_query": params["q"] if partial else "",  # "load more" after a search marks its matches too
     }
     if partial:
         return render(request, "traces/_steps.html", context)
-    return render(request, "traces/run_steps.html", {
-        **context, "after": after,
-        "previous_query": urlencode({**base_query, "after": data.previous}) if data.previous is not None else None,
-    })
+    return render(request, "traces/run_steps.html", {**context, "after": data.after})
 
 
 def _get_run(run_id: str) -> selectors.Run:

@@ -1,10 +1,17 @@
-// Static export only (the live site does both on the server): sorts the leaderboard by a clicked column header
-// (a[data-sort], first click in data-first's direction, a second click flips it; empty cells stay last), and
-// filters the runs list by the page's query (?agent=&benchmark=&base_model=&state=&flagged=), like /runs/ does.
+// Static export only (the live site does both on the server): sorts a table (the leaderboard, the runs list) by a
+// clicked column header (a[data-sort], first click in data-first's direction, a second click flips it; empty cells
+// stay last; a cell's data-sort-value, when it has one, is what it sorts by: seconds, an ISO date, a fraction),
+// moving the ▲/▼ arrow and aria-sort to that header, and filters the runs list by the page's query
+// (?agent=&benchmark=&base_model=&state=&flagged=), like /runs/ does.
 (function () {
   "use strict";
 
   function value(cell) {
+    if (cell && cell.dataset.sortValue !== undefined) {
+      const raw = cell.dataset.sortValue;
+      const number = Number(raw);
+      return raw === "" ? null : isNaN(number) ? raw.toLowerCase() : number;
+    }
     const text = cell ? cell.textContent.trim() : "";
     const number = parseFloat(text);
     return isNaN(number) ? (text === "" || text === "–" ? null : text.toLowerCase()) : number;
@@ -30,6 +37,14 @@
     rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
     table.dataset.sort = link.dataset.sort;
     table.dataset.dir = dir;
+    table.querySelectorAll("thead .sort-arrow").forEach(function (arrow) { arrow.remove(); });
+    table.querySelectorAll("thead th[aria-sort]").forEach(function (head) { head.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir === "asc" ? "ascending" : "descending");
+    const arrow = document.createElement("span");
+    arrow.className = "sort-arrow";
+    arrow.setAttribute("aria-hidden", "true");
+    arrow.textContent = dir === "asc" ? "▲" : "▼";
+    link.appendChild(arrow);
   });
 
   const runs = document.querySelector("table.runs");

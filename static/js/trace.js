@@ -1,31 +1,59 @@
 // Keyboard moves through a trace: j / ArrowDown next step, k / ArrowUp previous step; the URL follows (?step=N).
+// Past the last step shown, j loads the next page (in place on the live site, the next file on a static copy);
+// before the first, k loads the earlier page the same way ("Earlier steps") and goes on from its last step, so a
+// reader opened deep in a trace (?step=20000) walks back across pages.
 (function () {
+  let walkingBackFrom = null;  // the first step shown when k asked for the earlier page (live site)
   function steps() { return Array.from(document.querySelectorAll("#steps li.step")); }
   function current(list) {
     const focused = document.querySelector("#steps li.step.focus");
     return focused ? list.indexOf(focused) : -1;
   }
+  function show(el) {
+    steps().forEach(function (other) { other.classList.remove("focus"); });
+    el.classList.add("focus");
+    el.focus({ preventScroll: true });
+    el.scrollIntoView({ block: "center" });
+    const url = new URL(window.location.href);
+    if (url.pathname.endsWith(".html")) {  // a static copy: the file is the page, the hash the step
+      url.hash = "step-" + el.dataset.index;
+    } else {
+      url.searchParams.set("step", el.dataset.index);
+      url.searchParams.delete("at");
+      url.hash = "step-" + el.dataset.index;
+    }
+    history.replaceState(null, "", url);
+  }
+  function back(list) {
+    const earlier = document.querySelector("#steps li.load-earlier button");
+    if (earlier) {
+      walkingBackFrom = list[0];
+      earlier.click();
+      return true;
+    }
+    const link = document.querySelector("#steps li.load-earlier a[rel=prev], nav.pager a[rel=prev]");
+    if (link && !link.closest("noscript")) {
+      // The previous page's last step is the one before this page's first: land there.
+      window.location.href = link.href.split("#")[0] + "#step-" + (Number(list[0].dataset.index) - 1);
+      return true;
+    }
+    return false;
+  }
   function go(delta) {
     const list = steps();
     if (!list.length) return;
     let i = current(list) + delta;
-    if (i < 0) i = 0;
+    if (i < 0) {
+      if (current(list) === 0 && back(list)) return;
+      i = 0;
+    }
     if (i >= list.length) {
       // The live page loads more in place (htmx button); a static step page links to the next page.
       const more = document.querySelector("#steps li.load-more button, #steps li.load-more a[rel=next]");
       if (more) more.click();
       i = list.length - 1;
     }
-    list.forEach(function (el) { el.classList.remove("focus"); });
-    const el = list[i];
-    el.classList.add("focus");
-    el.focus({ preventScroll: true });
-    el.scrollIntoView({ block: "center" });
-    const url = new URL(window.location.href);
-    url.searchParams.set("step", el.dataset.index);
-    url.searchParams.delete("at");
-    url.hash = "step-" + el.dataset.index;
-    history.replaceState(null, "", url);
+    show(list[i]);
   }
   document.addEventListener("keydown", function (event) {
     const tag = (event.target.tagName || "").toLowerCase();
@@ -36,6 +64,13 @@
   // A search or filter answered by htmx (the #trace-results partial): open the step of the first match, mark it
   // as the current step and scroll the match itself into view, as a browser's find does.
   document.addEventListener("htmx:afterSettle", function (event) {
+    if (walkingBackFrom) {
+      // The earlier page is in: go on from its last step, the one just before where k was.
+      const previous = walkingBackFrom.previousElementSibling;
+      walkingBackFrom = null;
+      if (previous && previous.matches("li.step")) show(previous);
+      return;
+    }
     if (!event.detail.target || event.detail.target.id !== "trace-results") return;
     const mark = document.querySelector("#steps mark");
     const step = mark ? mark.closest("li.step") : document.querySelector("#steps li.step");
@@ -46,6 +81,9 @@
     (mark || step).scrollIntoView({ block: "center" });
   });
   document.addEventListener("DOMContentLoaded", function () {
+    // A static step page opened at #step-N (a search result, or k from the page after) starts at that step.
+    const hashed = /^#step-\d+$/.test(window.location.hash) && document.querySelector("#steps li" + window.location.hash);
+    if (hashed && !document.querySelector("#steps li.step.focus")) hashed.classList.add("focus");
     const focused = document.querySelector("#steps li.step.focus") || document.querySelector("#steps mark");
     if (focused) focused.scrollIntoView({ block: "center" });
   });

@@ -85,6 +85,27 @@ def _read(path: Path, redactor: Redactor, counts: _Counts | None = None) -> str 
 
 
 
+def dir_time(run_dir: Path) -> tuple[datetime | None, str | None]:
+    """The run directory's own time (naive UTC) and where it came from, the run's date when its trace has no
+    timestamps: the ISO 8601 stamp in ``timestamp.txt`` (baseline runs, spec 1.4; a stamp without a zone is UTC),
+    else the earliest modification time of the files directly in the directory (``"file times"``: the first file
+    the harness wrote, e.g. ``prompt.txt`` before the agent starts). ``(None, None)`` for a directory without
+    files. Modification times are what the copy of the tree kept: a copy that did not preserve them dates the
+    run to the copy."""
+    stamp = run_dir / "timestamp.txt"
+    if stamp.is_file():
+        try:
+            moment = datetime.fromisoformat(stamp.read_text(errors="replace").strip())
+        except ValueError:
+            moment = None
+        if moment is not None:
+            return _naive(moment), "timestamp.txt"
+    times = [p.stat().st_mtime for p in run_dir.iterdir() if p.is_file()]
+    if not times:
+        return None, None
+    return datetime.fromtimestamp(min(times), timezone.utc).replace(tzinfo=None), "file times"
+
+
 def agent_trace_path(run_dir: Path) -> Path | None:
     """The run's agent trace: ``solve_out.txt``, else ``trace.txt``, else ``solve_parsed.txt``; None without one."""
     return next((run_dir / n for n in TRACE_NAMES if (run_dir / n).is_file()), None)
@@ -225,6 +246,7 @@ class Ingester:
             "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
             "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
             "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir), "ingested_at": now,
+            **dict(zip(("dir_time", "dir_time_source"), dir_time(run_dir), strict=True)),
             "trace_incomplete": parsed.incomplete, "rules_version": self.rules_version,
             "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
         }

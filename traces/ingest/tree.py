@@ -26,8 +26,8 @@ from ptbsite import warehouse
 
 from .. import layout
 from ..redaction import Redactor
-from ..services import StepWriter, delete_run, refresh_agent, store_run, write_run
-from .reader import Ingester, RunIngestError, agent_trace_path, content_hash
+from ..services import StepWriter, delete_run, record_dir_times, refresh_agent, store_run, write_run
+from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
 
 log = logging.getLogger(__name__)
 
@@ -140,15 +140,18 @@ def default_workers() -> int:
 
 
 @warehouse.retrying
-def _stored_hashes(method: str) -> dict[str, str]:
+def _stored_hashes(method: str) -> dict[str, tuple[str, bool]]:
+    """{run dir: (content hash, whether its directory's time is stored)} of the method's stored runs."""
     with warehouse.connect() as con:
-        return dict(con.execute("SELECT run_dir, content_hash FROM runs WHERE method = ?", [method]).fetchall())
+        return {d: (h, dated) for d, h, dated in con.execute(
+            "SELECT run_dir, content_hash, dir_time_source IS NOT NULL FROM runs WHERE method = ?", [method]).fetchall()}
 
 
 def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -> list[_Job]:
     """The runs under ``root`` that changed since they were stored, in tree order (methods, then runs, sorted by
     name); counts unchanged runs and a method directory's bad name into ``report``. Refreshes the agent of
-    methods already stored (an edited suite file regroups them)."""
+    methods already stored (an edited suite file regroups them), and records the directory's time of unchanged
+    runs stored without one (``reader.dir_time``)."""
     jobs: list[_Job] = []
     for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
         baseline = layout.is_baseline_dir(method_dir.name)
@@ -167,14 +170,19 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -
         known = _stored_hashes(method.raw)
         if known:
             refresh_agent(method_row)
+        undated = []
         for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
             digest = content_hash(run_dir)
-            if known.get(run_dir.name) == digest:
+            stored_hash, dated = known.get(run_dir.name, (None, False))
+            if stored_hash == digest:
                 report.unchanged += 1
+                if not dated:  # stored before the runs had their directory's time
+                    undated.append((layout.run_id(method.raw, run_dir.name), *dir_time(run_dir)))
                 continue
             trace = agent_trace_path(run_dir)
             jobs.append(_Job(len(jobs), method, method_row, run_dir, baseline, digest,
                              trace.stat().st_size if trace else 0))
+        record_dir_times(undated)
     return jobs
 
 

@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from ptbsite import warehouse
@@ -15,8 +17,8 @@ from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeVerdict, Model, Ove
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
-from .steps import (read_evidence, read_previous_cursor, read_step_at_time, read_steps_page, read_tools_used,
-                    read_trace_names)
+from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
+                    read_tools_used, read_trace_names)
 from .verdicts import read_judge_panel, read_override_log
 
 
@@ -33,7 +35,9 @@ class RunPage(Run, RunTexts):
     its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
 
     Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
-    (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus``; ``redaction_warnings`` are
+    (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus`` and ``earlier_before`` (the
+    index of the first step shown when steps matching the filters come before it: the page's "Earlier steps"
+    control loads them, ``/runs/<id>/steps?before=<it>``; None otherwise); ``redaction_warnings`` are
     for admins only. ``timeline`` holds the time split and idle gaps only (no stretches, calls or monitor
     samples: the page loads its figure after first paint from ``/runs/<id>/timeline.json``); ``has_phases`` /
     ``has_monitor``: the run has phase stretches / system_monitor samples.
@@ -55,6 +59,7 @@ class RunPage(Run, RunTexts):
     tools: list[str] = Field(exclude=True)
     traces: list[str] = Field(exclude=True)
     focus: int | None = Field(None, exclude=True)
+    earlier_before: int | None = Field(None, exclude=True)
     has_phases: bool = Field(False, exclude=True)
     has_monitor: bool = Field(False, exclude=True)
 
@@ -91,45 +96,60 @@ def run_page(
         refs = read_reference_scores(con, run.suite, run.base_model, run.benchmark)
         own = next((f.value_num for f in facets if f.facet == "self_score"), None)
         timeline, has_phases, has_monitor = read_timeline_summary(con, run)
+        steps = read_steps_page(con, run.id, trace=trace, after=(focus - 1) if focus is not None else -1,
+                                limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours,
+                                step_count=run.step_count if trace == "agent" else None)
+        first = steps.steps[0].index if steps.steps else focus
+        earlier = (first if focus is not None and first is not None and read_has_steps_before(
+            con, run.id, before=first, trace=trace, kind=kind, tool=tool, q=q) else None)
         return RunPage(
             **dict(run), **dict(texts), base_model_score=refs["base"], instruct_score=refs["instruct"],
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
-            judge_panel=read_judge_panel(con, run),
-            steps=read_steps_page(con, run.id, trace=trace, after=(focus - 1) if focus is not None else -1,
-                                  limit=limit, kind=kind, tool=tool, q=q, budget_hours=run.budget_hours,
-                                  step_count=run.step_count if trace == "agent" else None),
+            judge_panel=read_judge_panel(con, run), steps=steps,
             timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
-            traces=read_trace_names(con, run.id), focus=focus,
+            traces=read_trace_names(con, run.id), focus=focus, earlier_before=earlier,
         )
 
 
 class RunStepsPage(Model):
-    """One page of a run's trace, as ``/runs/<id>/steps`` shows it: the run, the page, and ``previous``, the
-    ``after`` cursor of the page before (-1 for the first page, None when this is the first)."""
+    """One page of a run's trace, as ``/runs/<id>/steps`` shows it: the run, the page, ``after`` the cursor the
+    page starts after, ``previous`` the ``after`` cursor of the page before (-1 for the first page, None when
+    this is the first, or when not asked for), ``has_earlier``: steps matching the filters come before the page."""
 
     run: Run
     page: StepPage
+    after: int = -1
     previous: int | None
+    has_earlier: bool = False
 
 
 @warehouse.retrying
 def run_steps(
     run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
-    tool: str | None = None, q: str | None = None, with_previous: bool = True,
+    tool: str | None = None, q: str | None = None, with_previous: bool = True, before: int | None = None,
 ) -> RunStepsPage | None:
     """A page of ``limit`` steps of the run's ``trace`` after the cursor ``after`` (filters as
-    :func:`traces.selectors.steps_page`), with the previous page's cursor; None for an unknown run."""
+    :func:`traces.selectors.steps_page`), with the previous page's cursor; None for an unknown run.
+
+    ``before`` (a step index) reads backwards instead: the ``limit`` steps matching the filters just before that
+    step (fewer at the start of the trace), ``after`` then being the cursor they start after; ``has_earlier``
+    says whether steps come before them (the "Earlier steps" control of a page opened by a deep link)."""
     with warehouse.connect() as con:
         run = read_run(con, run_id)
         if run is None:
             return None
-        page = read_steps_page(con, run.id, trace=trace, after=after, limit=limit, kind=kind, tool=tool, q=q,
-                               budget_hours=run.budget_hours, step_count=run.step_count if trace == "agent" else None)
-        previous = (read_previous_cursor(con, run.id, after=after, limit=limit, trace=trace, kind=kind, tool=tool,
-                                         q=q) if with_previous else None)
-    return RunStepsPage(run=run, page=page, previous=previous)
+        options: dict[str, Any] = {"trace": trace, "kind": kind, "tool": tool, "q": q}
+        if before is not None:
+            cursor = read_previous_cursor(con, run.id, after=before - 1, limit=limit, **options)
+            after = before - 1 if cursor is None else cursor  # None: nothing before index 0
+        page = read_steps_page(con, run.id, after=after, limit=limit, budget_hours=run.budget_hours,
+                               step_count=run.step_count if trace == "agent" else None, before=before, **options)
+        previous = (read_previous_cursor(con, run.id, after=after, limit=limit, **options)
+                    if with_previous else None)
+        has_earlier = read_has_steps_before(con, run.id, before=after + 1, **options)
+    return RunStepsPage(run=run, page=page, after=after, previous=previous, has_earlier=has_earlier)
 
 
 @warehouse.retrying
@@ -142,8 +162,9 @@ def timeline_page(run_id: str) -> Timeline | None:
 
 
 class RunsPage(Model):
-    """One page of the runs list: ``runs`` ordered by id, ``next`` the ``after`` cursor of the next page (None on
-    the last); ``options``: the filter choices ((value, label) pairs per filter; not in JSON)."""
+    """One page of the runs list: ``runs`` ordered by id or by the page's sort column, ``next`` the ``after``
+    cursor of the next page (a run id; None on the last); ``options``: the filter choices ((value, label) pairs
+    per filter; not in JSON)."""
 
     runs: list[Run]
     next: str | None
@@ -152,7 +173,10 @@ class RunsPage(Model):
 
 @warehouse.retrying
 def runs_page(*, with_options: bool = True, **filters) -> RunsPage:
-    """The runs list (filters and paging of :func:`traces.selectors.list_runs`), with the filter choices."""
+    """The runs list (filters, sort and paging of :func:`traces.selectors.list_runs`), with the filter choices.
+
+    Raises:
+        ValueError: an unknown ``sort`` column or ``direction``."""
     with warehouse.connect() as con:
         runs, next_after = read_run_list(con, **filters)
         options = read_filter_options(con) if with_options else {}

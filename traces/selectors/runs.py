@@ -7,9 +7,10 @@ in one.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ptbsite import warehouse
 from ptbsite.suites import Suite, display_suite
@@ -25,7 +26,7 @@ AGENT_RUN = f"NOT starts_with(r.method, '{BASELINE_PREFIX}')"
 RUN_COLUMNS = ("id, method, run_dir, suite, benchmark, base_model, base_model_hf, cluster_id, is_latest, state, "
                "state_detail, time_taken_s, budget_hours, accuracy, has_final_model, eval_attempts, trace_file, "
                "trace_format, trace_bytes, step_count, started_at, ended_at, tokens_in, tokens_out, cost_usd, "
-               "trace_model, synthetic")
+               "trace_model, synthetic, ingested_at, dir_time, dir_time_source")
 # The run's score: its newest evaluation that is not a partial rerun (fraction).
 SCORE_SQL = ("(SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id AND e.origin <> 'rerun-partial' "
              "ORDER BY e.created_at DESC LIMIT 1)")
@@ -42,16 +43,103 @@ def fetch_dicts(con, sql: str, params: list | tuple = ()) -> list[dict[str, Any]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def read_runs(con, where: str, params: list, limit: int | None = None) -> list[Run]:
+def read_runs(con, where: str, params: list, limit: int | None = None, *, sort: RunSort | None = None,
+              after: str | None = None) -> list[Run]:
     """Runs (with agent names, score, verdicts, overrides and effective flags) matching a SQL condition on
-    ``runs r`` / ``methods m``, ordered by id."""
+    ``runs r`` / ``methods m``, ordered by id, or by ``sort`` (:class:`RunSort`) from the run after ``after``
+    (a run id; with ``sort`` only: without it the caller's ``where`` holds the id cursor)."""
     columns = ", ".join("r." + c.strip() for c in RUN_COLUMNS.split(","))
-    sql = (f"SELECT {columns}, m.agent_name AS agent, m.agent_key, m.scaffold, {SCORE_SQL} AS score "
-           f"FROM runs r JOIN methods m ON m.id = r.method WHERE {where} ORDER BY r.id"
-           + (f" LIMIT {int(limit)}" if limit else ""))
-    runs = [Run(**row) for row in fetch_dicts(con, sql, params)]
+    columns += f", m.agent_name AS agent, m.agent_key, m.scaffold, {SCORE_SQL} AS score"
+    source = f"FROM runs r JOIN methods m ON m.id = r.method WHERE {where}"
+    cut = f" LIMIT {int(limit)}" if limit else ""
+    if sort is None:
+        rows = fetch_dicts(con, f"SELECT {columns} {source} ORDER BY r.id{cut}", params)
+    else:
+        sql, sort_params = sort.query(columns, source, after)
+        rows = fetch_dicts(con, sql + cut, [*sort.params, *params, *sort_params])
+        for row in rows:
+            del row["sort_key"]
+    runs = [Run(**row) for row in rows]
     _attach_verdicts(con, runs)
     return runs
+
+
+RUN_SORTS: tuple[str, ...] = ("date", "agent", "scaffold", "benchmark", "base_model", "state", "score", "time",
+                              "steps")
+SortDirection = Literal["asc", "desc"]
+
+
+@dataclass(frozen=True)
+class RunSort:
+    """The runs list ordered by one column (``RUN_SORTS``), as the column shows it: ``key`` the SQL value (on
+    ``runs r`` / ``methods m``; names case-insensitively, in the suite file's display names), ``params`` its
+    parameters; empty values last in either direction, ties by run id. Paging is by keyset on (value, id): the
+    page after a run id starts after that run's place in this order."""
+
+    key: str
+    params: tuple
+    descending: bool
+
+    def query(self, columns: str, source: str, after: str | None) -> tuple[str, list]:
+        """The SQL of ``SELECT columns source`` with the sort key (its ``params`` first, then ``source``'s),
+        ordered, from after the run ``after``, and the parameters that follow ``source``'s. The cursor is a run
+        id whose value is read in the same query: a run whose value changed between two pages moves, and an id no
+        longer listed ends the list."""
+        direction, op = ("DESC", "<") if self.descending else ("ASC", ">")
+        sql = f"WITH listed AS (SELECT ({self.key}) AS sort_key, {columns} {source}) SELECT listed.* FROM listed"
+        params: list = []
+        if after is not None:
+            sql += (", (SELECT sort_key AS k, id FROM listed WHERE id = ?) cur WHERE "
+                    "(cur.k IS NULL AND listed.sort_key IS NULL AND listed.id > cur.id) OR (cur.k IS NOT NULL AND "
+                    f"(listed.sort_key IS NULL OR listed.sort_key {op} cur.k OR "
+                    "(listed.sort_key = cur.k AND listed.id > cur.id)))")
+            params.append(after)
+        return sql + f" ORDER BY listed.sort_key IS NULL, listed.sort_key {direction}, listed.id", params
+
+
+def _case(column: str, names: list[tuple[tuple, str]], default: str, match: tuple[str, ...]) -> tuple[str, tuple]:
+    """``lower(CASE WHEN <match columns> = <key> THEN <name> ... ELSE <default> END)`` and its parameters."""
+    if not names:
+        return f"lower({default})", ()
+    when = " AND ".join(f"{m} = ?" for m in match)
+    return (f"lower(CASE {' '.join(f'WHEN {when} THEN ?' for _ in names)} ELSE {default} END)",
+            tuple(v for key, name in names for v in (*key, name)))
+
+
+def read_run_sort(con, sort: str, direction: SortDirection = "asc") -> RunSort:
+    """The :class:`RunSort` of a column of the runs list: ``date`` (the run's own date: the trace's first
+    timestamp, else the directory's time), ``agent``, ``scaffold``, ``benchmark``, ``base_model`` (display
+    names), ``state`` (in words), ``score`` (the run's score), ``time`` (time_taken.txt), ``steps``.
+
+    Raises:
+        ValueError: ``sort`` is not one of RUN_SORTS, or ``direction`` neither asc nor desc.
+    """
+    if sort not in RUN_SORTS or direction not in ("asc", "desc"):
+        raise ValueError(f"cannot sort runs by {sort!r} {direction!r}: one of {', '.join(RUN_SORTS)}, asc or desc")
+    simple = {"date": "coalesce(r.started_at, r.dir_time)", "score": SCORE_SQL, "time": "r.time_taken_s",
+              "steps": "r.step_count", "scaffold": "lower(m.scaffold)"}
+    if sort in simple:
+        key, params = simple[sort], ()
+    elif sort == "state":
+        key, params = _case("r.state", [((k,), t) for k, t in STATE_TEXT.items()], "r.state", ("r.state",))
+    elif sort == "agent":
+        rows = con.execute("SELECT DISTINCT r.suite, r.method, m.agent_name FROM runs r JOIN methods m "
+                           f"ON m.id = r.method WHERE {AGENT_RUN}").fetchall()
+        names = []
+        for suite_id, method, stored in rows:
+            suite = display_suite(suite_id)
+            names.append(((suite_id, method), agent_display(suite, method, stored) if suite else stored or method))
+        key, params = _case("r.method", names, "m.agent_name", ("r.suite", "r.method"))
+    else:
+        column = f"r.{sort}"
+        names = []
+        for suite_id, value in con.execute(f"SELECT DISTINCT suite, {sort} FROM runs").fetchall():
+            suite = display_suite(suite_id)
+            shown = (suite.benchmark_name(value) if sort == "benchmark" else suite.base_model_name(value)) if suite \
+                else value
+            names.append(((suite_id, value), shown))
+        key, params = _case(column, names, column, ("r.suite", column))
+    return RunSort(key=key, params=params, descending=direction == "desc")
 
 
 def read_verdicts(con, ids: list[str]) -> dict[str, list[Verdict]]:
@@ -136,6 +224,7 @@ def read_run_list(
     con, *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
     flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
     after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
+    sort: str | None = None, direction: SortDirection = "asc",
 ) -> tuple[list[Run], str | None]:
     """:func:`list_runs` on an open connection."""
     where, params = [AGENT_RUN], []
@@ -153,20 +242,24 @@ def read_run_list(
         clause, values = facet_clause(facet)
         where.append(clause)
         params += values
-    if after:
+    order = read_run_sort(con, sort, direction) if sort else None
+    if after and order is None:
         where.append("r.id > ?")
         params.append(after)
     condition = " AND ".join(where)
+    cursor = (after or None) if order is not None else None
     if limit is None:
-        runs, more = [r for r in read_runs(con, condition, params) if flagged is None or r.flagged == flagged], False
+        runs = [r for r in read_runs(con, condition, params, sort=order, after=cursor)
+                if flagged is None or r.flagged == flagged]
+        more = False
     elif flagged is None:
-        runs = read_runs(con, condition, params, limit + 1)
+        runs = read_runs(con, condition, params, limit + 1, sort=order, after=cursor)
         more = len(runs) > limit
         runs = runs[:limit]
     else:
         # The flag depends on verdicts and overrides: filter after attaching them, page by page.
         runs, more = [], False
-        for candidate in read_runs(con, condition, params):
+        for candidate in read_runs(con, condition, params, sort=order, after=cursor):
             if candidate.flagged == flagged:
                 if len(runs) == limit:
                     more = True
@@ -180,8 +273,9 @@ def list_runs(
     *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
     flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
     after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
+    sort: str | None = None, direction: SortDirection = "asc",
 ) -> tuple[list[Run], str | None]:
-    """Runs matching the filters, ordered by id, one page at a time.
+    """Runs matching the filters, ordered by id (or by ``sort``), one page at a time.
 
     Args:
         agent: a leaderboard agent key (``methods.agent_key``) or a method name.
@@ -190,13 +284,19 @@ def list_runs(
         facet: a facet spec (``grpo``, ``library:trl``; :func:`facet_clause`): only runs with that facet.
         suite: only runs of that suite.
         limit: runs per page; None for every matching run in one page (the static export's runs list).
+        sort: a column of RUN_SORTS (:func:`read_run_sort`), ``direction`` asc or desc; None: by id. The cursor
+            stays a run id: the next page starts after that run's place in the order (keyset on value, id).
 
     Returns:
         (runs, next cursor or None).
+
+    Raises:
+        ValueError: an unknown ``sort`` or ``direction``.
     """
     with warehouse.connect() as con:
         return read_run_list(con, agent=agent, benchmark=benchmark, base_model=base_model, flagged=flagged,
-                             state=state, latest_only=latest_only, after=after, limit=limit, facet=facet, suite=suite)
+                             state=state, latest_only=latest_only, after=after, limit=limit, facet=facet, suite=suite,
+                             sort=sort, direction=direction)
 
 
 def read_run(con, run_id: str) -> Run | None:
@@ -341,7 +441,8 @@ def checkpoint_path(run_id: str) -> Path | None:
     return run_dir / "final_model" if run_dir else None
 
 
-__all__ = ["AGENT_RUN", "FACET_ORDER", "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
+__all__ = ["AGENT_RUN", "FACET_ORDER", "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT",
+           "TEXT_SHOWN", "RunSort", "SortDirection", "read_run_sort",
            "checkpoint_path", "evaluations", "facet_clause", "fetch_dicts", "filter_options", "get_run", "list_runs",
            "read_evaluations", "read_filter_options", "read_reference_scores", "read_run", "read_run_facets",
            "read_run_list", "read_run_texts", "read_runs", "read_runs_with_facet", "read_verdicts", "reference_scores", "run_directory",

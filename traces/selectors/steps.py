@@ -51,11 +51,12 @@ MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (
 def read_steps_page(
     con, run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
-    step_count: int | None = None,
+    step_count: int | None = None, before: int | None = None,
 ) -> StepPage:
     """:func:`steps_page` on an open connection. ``step_count``: the trace's stored number of steps
     (``runs.step_count`` for the agent trace), used as the page's total when no filter is set, so no page counts
-    the trace's rows.
+    the trace's rows. ``before``: only steps with an index below it (a page read backwards: the steps before the
+    first one shown); ``total`` still counts the whole trace's matches.
 
     Keyset paging that prunes: step indices of a trace are dense from 0, so the page is first read from the index
     window ``(after, after + window]`` (``limit + 1`` indices unfiltered, 8x that filtered); only when that window
@@ -65,6 +66,9 @@ def read_steps_page(
     reads the page's rows by index."""
     where, params = _step_filter(run_id, trace, kind, tool, q)
     filtered = bool(kind or tool or q)
+    count_where, count_params = where, list(params)
+    if before is not None:
+        where, params = f"{where} AND idx < ?", [*params, before]
     budget_s = budget_hours * 3600 if budget_hours else None
     chars = field_chars(limit)
     select = (
@@ -76,9 +80,11 @@ def read_steps_page(
     if filtered:
         # One pass over the trace finds the matches (at most MATCH_COUNT_CAP + 1 of them, in the steps' stored
         # order, which is idx order): their number is the count, and the page is read by index from them.
-        hits = sorted(r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} LIMIT ?",
-                                                [*params, MATCH_COUNT_CAP + 1]).fetchall())
+        hits = sorted(r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {count_where} LIMIT ?",
+                                                [*count_params, MATCH_COUNT_CAP + 1]).fetchall())
         capped, total = len(hits) > MATCH_COUNT_CAP, min(len(hits), MATCH_COUNT_CAP)
+        if before is not None:
+            hits = [i for i in hits if i < before]
         wanted = [i for i in hits if i > after][:limit + 1]
         if wanted and (len(wanted) > limit or not capped):
             rows = fetch_dicts(con, select + "AND idx >= ? AND idx <= ? AND list_contains(?, idx) ORDER BY idx",
@@ -94,7 +100,7 @@ def read_steps_page(
                                 [chars, chars, *params, after + window, limit + 1 - len(rows)])
     if not filtered:
         total = step_count if step_count is not None else con.execute(
-            f"SELECT count(*) FROM steps WHERE {where}", params).fetchone()[0]
+            f"SELECT count(*) FROM steps WHERE {count_where}", count_params).fetchone()[0]
     steps = [Step(**{**r, "suspicious": r["suspicious"].split(",") if r["suspicious"] else [],
                      "remaining_s": (budget_s - r["elapsed_s"]) if (budget_s and r["elapsed_s"] is not None) else None})
              for r in rows[:limit]]
@@ -193,6 +199,16 @@ def read_previous_cursor(
         row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? ORDER BY idx DESC LIMIT 1 OFFSET ?",
                           [*params, after, limit]).fetchone()
     return row[0] if row else -1
+
+
+def read_has_steps_before(con, run_id: str, *, before: int, trace: str = "agent", kind: str | None = None,
+                          tool: str | None = None, q: str | None = None) -> bool:
+    """Whether the trace has a step matching the filters with an index below ``before`` (the "Earlier steps"
+    control of a page opened further in)."""
+    if before <= 0:
+        return False
+    where, params = _step_filter(run_id, trace, kind, tool, q)
+    return con.execute(f"SELECT 1 FROM steps WHERE {where} AND idx < ? LIMIT 1", [*params, before]).fetchone() is not None
 
 
 @warehouse.retrying

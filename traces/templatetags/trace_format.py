@@ -9,6 +9,8 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from ptbsite import units
+
 if TYPE_CHECKING:
     from traces.tool_input import Rendered
 
@@ -16,16 +18,6 @@ register = template.Library()
 PREVIEW_LINES = 6
 PREVIEW_CHARS = 1_200  # characters of an output's preview
 FULL_LIMIT = 100_000  # characters of one output rendered in the page (the selector already cut it to fewer)
-
-
-@register.filter
-def hms(seconds: float | None) -> str:
-    """Seconds -> ``H:MM:SS`` (negative values get a leading minus); "" for None."""
-    if seconds is None:
-        return ""
-    sign = "-" if seconds < 0 else ""
-    total = int(abs(seconds))
-    return f"{sign}{total // 3600}:{total % 3600 // 60:02d}:{total % 60:02d}"
 
 
 @register.filter
@@ -98,12 +90,8 @@ def facet_name(key: str | None) -> str:
 
 @register.filter
 def hm(seconds: float | None) -> str:
-    """Seconds -> ``H:MM`` (rounded down to the minute; a leading minus when negative); "" for None."""
-    if seconds is None:
-        return ""
-    sign = "-" if seconds < 0 else ""
-    total = int(abs(seconds)) // 60
-    return f"{sign}{total // 60}:{total % 60:02d}"
+    """Seconds -> ``H:MM`` (``ptbsite.units.hm``: rounded down to the minute); "" for None."""
+    return units.hm(seconds)
 
 
 @register.filter
