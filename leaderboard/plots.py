@@ -13,7 +13,7 @@ from pydantic.dataclasses import dataclass
 from django.conf import settings
 
 from ptbsite import warehouse
-from ptbsite.units import Percent, PercentOrNone
+from ptbsite.units import Percent, PercentOrNone, hm
 from traces import selectors as traces_selectors
 
 from . import selectors
@@ -180,9 +180,8 @@ class BudgetAndEffort:
 
 
 def clock(hours: float) -> str:
-    """Hours as ``H:MM`` (rounded to the minute), e.g. 9.662 -> ``9:40``."""
-    minutes = round(hours * 60)
-    return f"{minutes // 60}:{minutes % 60:02d}"
+    """Hours as ``H:MM`` (:func:`ptbsite.units.hm`: rounded to the minute), e.g. 9.662 -> ``9:40``."""
+    return hm(hours * 3600)
 
 
 def _labels(rows: list[selectors.Row]) -> dict[str, str]:

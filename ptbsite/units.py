@@ -20,10 +20,11 @@ PercentOrNone = Annotated[float | None, PlainSerializer(to_percent, return_type=
 
 
 def hm(seconds: float | None) -> str:
-    """Seconds as ``H:MM``, the site's one format for durations: hours, then minutes rounded down (``3900`` ->
-    ``1:05``, ``59`` -> ``0:00``, 50 hours -> ``50:00``), a leading minus when negative; "" for None."""
+    """Seconds as ``H:MM``, the site's one format for durations (plots, tables, steps alike): hours, then minutes
+    rounded to the nearest, half up (``3900`` -> ``1:05``, ``29`` -> ``0:00``, ``34,783`` (9.662 h) -> ``9:40``, 50 hours
+    -> ``50:00``), a leading minus when negative; "" for None."""
     if seconds is None:
         return ""
     sign = "-" if seconds < 0 else ""
-    minutes = int(abs(seconds)) // 60
+    minutes = int(abs(seconds) / 60 + 0.5)  # half up (round() would send 1:30 to 0:02 and 0:30 to 0:00)
     return f"{sign}{minutes // 60}:{minutes % 60:02d}"

@@ -17,9 +17,11 @@ pytestmark = pytest.mark.django_db
 HMS = re.compile(r"\b\d+:\d\d:\d\d\b")  # H:MM:SS, the format the step lines had
 
 
-@pytest.mark.parametrize(("seconds", "shown"), [(3900, "1:05"), (59, "0:00"), (7260, "2:01"), (50 * 3600, "50:00"),
-                                                (-90, "-0:01"), (None, "")])
-def test_hm_is_hours_and_minutes_rounded_down(seconds, shown):
+@pytest.mark.parametrize(("seconds", "shown"), [(3900, "1:05"), (29, "0:00"), (30, "0:01"), (59, "0:01"), (7260, "2:01"),
+                                                (9.662 * 3600, "9:40"), (50 * 3600, "50:00"), (-90, "-0:02"),
+                                                (-80, "-0:01"), (None, "")])
+def test_hm_is_hours_and_minutes_rounded_to_the_nearest_minute(seconds, shown):
+    """One rounding for every duration on the site (the plots' mean times and the steps' clocks alike)."""
     assert hm(seconds) == shown
 
 
@@ -54,7 +56,7 @@ def test_the_timeline_hovers_and_ticks_in_hours_and_minutes(client, facet_db):  
     assert training["customdata"] == [[5, 7, "0:06", "2:01"]]
     assert "from %{customdata[2]} for %{customdata[3]} (h:mm)" in training["hovertemplate"]
     calls = [t for t in figure["data"] if t.get("mode") == "markers"]
-    assert sorted(c[3] for t in calls for c in t["customdata"]) == ["0:00", "0:00", "0:06", "2:37"]
+    assert sorted(c[3] for t in calls for c in t["customdata"]) == ["0:00", "0:01", "0:06", "2:37"]  # the second call 30 s in: rounded up
     gpu = next(t for t in figure["data"] if t["name"] == "GPU utilisation %")
     assert gpu["customdata"] == ["0:00", "1:00", "2:00"] and "(h:mm)" in gpu["hovertemplate"]
     for trace in figure["data"]:
