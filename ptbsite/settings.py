@@ -82,6 +82,10 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "ptbsite.urls"
+# The site's own sign-in page (templates/registration/login.html); back to the home page after signing out.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 TEMPLATES = [
     {

@@ -35,9 +35,16 @@ def test_staff_log_in_from_the_header_and_see_reruns(live_server, use_published,
     get_user_model().objects.create_user("reviewer", password="a-long-test-password", is_staff=True)
     page.goto(live_server.url + "/plots/")
     page.click("header.site nav >> text=Log in")
+    page.wait_for_url("**/login/?next=/plots/")  # the site's own sign-in page, with its navigation
+    assert page.locator("main h1").inner_text() == "Log in"
+    assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "API", "Log in"]
+    page.fill("#id_username", "reviewer")
+    page.fill("#id_password", "not-the-password")
+    page.click("main input[type=submit]")
+    assert "do not match a staff account" in page.locator("main .error").inner_text()
     page.fill("#id_username", "reviewer")
     page.fill("#id_password", "a-long-test-password")
-    page.click("input[type=submit]")
+    page.click("main input[type=submit]")
     page.wait_for_url("**/plots/")  # back where the visitor was
     assert page.locator("header.site nav .user").inner_text() == "reviewer"
     assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "API", "Reruns", "Admin", "Log out"]

@@ -49,14 +49,14 @@ def test_a_screenshot_of_every_page(live_server, demo_ingested, page):
               *plots, ("runs", "/runs/"), ("runs-sorted", "/runs/?sort=score&dir=desc"), ("run", f"/runs/{run.id}/"),
               ("run-deep-link", f"/runs/{run.id}/?step=120"), ("steps", f"/runs/{run.id}/steps?after=49"),
               ("judge-trace", f"/runs/{judged.id}/?trace={judge_trace}"), ("analysis", "/analysis/"),
-              ("api-docs", "/api/docs"), ("login", "/admin/login/")]
+              ("api-docs", "/api/docs"), ("login", "/login/")]
     listed = [_shoot(page, live_server.url, name, path) for name, path in public]
     listed.append(_shoot(page, live_server.url, "404", "/runs/no_such_run_dir_123/", status=404))
     assert page.locator("h1").inner_text() == "Page not found"
     assert page.js_errors == [], page.js_errors
 
     get_user_model().objects.create_user("reviewer", password="a-long-test-password", is_staff=True)
-    page.goto(live_server.url + "/admin/login/?next=/reruns/")
+    page.goto(live_server.url + "/login/?next=/reruns/")
     page.fill("#id_username", "reviewer")
     page.fill("#id_password", "a-long-test-password")
     page.click("input[type=submit]")
