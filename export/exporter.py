@@ -366,23 +366,25 @@ class Exporter:
         """One record per step of every trace of each run, in run, trace and step order: the step's whole text
         (input, then output), linked to the exported page that holds it (the run's own page arithmetic,
         :class:`RunPages`), with the run's title and names as meta and filters."""
-        titles = {r.id: r for r in runs.list_runs(limit=None)[0]}
-        for run_id in run_ids:
-            run = titles[run_id]
-            pages, _ = self.run_layout(run_id)
-            for trace, layout in pages.traces.items():
-                after = -1
-                while batch := runs.whole_steps(run_id, trace=trace, after=after):
-                    for step in batch:
-                        url = pages.file(trace, layout.page_of_step(step.index)) + f"#step-{step.index}"
-                        meta = {"title": run.title, "run": run_id, "trace": trace, "step": str(step.index),
-                                "kind": step.kind, **({"tool": step.tool} if step.tool else {})}
-                        filters = {"run": [run_id], "agent": [run.agent_display], "benchmark": [run.benchmark_name],
-                                   "base_model": [run.base_model_name], "trace": [trace], "kind": [step.kind],
-                                   **({"tool": [step.tool]} if step.tool else {})}
-                        yield SearchRecord(url=url, content=f"{step.input}\n{step.output}" if step.input
-                                           else step.output, meta=meta, filters=filters)
-                    after = batch[-1].index
+        with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
+            titles = {r.id: r for r in runs.list_runs(limit=None)[0]}
+            for run_id in run_ids:
+                run = titles[run_id]
+                pages, _ = self.run_layout(run_id)
+                for trace, layout in pages.traces.items():
+                    after = -1
+                    while batch := runs.whole_steps(run_id, trace=trace, after=after):
+                        for step in batch:
+                            url = pages.file(trace, layout.page_of_step(step.index)) + f"#step-{step.index}"
+                            meta = {"title": run.title, "run": run_id, "trace": trace, "step": str(step.index),
+                                    "kind": step.kind, **({"tool": step.tool} if step.tool else {})}
+                            filters = {"run": [run_id], "agent": [run.agent_display],
+                                       "benchmark": [run.benchmark_name], "base_model": [run.base_model_name],
+                                       "trace": [trace], "kind": [step.kind],
+                                       **({"tool": [step.tool]} if step.tool else {})}
+                            yield SearchRecord(url=url, content=f"{step.input}\n{step.output}" if step.input
+                                               else step.output, meta=meta, filters=filters)
+                        after = batch[-1].index
 
     def search_bundle(self, run_ids: list[str]) -> None:
         """``pagefind/``: the Pagefind bundle of every step of ``run_ids`` (export/search.py), built in a folder

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import json
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -74,7 +75,7 @@ class _Service(PagefindService):
                 backend.stdin.close()
                 try:
                     await asyncio.wait_for(backend.wait(), EXIT_SECONDS)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     raise SearchIndexError(f"pagefind did not exit within {EXIT_SECONDS} s of its input closing") from None
                 if backend.returncode:
                     raise SearchIndexError(f"pagefind exited with status {backend.returncode}")
@@ -107,7 +108,8 @@ class _Service(PagefindService):
 
 
 async def _write(records: Iterable[SearchRecord], output: Path) -> int:
-    service = await _Service().launch()
+    service = _Service()
+    await service.launch()
     in_flight: set[asyncio.Future] = set()
     written = False
     try:
@@ -138,5 +140,13 @@ def write_bundle(records: Iterable[SearchRecord], output: Path) -> int:
     ``.css``, the wasm, ``pagefind-entry.json``, ``fragment/``, ``index/``, ``filter/``) into the folder ``output``.
     Returns how many records Pagefind kept (its ``page_count``): it drops a record whose content has no word (an
     empty step, or punctuation only such as ``{}``), which no search could find. Raises SearchIndexError (or the
-    ``pagefind`` package's own errors: FileNotFoundError without its binary)."""
-    return asyncio.run(_write(records, output))
+    ``pagefind`` package's own errors: FileNotFoundError without its binary).
+
+    Runs its own event loop: in a thread of its own when the calling thread already runs one (Playwright's sync
+    API, a notebook), so ``records`` is then read in that thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_write(records, output))
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _write(records, output)).result()

@@ -52,10 +52,7 @@
           const values = Object.keys(counts[select.name] || {}).sort();
           const want = wanted.get(select.name) || "";
           if (want && values.indexOf(want) === -1) values.unshift(want);
-          values.forEach(function (value) {
-            const option = new Option(value + " (" + ((counts[select.name] || {})[value] || 0) + ")", value);
-            select.appendChild(option);
-          });
+          values.forEach(function (value) { select.appendChild(new Option(value, value)); });
           select.value = want;
         });
         return pf;
@@ -96,15 +93,18 @@
     return li;
   }
 
+  // The next PAGE results (their records fetched now), after those shown; the first page replaces the last search's.
   async function showMore(mine) {
     const page = await Promise.all(found.slice(shown, shown + PAGE).map(function (r) { return r.data(); }));
-    if (mine !== generation) return;
+    if (mine !== generation) return false;
+    if (!shown) results.replaceChildren();
     page.forEach(function (data) { results.appendChild(hit(data)); });
     shown += page.length;
     more.hidden = shown >= found.length;
     if (form.elements.run.value && page.length) {
       runNote.querySelector(".run-title").textContent = page[0].meta.title;
     }
+    return true;
   }
 
   async function search(wait) {
@@ -126,10 +126,10 @@
     if (answer === null || mine !== generation) return;  // a newer search replaced this one
     found = answer.results;
     shown = 0;
-    results.replaceChildren();
-    say(found.length + " step" + (found.length === 1 ? "" : "s") + " match “" + q + "”"
-      + (found.length > PAGE ? "; the best " + Math.min(PAGE, found.length) + " first." : "."));
-    await showMore(mine);
+    if (!(await showMore(mine))) return;
+    say(found.length + " step" + (found.length === 1 ? " matches" : "s match") + " “" + q + "”"
+      + (found.length > PAGE ? "; the best " + PAGE + " first." : "."));
+    results.dataset.query = q;  // the search these results answer
   }
 
   input.addEventListener("input", function () { search(true); });
