@@ -77,7 +77,7 @@ class ExportReport:
 
     def __str__(self) -> str:
         search = (f"search index rebuilt: {self.search_records} steps in {self.search_seconds:.1f} s"
-                  if self.search_records else "search index unchanged")
+                  if self.search_seconds else "search index unchanged")
         return (f"{self.outdir}: {self.runs_written + self.runs_skipped} runs ({self.runs_written} written, "
                 f"{self.runs_skipped} unchanged, {self.runs_removed} removed); {self.files} files "
                 f"({self.files_written} written), {self.bytes / 1e6:.1f} MB; {self.seconds:.1f} s ({search})")
@@ -362,7 +362,7 @@ class Exporter:
         """sha256 over what the search bundle indexes: the site's fingerprint, every run's, Pagefind's version."""
         return hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, sorted(fingerprints.items())]).encode()).hexdigest()
 
-    def search_records(self, run_ids: list[str]) -> Iterator[SearchRecord]:
+    def step_records(self, run_ids: list[str]) -> Iterator[SearchRecord]:
         """One record per step of every trace of each run, in run, trace and step order: the step's whole text
         (input, then output), linked to the exported page that holds it (the run's own page arithmetic,
         :class:`RunPages`), with the run's title and names as meta and filters."""
@@ -392,7 +392,7 @@ class Exporter:
         last, then the files no longer used removed, so a reader sees the old bundle or the new one."""
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix=".pagefind-", dir=self.outdir) as build:
-            self.report.search_records = write_bundle(self.search_records(run_ids), Path(build))
+            self.report.search_records = write_bundle(self.step_records(run_ids), Path(build))
             built = sorted(str(p.relative_to(build)) for p in Path(build).rglob("*") if p.is_file())
             entry = SEARCH_ENTRY.removeprefix(f"{SEARCH_DIR}/")
             for name in sorted(built, key=lambda n: n == entry):

@@ -346,7 +346,10 @@ def test_a_link_the_export_cannot_serve_is_an_error(export_warehouse, tmp_path):
         "base_model/Qwen3-4B-Base/index.html"
     assert exporter.localize("/runs/?agent=a&benchmark=b", "/plots/", "plots/index.html", None) == \
         "../runs/index.html?agent=a&benchmark=b"
-    for url in ("/admin/", "/?sort=average&dir=desc", "/runs/abc/?q=pip", "/api/docs"):
+    # the export's own search page keeps the query it reads in the browser, and only that
+    assert exporter.localize("/search/?run=r1&q=loss", "/runs/r1/", "runs/r1/index.html", None) == \
+        "../../search/index.html?run=r1&q=loss"
+    for url in ("/admin/", "/?sort=average&dir=desc", "/runs/abc/?q=pip", "/api/docs", "/search/?sort=score"):
         with pytest.raises(ExportError):
             exporter.localize(url, "/", "index.html", None)
 

@@ -24,8 +24,8 @@ from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, TEXT_SHOWN, checkp
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
                    run_directory, run_facets, run_texts, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
-                    WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time, step_index, step_text,
-                    steps_page, tools_used, trace_names, whole_steps)
+                    WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time,
+                    step_index, step_text, steps_page, tools_used, trace_names, whole_steps)
 from .verdicts import override_agreement, override_log
 
 RunSummary = Run  # the name before issue 14
