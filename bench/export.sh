@@ -4,7 +4,7 @@
 #
 #   bench/export.sh [RUNS] [SEED]      (default 1000 runs, seed 7; everything under bench/out/export/)
 #
-# Prints each step's wall time and the exporter's report (runs written/unchanged, files, MB, seconds).
+# Prints each step's wall and CPU time and the exporter's report (runs written/unchanged, files, MB, seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-1000}
@@ -18,6 +18,7 @@ export PTB_WAREHOUSE="$OUT/warehouse.duckdb"
 
 "$PY" - "$RUNS" "$SEED" "$OUT" <<'PY'
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -36,10 +37,17 @@ from traces.ingest import ingest_tree
 runs, seed, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 
 
+def cpu():
+    """CPU seconds (user + system) of this process and of its children it has waited for (ingest's readers, the
+    pagefind binary): on a shared machine a steadier figure than wall time."""
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
+
+
 def timed(label, call, show=str):
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), cpu()
     result = call()
-    print(f"{label}: {time.monotonic() - started:.1f} s: {show(result)}", flush=True)
+    print(f"{label}: {time.monotonic() - started:.1f} s ({cpu() - cpu_started:.1f} s CPU): {show(result)}", flush=True)
     return result
 
 

@@ -280,8 +280,8 @@ class Exporter:
                     self.report.runs_written = n
                     if n % 100 == 0:
                         self.progress(f"{n} of {len(changed)} changed runs written")
-            # The search bundle is one index over every run: rebuilt whole when any run (or the site) changed.
-            search = self.search_fingerprint(site, fingerprints)
+            # The search bundle is one index over every run: rebuilt whole when what it indexes changed.
+            search = self.search_fingerprint(site)
             if previous.get("search") != search or not (self.outdir / SEARCH_ENTRY).is_file():
                 self.search_bundle(sorted(fingerprints))
         self.copy_static()
@@ -358,9 +358,15 @@ class Exporter:
 
     # --- search ----------------------------------------------------------------------------------------------
     @staticmethod
-    def search_fingerprint(site: str, fingerprints: dict[str, str]) -> str:
-        """sha256 over what the search bundle indexes: the site's fingerprint, every run's, Pagefind's version."""
-        return hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, sorted(fingerprints.items())]).encode()).hexdigest()
+    def search_fingerprint(site: str) -> str:
+        """sha256 over what the search bundle holds: the site's fingerprint (the code, hence the records' shape and
+        the page size their links assume), Pagefind's version, and per run its content hash (its steps) and the
+        names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict changes a
+        run's pages but not this."""
+        content = runs.run_content_hashes()
+        named = [(r.id, content[r.id], r.title, r.agent_display, r.benchmark_name, r.base_model_name)
+                 for r in runs.list_runs(limit=None)[0] if r.id in content]
+        return hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, sorted(named)]).encode()).hexdigest()
 
     def step_records(self, run_ids: list[str]) -> Iterator[SearchRecord]:
         """One record per step of every trace of each run, in run, trace and step order: the step's whole text

@@ -177,6 +177,7 @@ def test_the_search_page_finds_a_word_deep_in_a_long_step_across_runs(served, pa
     page.wait_for_function("word => document.getElementById('search-results').dataset.query === word", arg=OTHER_WORD)
     assert hits(page) == [] and page.locator("#search-status").inner_text() == f"0 steps match \u201c{OTHER_WORD}\u201d."
     assert page.locator("#search-run").is_visible()
+    assert "trace=agent" in page.url and f"run={added.deep_run}" in page.url  # the filters the run page sent, kept
     found = search_for(page, DEEP_WORD)
     assert [h["href"] for h in found] == [f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"]
     assert page.locator("#search-run .run-title").inner_text() == deep_title

@@ -261,6 +261,20 @@ def test_the_search_index_follows_incremental_exports(search_exported, export_wa
     again = export_site(outdir)
     assert (again.runs_written, again.files_written, again.search_records) == (0, 0, 0)
 
+    # The run's files changed (as a re-ingest stores them): the index is rebuilt with the step's new text.
+    con = duckdb.connect(str(export_warehouse))
+    try:
+        con.execute("UPDATE steps SET output = 'now zanzibarquill only' WHERE run_id = ? AND idx = ?",
+                    [added.other_run, added.other_step])
+        con.execute("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run])
+    finally:
+        con.close()
+    changed = export_site(outdir)
+    assert changed.runs_written == 1 and changed.search_records == len(search_fragments(outdir))
+    texts = {f["url"]: f["content"] for f in search_fragments(outdir)}
+    assert texts[f"runs/{added.other_run}/index.html#step-{added.other_step}"] == "now zanzibarquill only"
+    assert not any(OTHER_WORD in text for text in texts.values())
+
     con = duckdb.connect(str(export_warehouse))
     try:
         con.execute("DELETE FROM runs WHERE id = ?", [added.other_run])
@@ -306,6 +320,7 @@ def test_export_is_incremental(exported, export_warehouse):
     assert again.search_records == 0  # the search bundle is not rebuilt either
     changed = export_site(exported)
     assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
+    assert changed.search_records == 0  # a new evaluation changes the run's pages, not its steps
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
 

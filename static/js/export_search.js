@@ -56,6 +56,11 @@
           select.value = want;
         });
         return pf;
+      }, function (error) {
+        pagefind = null;
+        say("The search index could not be loaded: this copy of the site must be served over http(s), not opened "
+          + "as files (" + error + ").");
+        throw error;
       });
     }
     return pagefind;
@@ -109,13 +114,14 @@
 
   async function search(wait) {
     const mine = ++generation;
+    const run = form.elements.run.value;
+    runNote.hidden = !run;
+    if (run && !runNote.querySelector(".run-title").textContent) runNote.querySelector(".run-title").textContent = run;
+    const pf = await load();  // first: it fills the filters' choices (and picks those the address names)
+    if (mine !== generation) return;
     const q = input.value.trim();
     const chosen = filters();
-    runNote.hidden = !chosen.run;
-    if (chosen.run) runNote.querySelector(".run-title").textContent = chosen.run;
     remember(q, chosen);
-    const pf = await load();
-    if (mine !== generation) return;
     if (!q) {
       results.replaceChildren();
       more.hidden = true;
