@@ -189,6 +189,17 @@ class Exporter:
         with self._count_lock:
             self.report.files_written += 1
 
+    def move_in(self, source: Path, file: str) -> None:
+        """:meth:`write` for a file already on disk under outdir: ``source`` is renamed to ``file`` unless that
+        file holds the same bytes already (then both stay as they are)."""
+        path = self.outdir / file
+        if path.is_file() and path.read_bytes() == source.read_bytes():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, path)
+        with self._count_lock:
+            self.report.files_written += 1
+
     # --- links -----------------------------------------------------------------------------------------------
     def localize(self, url: str, page_url: str, page_file: str, run: RunPages | None) -> str:
         """``url`` as found on the page served at ``page_url``, as a link relative to ``page_file``.
@@ -394,15 +405,16 @@ class Exporter:
 
     def search_bundle(self, run_ids: list[str]) -> None:
         """``pagefind/``: the Pagefind bundle of every step of ``run_ids`` (export/search.py), built in a folder
-        beside it and then copied in: new files first (Pagefind names them by content), ``pagefind-entry.json``
-        last, then the files no longer used removed, so a reader sees the old bundle or the new one."""
+        beside it and then moved in, file by file where the bytes differ: new files first (Pagefind names them by
+        content), ``pagefind-entry.json`` last, then the files no longer used removed, so a reader sees the old
+        bundle or the new one."""
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix=".pagefind-", dir=self.outdir) as build:
             self.report.search_records = write_bundle(self.step_records(run_ids), Path(build))
             built = sorted(str(p.relative_to(build)) for p in Path(build).rglob("*") if p.is_file())
             entry = SEARCH_ENTRY.removeprefix(f"{SEARCH_DIR}/")
             for name in sorted(built, key=lambda n: n == entry):
-                self.write(f"{SEARCH_DIR}/{name}", (Path(build) / name).read_bytes())
+                self.move_in(Path(build) / name, f"{SEARCH_DIR}/{name}")
         folder = self.outdir / SEARCH_DIR
         for path in sorted(folder.rglob("*"), reverse=True):
             if path.is_file() and str(path.relative_to(folder)) not in built:

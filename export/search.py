@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
+import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,7 +35,8 @@ LANGUAGE = "en"
 SEARCH_FILTERS = [("agent", "Agent"), ("benchmark", "Benchmark"), ("base_model", "Base model"), ("trace", "Trace"),
                   ("kind", "Kind"), ("tool", "Tool")]
 IN_FLIGHT = 64  # records sent to Pagefind and not yet answered (each holds its text in memory until answered)
-EXIT_SECONDS = 600  # how long the binary may take to finish writing its files and exit once its input is closed
+WAIT_SECONDS = 600  # how long the binary's file writes may take to land, and then its exit
+ENTRY = "pagefind-entry.json"
 
 
 class SearchIndexError(RuntimeError):
@@ -54,29 +57,30 @@ class SearchRecord:
 
 
 class _Service(PagefindService):
-    """``pagefind.service.PagefindService`` reading each answer as soon as it arrives, and letting the binary exit
-    by itself once its files are written.
+    """``pagefind.service.PagefindService`` reading each answer as soon as it arrives, and ending the binary only
+    once its files are on disk.
 
     The package's reader sleeps 0.1 s before every answer, which caps indexing at 10 records a second (measured: 20
     records in 2.3 s; the 15,718 steps of bench/export.sh's 100 runs would take 26 minutes); this one reads them as
     they come and, when the binary stops or writes something that is not an answer, fails every pending request
-    instead of hanging. The package's ``close()`` terminates the binary as soon as ``write_files`` is answered, but
-    the binary answers before its last file writes have landed: measured here, bundles with an empty
-    ``pagefind-entry.json`` or ``pagefind-modular-ui.js``. Closing its stdin instead makes it exit on its own,
-    after those writes (rc 0, in milliseconds)."""
+    instead of hanging. The binary answers ``write_files`` once every file is created and its bytes handed to
+    tokio's background writers, not written (``pagefind/src/output/mod.rs``: ``write_all`` without a flush), and it
+    exits at once when its input closes (``std::process::exit`` in ``service/mod.rs``), as the package's ``close()``
+    kills it: measured here, bundles with an empty ``pagefind-entry.json``, a cut ``pagefind-highlight.js``
+    (32,768 of 44,352 bytes). :func:`_landed` waits for the writes before the binary is ended."""
 
     async def stop(self, *, graceful: bool) -> None:
-        """End the binary: ``graceful``, close its input and wait for it to exit (SearchIndexError when it takes
-        longer than EXIT_SECONDS or exits with an error); else terminate it."""
+        """End the binary: ``graceful``, close its input and wait for it to exit (SearchIndexError when it exits
+        with an error or takes longer than WAIT_SECONDS); else terminate it."""
         backend = self._backend
         try:
             if backend.returncode is None and graceful:
                 assert backend.stdin is not None
                 backend.stdin.close()
                 try:
-                    await asyncio.wait_for(backend.wait(), EXIT_SECONDS)
+                    await asyncio.wait_for(backend.wait(), WAIT_SECONDS)
                 except TimeoutError:
-                    raise SearchIndexError(f"pagefind did not exit within {EXIT_SECONDS} s of its input closing") from None
+                    raise SearchIndexError(f"pagefind did not exit within {WAIT_SECONDS} s") from None
                 if backend.returncode:
                     raise SearchIndexError(f"pagefind exited with status {backend.returncode}")
         finally:
@@ -107,12 +111,55 @@ class _Service(PagefindService):
                     future.set_exception(SearchIndexError(f"pagefind stopped answering: {exc!r}"))
 
 
+async def _common_files(service: _Service) -> dict[str, bytes]:
+    """The files every bundle of this Pagefind version has whatever it indexes (``pagefind.js``, its worker, the
+    UIs, the generic wasm), as the binary builds them in memory for an empty index: {file name: bytes}."""
+    empty = await service.create_index(IndexConfig())
+    files = await empty.get_files()
+    await empty.delete_index()
+    return {f["path"]: f["content"] for f in files if f["path"] != ENTRY}
+
+
+def unfinished(output: Path, names: list[str]) -> list[str]:
+    """Which of ``names`` (files under ``output``) are not whole yet: a gzip file (fragments, word and filter
+    indexes, the meta, the wasm) that does not decompress to its end, or an entry that is not JSON naming a meta
+    file that exists."""
+    cut = []
+    for name in names:
+        data = (output / name).read_bytes()
+        try:
+            if name == ENTRY:
+                entry = json.loads(data)
+                if not all((output / f"pagefind.{language['hash']}.pf_meta").is_file()
+                           for language in entry["languages"].values()):
+                    raise ValueError("no meta file")
+            elif not data or not gzip.decompress(data):  # an empty file: its one write has not begun
+                raise EOFError("empty")
+        except (ValueError, EOFError, OSError, KeyError, TypeError, zlib.error):
+            cut.append(name)
+    return cut
+
+
+async def _landed(output: Path, common: dict[str, bytes]) -> None:
+    """Wait (the binary still running) until every file it wrote under ``output`` is whole (:func:`unfinished`);
+    the common files are replaced afterwards with their known bytes. Raises SearchIndexError after WAIT_SECONDS."""
+    names = sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
+    pending = unfinished(output, [n for n in names if n not in common])
+    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
+    while pending:
+        if asyncio.get_running_loop().time() > deadline:
+            raise SearchIndexError(f"pagefind's writes did not land in {WAIT_SECONDS} s: {', '.join(pending[:5])}")
+        await asyncio.sleep(0.05)
+        pending = unfinished(output, pending)
+
+
 async def _write(records: Iterable[SearchRecord], output: Path) -> int:
     service = _Service()
     await service.launch()
     in_flight: set[asyncio.Future] = set()
     written = False
     try:
+        common = await _common_files(service)
         index = await service.create_index(IndexConfig())
         # ``records`` is read here, between sends (its warehouse reads block the loop briefly); requests are
         # written to the pipe in the records' order, so the same records give the same index files.
@@ -126,21 +173,24 @@ async def _write(records: Iterable[SearchRecord], output: Path) -> int:
                     task.result()
         await asyncio.gather(*in_flight)
         await index.write_files(output_path=str(output))
+        await _landed(output, common)
         written = True
     finally:
         for task in in_flight:
             task.cancel()
         await service.stop(graceful=written)
-    entry = json.loads((output / "pagefind-entry.json").read_text())
+    for name, data in common.items():  # the binary has exited: nothing of its can overwrite these now
+        (output / name).write_bytes(data)
+    entry = json.loads((output / ENTRY).read_text())
     return sum(language["page_count"] for language in entry["languages"].values())
 
 
 def write_bundle(records: Iterable[SearchRecord], output: Path) -> int:
     """Index ``records`` (in their order) and write the Pagefind bundle (``pagefind.js``, ``pagefind-ui.js`` and
-    ``.css``, the wasm, ``pagefind-entry.json``, ``fragment/``, ``index/``, ``filter/``) into the folder ``output``.
-    Returns how many records Pagefind kept (its ``page_count``): it drops a record whose content has no word (an
-    empty step, or punctuation only such as ``{}``), which no search could find. Raises SearchIndexError (or the
-    ``pagefind`` package's own errors: FileNotFoundError without its binary).
+    ``.css``, the wasm, ``pagefind-entry.json``, ``fragment/``, ``index/``, ``filter/``) into the folder ``output``,
+    every file whole (:class:`_Service`). Returns how many records Pagefind kept (its ``page_count``): it drops a
+    record whose content has no word (an empty step, or punctuation only such as ``{}``), which no search could
+    find. Raises SearchIndexError (or the ``pagefind`` package's own errors: FileNotFoundError without its binary).
 
     Runs its own event loop: in a thread of its own when the calling thread already runs one (Playwright's sync
     API, a notebook), so ``records`` is then read in that thread."""

@@ -16,6 +16,7 @@ from django.core.management import call_command
 
 from leaderboard import selectors as board
 from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, TracePages, export_site
+from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
 from traces.ingest import ingest_tree
@@ -235,6 +236,12 @@ def test_every_step_of_every_run_is_one_search_record_with_its_whole_text(search
     assert [f["url"] for f in other] == [f"runs/{added.other_run}/index.html#step-{added.other_step}"]
     assert HOSTILE in other[0]["content"]  # stored as text; the search page never parses it as HTML
 
+    # Every file of the bundle is whole (Pagefind's own writes are checked before its binary is let go).
+    bundle = outdir / "pagefind"
+    assert unfinished(bundle, sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*")
+                                     if p.suffix.startswith(".pf_") or p.name.startswith("wasm.")
+                                     or p.name == "pagefind-entry.json")) == []
+
     # Every record links to an exported page that has its step's anchor.
     pages: dict[str, str] = {}
     for f in fragments:
@@ -367,6 +374,20 @@ def test_a_link_the_export_cannot_serve_is_an_error(export_warehouse, tmp_path):
     for url in ("/admin/", "/?sort=average&dir=desc", "/runs/abc/?q=pip", "/api/docs", "/search/?sort=score"):
         with pytest.raises(ExportError):
             exporter.localize(url, "/", "index.html", None)
+
+
+def test_a_search_bundle_file_cut_short_is_seen_as_unfinished(tmp_path):
+    whole = gzip.compress(b"pagefind_dcd" + b'{"url": "runs/a/index.html#step-1"}' * 100)
+    (tmp_path / "fragment").mkdir()
+    for name, data in {"fragment/whole.pf_fragment": whole, "fragment/cut.pf_fragment": whole[:len(whole) // 2],
+                       "fragment/empty.pf_fragment": b"", "pagefind.en_1.pf_meta": whole,
+                       "pagefind-entry.json": b'{"languages": {"en": {"hash": "en_1", "page_count": 1}}}'}.items():
+        (tmp_path / name).write_bytes(data)
+    names = ["fragment/cut.pf_fragment", "fragment/empty.pf_fragment", "fragment/whole.pf_fragment",
+             "pagefind-entry.json", "pagefind.en_1.pf_meta"]
+    assert unfinished(tmp_path, names) == ["fragment/cut.pf_fragment", "fragment/empty.pf_fragment"]
+    (tmp_path / "pagefind-entry.json").write_bytes(b'{"languages": {"en": {"hash": "en_2", "page_')
+    assert unfinished(tmp_path, ["pagefind-entry.json"]) == ["pagefind-entry.json"]  # cut, and names no meta
 
 
 def test_step_pages_know_where_each_step_is():
