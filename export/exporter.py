@@ -11,9 +11,10 @@ import os
 import posixpath
 import re
 import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.staticfiles import finders
+from django.template.loader import render_to_string
 from django.test import RequestFactory
 from django.urls import Resolver404, URLResolver, get_resolver, resolve, reverse
 
@@ -29,10 +31,17 @@ from ptbsite import warehouse
 from ptbsite.distill import API_EXPORTS, Distill, NotExported
 from traces import selectors as runs
 
+from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, write_bundle
+
 STEPS_PER_PAGE = 200
-SEARCH_CHARS = 400        # characters of each step's text in runs/<id>/search.json
 MANIFEST = ".export-manifest.json"
 MANIFEST_VERSION = 1
+SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
+SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
+# Pages only the export has (no view of the live site renders them): their live-looking path -> (file, template,
+# context). A link to one may carry the query its page reads in the browser (SEARCH_QUERY).
+EXPORT_PAGES = {"/search/": ("search/index.html", "export/search.html", {"filters": SEARCH_FILTERS})}
+SEARCH_QUERY = {"q", "run", *(name for name, _ in SEARCH_FILTERS)}
 LIVE_ONLY = "live-only.html"
 # Query parameters whose views exist only on the live site: a link with one of them leads to LIVE_ONLY.
 LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
@@ -52,7 +61,8 @@ class ExportError(RuntimeError):
 @dataclass
 class ExportReport:
     """What one export did. ``files``/``bytes``: everything under OUTDIR now; ``files_written``: files whose
-    bytes changed in this export; ``seconds``: wall time."""
+    bytes changed in this export; ``seconds``: wall time; ``search_records``: steps indexed for search (0 when the
+    search bundle was up to date), in ``search_seconds``."""
 
     outdir: str
     runs_written: int = 0
@@ -62,11 +72,15 @@ class ExportReport:
     bytes: int = 0
     files_written: int = 0
     seconds: float = 0.0
+    search_records: int = 0
+    search_seconds: float = 0.0
 
     def __str__(self) -> str:
+        search = (f"search index rebuilt: {self.search_records} steps in {self.search_seconds:.1f} s"
+                  if self.search_seconds else "search index unchanged")
         return (f"{self.outdir}: {self.runs_written + self.runs_skipped} runs ({self.runs_written} written, "
                 f"{self.runs_skipped} unchanged, {self.runs_removed} removed); {self.files} files "
-                f"({self.files_written} written), {self.bytes / 1e6:.1f} MB; {self.seconds:.1f} s")
+                f"({self.files_written} written), {self.bytes / 1e6:.1f} MB; {self.seconds:.1f} s ({search})")
 
 
 @dataclass
@@ -132,12 +146,17 @@ class Exporter:
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
-    def fetch(self, url: str) -> bytes:
-        """The body of the live site's response to GET ``url`` (the view called directly, as an anonymous
-        visitor, with ``request.static_export``). Raises ExportError unless the status is 200."""
+    def request(self, url: str):
+        """A GET of ``url`` as an anonymous visitor, with ``request.static_export`` set."""
         request = self.factory.get(url)
         request.user = AnonymousUser()
         request.static_export = True
+        return request
+
+    def fetch(self, url: str) -> bytes:
+        """The body of the live site's response to GET ``url`` (the view called directly, as an anonymous
+        visitor, with ``request.static_export``). Raises ExportError unless the status is 200."""
+        request = self.request(url)
         match = resolve(request.path_info)
         response = match.func(request, *match.args, **match.kwargs)
         if response.status_code != 200:
@@ -146,10 +165,20 @@ class Exporter:
 
     def page(self, url: str, file: str, run: RunPages | None = None) -> None:
         """Render the page at live ``url`` into ``file`` (relative to outdir) with local links made relative."""
-        body = _HTMX.sub("", self.fetch(url).decode())
+        self.write_page(self.fetch(url).decode(), url, file, run)
+
+    def write_page(self, body: str, url: str, file: str, run: RunPages | None = None) -> None:
+        """Write the HTML ``body`` of the page at ``url`` into ``file``, without htmx swaps, links made relative."""
+        body = _HTMX.sub("", body)
         body = _LINK.sub(lambda m: m[1] + html.escape(self.localize(html.unescape(m[2]), url, file, run)) + m[3],
                          body)
         self.write(file, body.encode())
+
+    def export_only_pages(self) -> None:
+        """The pages only the export has (EXPORT_PAGES): their templates rendered like the views' pages, with the
+        site's context processors and ``request.static_export``."""
+        for url, (file, template, context) in EXPORT_PAGES.items():
+            self.write_page(render_to_string(template, context, request=self.request(url)), url, file)
 
     def write(self, file: str, data: bytes) -> None:
         path = self.outdir / file
@@ -157,6 +186,17 @@ class Exporter:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        with self._count_lock:
+            self.report.files_written += 1
+
+    def move_in(self, source: Path, file: str) -> None:
+        """:meth:`write` for a file already on disk under outdir: ``source`` is renamed to ``file`` unless that
+        file holds the same bytes already (then both stay as they are)."""
+        path = self.outdir / file
+        if path.is_file() and path.read_bytes() == source.read_bytes():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, path)
         with self._count_lock:
             self.report.files_written += 1
 
@@ -184,6 +224,11 @@ class Exporter:
             return LIVE_ONLY, "", ""
         query = {k: v for k, v in query.items() if k != "suite"}  # the default suite is the exported one
 
+        if path in EXPORT_PAGES:
+            extra = set(query) - SEARCH_QUERY
+            if extra:
+                raise ExportError(f"{path}?{urlencode(query)}: {', '.join(sorted(extra))} is not read by its page")
+            return EXPORT_PAGES[path][0], urlencode(query), ""
         static = "/" + settings.STATIC_URL.lstrip("/")
         if path.startswith(static):
             name = path.removeprefix(static)
@@ -238,16 +283,20 @@ class Exporter:
                        if known.get(run_id) != fingerprint or not (self.outdir / f"runs/{run_id}/index.html").is_file()]
             untouched = set(fingerprints) - set(changed)
             self.report.runs_skipped = len(fingerprints) - len(changed)
-            # Until this export finishes, the manifest vouches only for the runs it does not touch: a crash midway
-            # leaves the changed runs to be written again next time.
-            self.write_manifest(site, {k: fingerprints[k] for k in untouched})
+            # Until this export finishes, the manifest vouches only for the runs it does not touch (and for the
+            # search bundle it found): a crash midway leaves the changed runs to be written again next time.
+            self.write_manifest(site, {k: fingerprints[k] for k in untouched}, previous.get("search"))
             with ThreadPoolExecutor(WORKERS) as pool:
                 for n, _ in enumerate(pool.map(self.rewrite_run, changed), 1):
                     self.report.runs_written = n
                     if n % 100 == 0:
                         self.progress(f"{n} of {len(changed)} changed runs written")
+            # The search bundle is one index over every run: rebuilt whole when what it indexes changed.
+            search = self.search_fingerprint(site)
+            if previous.get("search") != search or not (self.outdir / SEARCH_ENTRY).is_file():
+                self.search_bundle(sorted(fingerprints))
         self.copy_static()
-        self.write_manifest(site, fingerprints)
+        self.write_manifest(site, fingerprints, search)
         files = [p for p in self.outdir.rglob("*") if p.is_file()]
         self.report.files = len(files)
         self.report.bytes = sum(p.stat().st_size for p in files)
@@ -261,6 +310,7 @@ class Exporter:
             if declared.scope == "site" and not declared.live_only:
                 self.export_pages(name, declared, declared.pages() if declared.pages else [{}], None)
         self.write(LIVE_ONLY, LIVE_ONLY_PAGE.encode())
+        self.export_only_pages()
 
     def export_pages(self, name: str, declared: Distill, pages, run: RunPages | None) -> None:
         """Render (or, for JSON, fetch) each parameter set of one declaration into its file."""
@@ -281,32 +331,97 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, site: str, fingerprints: dict[str, str]) -> None:
-        """``.export-manifest.json``: {"version", "site": fingerprint, "runs": {run id: fingerprint}}."""
+    def write_manifest(self, site: str, fingerprints: dict[str, str], search: str | None) -> None:
+        """``.export-manifest.json``: {"version", "site": fingerprint, "runs": {run id: fingerprint}, "search": the
+        fingerprint of the runs the search bundle indexes (:meth:`search_fingerprint`)}."""
         (self.outdir / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "site": site,
-                                                         "runs": fingerprints}, indent=1, sort_keys=True))
+                                                         "runs": fingerprints, "search": search},
+                                                        indent=1, sort_keys=True))
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
         self.run_pages(run_id)
 
-    def run_pages(self, run_id: str) -> None:
-        """Every file of one run: each run-scoped declaration's pages (its page, its step pages per trace, their
-        JSON twins), and the in-browser search index."""
-        index = runs.step_index(run_id, chars=SEARCH_CHARS)
+    @staticmethod
+    def run_layout(run_id: str) -> tuple[RunPages, list[runs.IndexedStep]]:
+        """The run's exported pages (every trace's TracePages) and its agent trace's steps (index, elapsed)."""
+        index = runs.step_index(run_id)
         pages = RunPages(run_id, {"agent": TracePages.of([s.index for s in index])})
         for trace in runs.trace_names(run_id):
             if trace != "agent":
-                pages.traces[trace] = TracePages.of([s.index for s in runs.step_index(run_id, trace=trace, chars=0)])
+                pages.traces[trace] = TracePages.of([s.index for s in runs.step_index(run_id, trace=trace)])
+        return pages, index
+
+    def run_pages(self, run_id: str) -> None:
+        """Every file of one run: each run-scoped declaration's pages (its page, its step pages per trace, their
+        JSON twins), and ``jump.json``, what the run page's jump to a step or a time reads in the browser
+        (``static/js/static_jump.js``): {"steps": [[index, elapsed seconds rounded or null, page], ...]} of the
+        agent trace."""
+        pages, index = self.run_layout(run_id)
         for name, declared in self.routes.items():
             if declared.scope == "run" and declared.pages:
                 self.export_pages(name, declared, declared.pages(pages), pages)
         agent = pages.traces["agent"]
-        self.write(f"runs/{run_id}/search.json", json.dumps({
-            "chars": SEARCH_CHARS,
-            "steps": [[s.index, s.kind, s.tool, None if s.elapsed_s is None else round(s.elapsed_s),
-                       agent.page_of_step(s.index), s.text] for s in index],
-        }, ensure_ascii=False, separators=(",", ":")).encode())
+        self.write(f"runs/{run_id}/jump.json", json.dumps({
+            "steps": [[s.index, None if s.elapsed_s is None else round(s.elapsed_s), agent.page_of_step(s.index)]
+                      for s in index],
+        }, separators=(",", ":")).encode())
+
+    # --- search ----------------------------------------------------------------------------------------------
+    @staticmethod
+    def search_fingerprint(site: str) -> str:
+        """sha256 over what the search bundle holds: the site's fingerprint (the code, hence the records' shape and
+        the page size their links assume), Pagefind's version, and per run its content hash (its steps) and the
+        names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict changes a
+        run's pages but not this."""
+        content = runs.run_content_hashes()
+        named = [(r.id, content[r.id], r.title, r.agent_display, r.benchmark_name, r.base_model_name)
+                 for r in runs.list_runs(limit=None)[0] if r.id in content]
+        return hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, sorted(named)]).encode()).hexdigest()
+
+    def step_records(self, run_ids: list[str]) -> Iterator[SearchRecord]:
+        """One record per step of every trace of each run, in run, trace and step order: the step's whole text
+        (input, then output), linked to the exported page that holds it (the run's own page arithmetic,
+        :class:`RunPages`), with the run's title and names as meta and filters."""
+        with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
+            titles = {r.id: r for r in runs.list_runs(limit=None)[0]}
+            for run_id in run_ids:
+                run = titles[run_id]
+                pages, _ = self.run_layout(run_id)
+                for trace, layout in pages.traces.items():
+                    after = -1
+                    while batch := runs.whole_steps(run_id, trace=trace, after=after):
+                        for step in batch:
+                            url = pages.file(trace, layout.page_of_step(step.index)) + f"#step-{step.index}"
+                            meta = {"title": run.title, "run": run_id, "trace": trace, "step": str(step.index),
+                                    "kind": step.kind, **({"tool": step.tool} if step.tool else {})}
+                            filters = {"run": [run_id], "agent": [run.agent_display],
+                                       "benchmark": [run.benchmark_name], "base_model": [run.base_model_name],
+                                       "trace": [trace], "kind": [step.kind],
+                                       **({"tool": [step.tool]} if step.tool else {})}
+                            yield SearchRecord(url=url, content=f"{step.input}\n{step.output}" if step.input
+                                               else step.output, meta=meta, filters=filters)
+                        after = batch[-1].index
+
+    def search_bundle(self, run_ids: list[str]) -> None:
+        """``pagefind/``: the Pagefind bundle of every step of ``run_ids`` (export/search.py), built in a folder
+        beside it and then moved in, file by file where the bytes differ: new files first (Pagefind names them by
+        content), ``pagefind-entry.json`` last, then the files no longer used removed, so a reader sees the old
+        bundle or the new one."""
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix=".pagefind-", dir=self.outdir) as build:
+            self.report.search_records = write_bundle(self.step_records(run_ids), Path(build))
+            built = sorted(str(p.relative_to(build)) for p in Path(build).rglob("*") if p.is_file())
+            entry = SEARCH_ENTRY.removeprefix(f"{SEARCH_DIR}/")
+            for name in sorted(built, key=lambda n: n == entry):
+                self.move_in(Path(build) / name, f"{SEARCH_DIR}/{name}")
+        folder = self.outdir / SEARCH_DIR
+        for path in sorted(folder.rglob("*"), reverse=True):
+            if path.is_file() and str(path.relative_to(folder)) not in built:
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        self.report.search_seconds = time.monotonic() - started
 
     def remove_run(self, run_id: str) -> None:
         _safe(run_id, "run id")  # ids also come from the previous manifest: never a path outside OUTDIR
@@ -326,7 +441,7 @@ class Exporter:
     def site_fingerprint(self) -> str:
         """sha256 over what every run page depends on besides the run: the code, templates and static files that
         render it, the step page size, and the leaderboard JSON (the published reference scores run pages quote)."""
-        digest = hashlib.sha256(f"{STEPS_PER_PAGE}:{SEARCH_CHARS}".encode())
+        digest = hashlib.sha256(f"{STEPS_PER_PAGE}".encode())
         for folder in _RENDERING_CODE:
             for path in sorted((Path(settings.BASE_DIR) / folder).rglob("*")):
                 if path.suffix in (".py", ".html", ".js", ".css") and "__pycache__" not in path.parts:
@@ -342,7 +457,7 @@ LIVE_ONLY_PAGE = """<!doctype html>
 <body><h1>This view needs the live site</h1>
 <p>This is a static copy of the PostTrainBench Explorer. Views computed by the server on request are not in it:
 facet filters (runs that used GRPO, LoRA, ...), suites other than the default one, the runs list narrowed to the
-latest runs, server-side search of whole steps, the whole text of step outputs too long for a page, and the API
+latest runs, the whole text of step outputs too long for a page (the copy's search finds words in it), and the API
 docs. Open the same link on the live site.</p>
 <p><a href="index.html">Back to the leaderboard</a></p></body></html>
 """

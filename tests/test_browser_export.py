@@ -1,7 +1,7 @@
 """The static export in headless Chromium, served by ``python -m http.server`` with no Django behind it."""
 from __future__ import annotations
 
-import json
+import re
 import shutil
 import socket
 import subprocess
@@ -16,7 +16,7 @@ from ptbsite import warehouse
 from traces import selectors
 
 from .conftest import ARTIFACTS
-from .test_export import assert_no_broken_link
+from .test_export import DEEP_WORD, OTHER_WORD, SEARCH_METHOD, assert_no_broken_link, add_search_runs
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
 
@@ -29,14 +29,16 @@ def _free_port() -> int:
 
 @pytest.fixture
 def served(demo_warehouse_state, tmp_path, settings):
-    """(base URL, OUTDIR, the run with the most steps): the demo warehouse exported and served as plain files."""
+    """(base URL, OUTDIR, the demo run with the most steps, the search runs): the demo warehouse with
+    ``add_search_runs``' two runs, exported and served as plain files (Pagefind fetches its index over http)."""
     _, source = demo_warehouse_state
     settings.PTB_WAREHOUSE = str(tmp_path / "export.duckdb")
     shutil.copy(source, settings.PTB_WAREHOUSE)
     warehouse.reset_migration_cache()
+    added = add_search_runs(tmp_path / "search-tree")
     outdir = tmp_path / "site"
     export_site(outdir)
-    run = max(selectors.list_runs(limit=None)[0], key=lambda r: r.step_count)
+    run = max((r for r in selectors.list_runs(limit=None)[0] if r.method != SEARCH_METHOD), key=lambda r: r.step_count)
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                                "--directory", str(outdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -48,14 +50,14 @@ def served(demo_warehouse_state, tmp_path, settings):
                 break
             except OSError:
                 time.sleep(0.1)
-        yield base, outdir, run
+        yield base, outdir, run, added
     finally:
         server.terminate()
         server.wait(timeout=10)
 
 
 def test_the_exported_site_works_without_a_server(served, page):
-    base, outdir, run = served
+    base, outdir, run, _ = served
     page.goto(base)
     assert page.locator('tr[data-agent="opus-4.6"] td.avg').inner_text().startswith("23.2")
     page.screenshot(path=ARTIFACTS / "export-leaderboard.png", full_page=True)
@@ -93,18 +95,7 @@ def test_the_exported_site_works_without_a_server(served, page):
     page.click('nav.pager a[rel="prev"] >> nth=0')
     page.wait_for_url(f"**/runs/{run.id}/index.html")
 
-    # The search runs over search.json and links to the step's page.
-    index = json.loads((outdir / f"runs/{run.id}/search.json").read_text())
-    late = next(s for s in index["steps"] if s[4] == 2 and s[2])
-    page.select_option('#static-search select[name="tool"]', late[2])
-    page.click("#static-search button")
-    page.wait_for_selector("#static-results li a")
-    assert "match" in page.locator("#static-results li").first.inner_text()
-    page.screenshot(path=ARTIFACTS / "export-search.png")
-    page.click(f'#static-results a[href="steps/2.html#step-{late[0]}"]')
-    page.wait_for_url(f"**/runs/{run.id}/steps/2.html#step-{late[0]}")
-    # Jump to a step number.
-    page.go_back()
+    # Jump to a step number (over jump.json).
     page.fill('#static-jump input[name="step"]', str(STEPS_PER_PAGE + 1))
     page.click("#static-jump button")
     page.wait_for_url(f"**/steps/2.html#step-{STEPS_PER_PAGE + 1}")
@@ -117,3 +108,83 @@ def test_the_exported_site_works_without_a_server(served, page):
     assert page.js_errors == []
 
     assert assert_no_broken_link(outdir) > 1000
+
+
+def hits(page) -> list[dict]:
+    """The search page's results as shown: the link's href and text, the step line, the excerpt's text and its
+    highlighted words."""
+    return page.eval_on_selector_all("#search-results li.search-hit", """items => items.map(li => ({
+        href: li.querySelector("a").getAttribute("href"), title: li.querySelector("a").textContent,
+        where: li.querySelector(".hit-head .muted").textContent, excerpt: li.querySelector(".excerpt").textContent,
+        marks: Array.from(li.querySelectorAll(".excerpt mark")).map(m => m.textContent),
+        elements: Array.from(li.querySelectorAll(".excerpt *")).map(e => e.tagName)}))""")
+
+
+def search_for(page, word: str) -> list[dict]:
+    page.fill("#search-form input[name=q]", word)
+    page.wait_for_function("word => document.getElementById('search-results').dataset.query === word", arg=word)
+    return hits(page)
+
+
+def test_the_search_page_finds_a_word_deep_in_a_long_step_across_runs(served, page):
+    base, outdir, _, added = served
+    deep_title = selectors.get_run(added.deep_run).title
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+
+    # From the runs list to the search page; the index is not loaded until the search is used.
+    page.goto(base + "runs/index.html")
+    page.click("#search-link a")
+    page.wait_for_url("**/search/index.html")
+    assert page.locator("header.site nav a", has_text="Search").count() == 1
+    assert not [url for url in requested if "/pagefind/" in url]
+
+    # A word that only the long step of one run holds, 280 KB into its ~320 KB output (past the 256 KiB the
+    # pages show): one result, the run's title, the step, the word highlighted in the excerpt.
+    found = search_for(page, DEEP_WORD)
+    assert [url for url in requested if url.endswith("/pagefind/pagefind.js")]
+    assert len(found) == 1, found
+    hit = found[0]
+    assert hit["href"] == f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"
+    assert hit["title"] == deep_title
+    assert hit["where"] == f"step {added.deep_step} · tool_result Bash"
+    assert hit["marks"] == [DEEP_WORD] and f"note {DEEP_WORD} here" in hit["excerpt"]
+    assert page.locator("#search-status").inner_text() == f"1 step matches \u201c{DEEP_WORD}\u201d."
+    page.screenshot(path=ARTIFACTS / "export-search-deep-word.png", full_page=True)
+    assert re.search(r"[?&]q=" + DEEP_WORD, page.url)  # the address keeps the search
+
+    # The result opens the step on its pre-rendered page.
+    page.click("#search-results li.search-hit a")
+    page.wait_for_url(f"**/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}")
+    assert page.locator(f"#step-{added.deep_step}").count() == 1
+
+    # A word only the other run holds is found from the same page: the index spans runs. Its step's markup-like
+    # text shows as text (no element is made of it).
+    page.go_back()
+    page.wait_for_url("**/search/index.html?q=*")
+    found = search_for(page, OTHER_WORD)
+    assert [h["href"] for h in found] == [f"/runs/{added.other_run}/index.html#step-{added.other_step}"]
+    assert found[0]["marks"] == [OTHER_WORD]
+    assert '<img src=x onerror="document.title=1"> &amp; <b>bold</b>' in found[0]["excerpt"]
+    assert found[0]["elements"] == ["MARK"]
+    assert page.title().startswith("Search the traces")
+
+    # The run page's search is this page narrowed to the run: the other run's word is not in the deep run.
+    page.goto(base + f"runs/{added.deep_run}/index.html")
+    page.fill('#static-search input[name="q"]', OTHER_WORD)
+    page.click("#static-search button")
+    page.wait_for_url(f"**/search/index.html?run={added.deep_run}*")
+    page.wait_for_function("word => document.getElementById('search-results').dataset.query === word", arg=OTHER_WORD)
+    assert hits(page) == [] and page.locator("#search-status").inner_text() == f"0 steps match \u201c{OTHER_WORD}\u201d."
+    assert page.locator("#search-run").is_visible()
+    assert "trace=agent" in page.url and f"run={added.deep_run}" in page.url  # the filters the run page sent, kept
+    found = search_for(page, DEEP_WORD)
+    assert [h["href"] for h in found] == [f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"]
+    assert page.locator("#search-run .run-title").inner_text() == deep_title
+    page.screenshot(path=ARTIFACTS / "export-search-one-run.png", full_page=True)
+    # The filters come from the index: the benchmarks of the exported runs by their display names.
+    benchmarks = page.locator('select[name="benchmark"] option').all_inner_texts()
+    assert benchmarks[0] == "any" and "GSM8K" in benchmarks and "HumanEval" in benchmarks
+    assert benchmarks[1:] == sorted({r.benchmark_name for r in selectors.list_runs(limit=None)[0]})
+    assert page.locator('select[name="trace"]').input_value() == "agent"  # the run page searched its agent trace
+    assert page.js_errors == []

@@ -1,10 +1,12 @@
 """``export_static``: the public site as files: deterministic, incremental, public only, no broken link."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -14,8 +16,13 @@ from django.core.management import call_command
 
 from leaderboard import selectors as board
 from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, TracePages, export_site
+from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
+from traces.ingest import ingest_tree
+from traces.services import STEP_TEXT_CAP
+
+from .test_trace_integrity import INIT, RESULT, tool_call, tool_result, write_run
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +59,68 @@ def assert_no_broken_link(outdir: Path) -> int:
 def _digest(outdir: Path) -> dict[str, str]:
     return {str(p.relative_to(outdir)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(outdir.rglob("*")) if p.is_file()}
+
+
+def search_fragments(outdir: Path) -> list[dict]:
+    """Every record of the export's Pagefind bundle as Pagefind stores it (pagefind 1.5.2: a fragment file is
+    gzip of ``pagefind_dcd`` + JSON {url, content, meta, filters, ...}), in file name order."""
+    found = []
+    for path in sorted((outdir / "pagefind/fragment").iterdir()):
+        data = gzip.decompress(path.read_bytes())
+        assert data.startswith(b"pagefind_dcd"), path
+        found.append(json.loads(data.removeprefix(b"pagefind_dcd")))
+    return found
+
+
+# Two runs the search tests add to the demo warehouse. DEEP_WORD is in one step only, of the first run: a tool
+# output of ~320 KB, past the 256 KiB the steps table keeps (only step_texts has it). OTHER_WORD is only in the
+# second run, beside text that is markup if parsed as HTML.
+DEEP_WORD = "frobnicatrix"
+OTHER_WORD = "glimmerquokka"
+HOSTILE = '<img src=x onerror="document.title=1"> &amp; <b>bold</b>'
+SEARCH_METHOD = "claude_claude-sonnet-4-5_10h_search"
+
+
+@dataclass
+class SearchRuns:
+    """The runs :func:`add_search_runs` ingested: run ids, the index of the step holding each word, and the long
+    step's whole output."""
+
+    deep_run: str
+    deep_step: int
+    other_run: str
+    other_step: int
+    long_output: str
+
+
+def _long_output() -> str:
+    line = "epoch 3 step 1234 loss 0.4321 lr 1e-05 grad_norm 0.98\n"
+    before = line * (280_000 // len(line))  # the word starts past STEP_TEXT_CAP (262,144 bytes)
+    return before + f"note {DEEP_WORD} here\n" + line * (40_000 // len(line))
+
+
+def add_search_runs(root: Path) -> SearchRuns:
+    """Write two runs under ``root`` and ingest them into the current warehouse (see DEEP_WORD)."""
+    long_output = _long_output()
+    assert long_output.index(DEEP_WORD) > STEP_TEXT_CAP and len(long_output) > 300_000
+    short = [line for i in range(120) for line in (tool_call(f"toolu_{i}", f"echo step {i}"),
+                                                   tool_result(f"toolu_{i}", f"step {i} ok"))]
+    deep = "\n".join([INIT, *short, tool_call("toolu_log", "cat train.log"), tool_result("toolu_log", long_output),
+                      RESULT]) + "\n"
+    other = "\n".join([INIT, tool_call("toolu_1", "grep -r needle ."),
+                       tool_result("toolu_1", f"found {OTHER_WORD} {HOSTILE} in data.txt"), RESULT]) + "\n"
+    deep_run = write_run(root, deep, method=SEARCH_METHOD, run_dir="gsm8k_Qwen_Qwen3-1.7B-Base_17990001")
+    other_run = write_run(root, other, method=SEARCH_METHOD, run_dir="humaneval_Qwen_Qwen3-4B-Base_17990002")
+    report = ingest_tree(root=root)
+    assert (report.stored, report.failed) == (2, 0), report.problems
+
+    def step_with(run_id: str, word: str) -> int:
+        found = [s.index for s in selectors.whole_steps(run_id, limit=10_000) if word in s.output]
+        assert len(found) == 1
+        return found[0]
+
+    return SearchRuns(deep_run, step_with(deep_run, DEEP_WORD), other_run, step_with(other_run, OTHER_WORD),
+                      long_output)
 
 
 @pytest.fixture
@@ -112,17 +181,133 @@ def test_long_traces_are_split_into_linked_step_pages_and_indexed(exported, clie
     assert 'href="../index.html" rel="prev"' in second
     live = client.get(f"/api/runs/{run.id}/steps?after={STEPS_PER_PAGE - 1}&limit={STEPS_PER_PAGE}").content
     assert (exported / f"api/runs/{run.id}/steps/2.json").read_bytes() == live
-    index = json.loads((folder / "search.json").read_text())
-    assert [s[0] for s in index["steps"]] == list(range(run.step_count))
-    assert all(s[4] == s[0] // STEPS_PER_PAGE + 1 for s in index["steps"])
-    assert all(len(s[5]) <= index["chars"] and s[5] == s[5].lower() for s in index["steps"])
+    jump = json.loads((folder / "jump.json").read_text())
+    assert [s[0] for s in jump["steps"]] == list(range(run.step_count))
+    assert all(s[2] == s[0] // STEPS_PER_PAGE + 1 for s in jump["steps"])
+    elapsed = {s.index: s.elapsed_s for s in selectors.step_index(run.id)}
+    assert [s[1] for s in jump["steps"]] == [None if elapsed[i] is None else round(elapsed[i]) for i in elapsed]
+    assert not (folder / "search.json").exists()
+
+
+@pytest.fixture
+def search_exported(export_warehouse, tmp_path) -> tuple[Path, SearchRuns]:
+    """(OUTDIR, the search runs): the demo warehouse with :func:`add_search_runs`' two runs, exported."""
+    added = add_search_runs(tmp_path / "search-tree")
+    outdir = tmp_path / "site"
+    report = export_site(outdir)
+    assert report.search_records == len(search_fragments(outdir)) > 0
+    return outdir, added
+
+
+def test_every_step_of_every_run_is_one_search_record_with_its_whole_text(search_exported):
+    outdir, added = search_exported
+    fragments = search_fragments(outdir)
+    # One record per step of every trace of every exported run, agent and judge traces alike, except the steps
+    # without a word (Pagefind drops those: no search could find them).
+    expected = set()
+    for run_id in selectors.run_fingerprints():
+        for trace in selectors.trace_names(run_id):
+            for step in selectors.whole_steps(run_id, trace=trace, limit=100_000):
+                if re.search(r"[^\W_]", f"{step.input} {step.output}"):
+                    expected.add((run_id, trace, str(step.index)))
+    assert {(f["meta"]["run"], f["meta"]["trace"], f["meta"]["step"]) for f in fragments} == expected
+    assert len(fragments) == len(expected) > 2000
+    assert any(f["meta"]["trace"].startswith("judge:") for f in fragments)
+
+    # The long step is indexed whole (input, then its ~320 KB output), not cut at the display cap, and links to
+    # the step page that holds it: page 2 (steps 200-399) of the agent trace.
+    deep = [f for f in fragments if DEEP_WORD in f["content"]]
+    assert len(deep) == 1
+    deep = deep[0]
+    step = selectors.whole_steps(added.deep_run, after=added.deep_step - 1, limit=1)[0]
+    assert step.output == added.long_output  # read back whole from step_texts
+    # (Pagefind stores the text with its whitespace runs made single spaces)
+    assert deep["content"].split() == f"{step.input}\n{step.output}".split()
+    assert STEPS_PER_PAGE <= added.deep_step < 2 * STEPS_PER_PAGE
+    assert deep["url"] == f"runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"
+    run = selectors.get_run(added.deep_run)
+    assert deep["meta"] == {"title": run.title, "run": added.deep_run, "trace": "agent",
+                            "step": str(added.deep_step), "kind": "tool_result", "tool": "Bash"}
+    assert deep["filters"]["run"] == [added.deep_run] and deep["filters"]["benchmark"] == ["GSM8K"]
+    # the stored (display) text does not hold the word: only the whole text does
+    assert DEEP_WORD not in selectors.steps_page(added.deep_run, after=added.deep_step - 1, limit=1).steps[0].output
+
+    other = [f for f in fragments if OTHER_WORD in f["content"]]
+    assert [f["url"] for f in other] == [f"runs/{added.other_run}/index.html#step-{added.other_step}"]
+    assert HOSTILE in other[0]["content"]  # stored as text; the search page never parses it as HTML
+
+    # Every file of the bundle is whole (Pagefind's own writes are checked before its binary is let go).
+    bundle = outdir / "pagefind"
+    assert unfinished(bundle, sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*")
+                                     if p.suffix.startswith(".pf_") or p.name.startswith("wasm.")
+                                     or p.name == "pagefind-entry.json")) == []
+
+    # Every record links to an exported page that has its step's anchor.
+    pages: dict[str, str] = {}
+    for f in fragments:
+        file, _, anchor = f["url"].partition("#")
+        text = pages.setdefault(file, (outdir / file).read_text())
+        assert f'id="{anchor}"' in text, f["url"]
+
+
+def _search_meta(outdir: Path) -> tuple[list[bytes], bytes]:
+    """Pagefind's files that list filter values in hash map order (export/search.py), as (each filter file's
+    decompressed bytes sorted, the meta file's bytes sorted with the filter files' names blanked): equal for two
+    bundles of the same records whatever that order."""
+    filters = sorted(outdir.glob("pagefind/filter/*.pf_filter"))
+    [meta] = outdir.glob("pagefind/pagefind.*.pf_meta")
+    data = gzip.decompress(meta.read_bytes())
+    for path in filters:
+        assert path.stem.encode() in data
+        data = data.replace(path.stem.encode(), b"filter")
+    return sorted(bytes(sorted(gzip.decompress(p.read_bytes()))) for p in filters), bytes(sorted(data))
+
+
+def test_the_search_index_follows_incremental_exports(search_exported, export_warehouse):
+    outdir, added = search_exported
+    again = export_site(outdir)
+    assert (again.runs_written, again.files_written, again.search_records) == (0, 0, 0)
+
+    # The run's files changed (as a re-ingest stores them): the index is rebuilt with the step's new text.
+    con = duckdb.connect(str(export_warehouse))
+    try:
+        con.execute("UPDATE steps SET output = 'now zanzibarquill only' WHERE run_id = ? AND idx = ?",
+                    [added.other_run, added.other_step])
+        con.execute("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run])
+    finally:
+        con.close()
+    changed = export_site(outdir)
+    assert changed.runs_written == 1 and changed.search_records == len(search_fragments(outdir))
+    texts = {f["url"]: f["content"] for f in search_fragments(outdir)}
+    assert texts[f"runs/{added.other_run}/index.html#step-{added.other_step}"] == "now zanzibarquill only"
+    assert not any(OTHER_WORD in text for text in texts.values())
+
+    con = duckdb.connect(str(export_warehouse))
+    try:
+        con.execute("DELETE FROM runs WHERE id = ?", [added.other_run])
+    finally:
+        con.close()
+    removed = export_site(outdir)
+    assert (removed.runs_written, removed.runs_removed) == (0, 1)
+    fragments = search_fragments(outdir)
+    assert removed.search_records == len(fragments)  # the files of the records no longer indexed are gone
+    assert not any(OTHER_WORD in f["content"] or added.other_run in f["url"] for f in fragments)
+    assert [f["url"] for f in fragments if DEEP_WORD in f["content"]] == [
+        f"runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"]
+    assert not list(outdir.glob(".pagefind-*"))  # the build folder is removed
+    assert json.loads((outdir / ".export-manifest.json").read_text())["search"]
 
 
 def test_the_same_warehouse_exports_the_same_bytes(export_warehouse, tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     export_site(first)
     export_site(second)
-    assert _digest(first) == _digest(second)
+    ordered = re.compile(r"^pagefind/(filter/.*|pagefind\..*\.pf_meta|pagefind-entry\.json)$")
+    a, b = _digest(first), _digest(second)
+    assert {k: v for k, v in a.items() if not ordered.match(k)} == {k: v for k, v in b.items() if not ordered.match(k)}
+    # Pagefind's filter and meta files hold the same content, in an order of its own
+    assert _search_meta(first) == _search_meta(second)
+    assert len([k for k in a if ordered.match(k)]) == len([k for k in b if ordered.match(k)]) > 2
 
 
 def test_export_is_incremental(exported, export_warehouse):
@@ -139,8 +324,10 @@ def test_export_is_incremental(exported, export_warehouse):
                     "TIMESTAMP '2031-01-01 00:00:00')", [run.id])
     finally:
         con.close()
+    assert again.search_records == 0  # the search bundle is not rebuilt either
     changed = export_site(exported)
     assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
+    assert changed.search_records == 0  # a new evaluation changes the run's pages, not its steps
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
 
@@ -181,9 +368,26 @@ def test_a_link_the_export_cannot_serve_is_an_error(export_warehouse, tmp_path):
         "base_model/Qwen3-4B-Base/index.html"
     assert exporter.localize("/runs/?agent=a&benchmark=b", "/plots/", "plots/index.html", None) == \
         "../runs/index.html?agent=a&benchmark=b"
-    for url in ("/admin/", "/?sort=average&dir=desc", "/runs/abc/?q=pip", "/api/docs"):
+    # the export's own search page keeps the query it reads in the browser, and only that
+    assert exporter.localize("/search/?run=r1&q=loss", "/runs/r1/", "runs/r1/index.html", None) == \
+        "../../search/index.html?run=r1&q=loss"
+    for url in ("/admin/", "/?sort=average&dir=desc", "/runs/abc/?q=pip", "/api/docs", "/search/?sort=score"):
         with pytest.raises(ExportError):
             exporter.localize(url, "/", "index.html", None)
+
+
+def test_a_search_bundle_file_cut_short_is_seen_as_unfinished(tmp_path):
+    whole = gzip.compress(b"pagefind_dcd" + b'{"url": "runs/a/index.html#step-1"}' * 100)
+    (tmp_path / "fragment").mkdir()
+    for name, data in {"fragment/whole.pf_fragment": whole, "fragment/cut.pf_fragment": whole[:len(whole) // 2],
+                       "fragment/empty.pf_fragment": b"", "pagefind.en_1.pf_meta": whole,
+                       "pagefind-entry.json": b'{"languages": {"en": {"hash": "en_1", "page_count": 1}}}'}.items():
+        (tmp_path / name).write_bytes(data)
+    names = ["fragment/cut.pf_fragment", "fragment/empty.pf_fragment", "fragment/whole.pf_fragment",
+             "pagefind-entry.json", "pagefind.en_1.pf_meta"]
+    assert unfinished(tmp_path, names) == ["fragment/cut.pf_fragment", "fragment/empty.pf_fragment"]
+    (tmp_path / "pagefind-entry.json").write_bytes(b'{"languages": {"en": {"hash": "en_2", "page_')
+    assert unfinished(tmp_path, ["pagefind-entry.json"]) == ["pagefind-entry.json"]  # cut, and names no meta
 
 
 def test_step_pages_know_where_each_step_is():

@@ -1,7 +1,8 @@
 """Reads of the traces app, by concept; the other apps read runs here (this package's names only).
 
 - ``runs``: the runs list, one run, its texts, evaluations, facets, references, directory.
-- ``steps``: step pages (keyset pagination), whole step texts, the search index, cursors, evidence.
+- ``steps``: step pages (keyset pagination), whole step texts, the export's step index and whole steps, cursors,
+  evidence.
 - ``verdicts``: the override audit log and judge-vs-reviewer agreement.
 - ``analysis``: a run's timeline; the analysis page's computation.
 - ``feeds``: what the leaderboard and the static export read (latest cells, tree baselines, usage, fingerprints).
@@ -17,14 +18,14 @@ from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analy
                        MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
                        run_facts, run_timeline)
 from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_latest_usage, read_tree_baselines,
-                    run_fingerprints, tree_baselines)
+                    run_content_hashes, run_fingerprints, tree_baselines)
 from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page, timeline_page
 from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
                    run_directory, run_facets, run_texts, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
-                    evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time, step_index, step_text,
-                    steps_page, tools_used, trace_names)
+                    WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time,
+                    step_index, step_text, steps_page, tools_used, trace_names, whole_steps)
 from .verdicts import override_agreement, override_log
 
 RunSummary = Run  # the name before issue 14
@@ -36,10 +37,13 @@ __all__ = [
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
     "RunTexts", "RunUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",
+    "WholeStep",
     "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
     "field_chars", "read_latest_cells", "read_latest_usage", "read_runs_with_facet", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
-    "previous_cursor", "reference_scores", "run_directory", "run_facets", "run_facts", "run_fingerprints",
+    "previous_cursor", "reference_scores", "run_content_hashes", "run_directory", "run_facets", "run_facts",
+    "run_fingerprints",
     "run_page", "run_steps", "run_texts", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "tools_used", "trace_names", "tree_baselines",
+    "whole_steps",
 ]

@@ -154,3 +154,13 @@ def run_fingerprints() -> dict[str, str]:
         """).fetchall())
 
 
+@warehouse.retrying
+def run_content_hashes() -> dict[str, str]:
+    """{run id: the content hash of its files} for every non-baseline run: what its steps were read from, so the
+    static export's search index (every step's text) is rebuilt only when one of these changes."""
+    with warehouse.connect() as con:
+        return dict(con.execute(
+            f"SELECT r.id, r.content_hash FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} "
+            "ORDER BY r.id").fetchall())
+
+

@@ -1,4 +1,5 @@
-"""Reads of a trace's steps: pages (keyset pagination on (run, trace, idx)), whole texts, search index, cursors.
+"""Reads of a trace's steps: pages (keyset pagination on (run, trace, idx)), whole texts, the export's step index
+and whole steps, cursors.
 
 ``after`` is the last index seen, so a page of a 20,000-step trace costs what a page of a 200-step one does.
 """
@@ -224,24 +225,70 @@ def previous_cursor(
 
 @dataclass
 class IndexedStep:
-    """One step as the static export's in-browser search sees it: ``text`` is the lowercased input and output,
-    cut to the selector's ``chars``; ``elapsed_s`` in seconds or None."""
+    """One step as the static export lays out a trace: its index and elapsed seconds (None without a clock), for
+    the step pages and the in-browser jump to a step or a time."""
+
+    index: int
+    elapsed_s: float | None
+
+
+@warehouse.retrying
+def step_index(run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
+    """Every step of a trace in order (index, elapsed seconds)."""
+    with warehouse.connect() as con:
+        rows = con.execute("SELECT idx, elapsed_s FROM steps WHERE run_id = ? AND trace = ? ORDER BY idx",
+                           [run_id, trace]).fetchall()
+    return [IndexedStep(*row) for row in rows]
+
+
+@dataclass
+class WholeStep:
+    """One step with its WHOLE input and output (also past ``traces.services.STEP_TEXT_CAP``, from
+    ``step_texts``), as the static export's search index takes it; an absent input is ""."""
 
     index: int
     kind: str
     tool: str | None
-    elapsed_s: float | None
-    text: str
+    input: str
+    output: str
+
+
+WHOLE_STEPS_BATCH = 64  # steps one whole_steps call reads: each holds up to 2 x STEP_TEXT_CAP stored, more if cut
+
+
+def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
+                     limit: int = WHOLE_STEPS_BATCH) -> list[WholeStep]:
+    """:func:`whole_steps` on an open connection."""
+    rows = con.execute(
+        "SELECT idx, kind, tool, coalesce(input, ''), coalesce(output, ''), "
+        "coalesce(input_bytes, 0) > strlen(coalesce(input, '')), coalesce(output_bytes, 0) > strlen(coalesce(output, '')) "
+        "FROM steps WHERE run_id = ? AND trace = ? AND idx > ? ORDER BY idx LIMIT ?",
+        [run_id, trace, after, limit]).fetchall()
+    cut = [r[0] for r in rows if r[5] or r[6]]
+    whole: dict[tuple[int, str], list[bytes]] = {}
+    if cut:  # the whole texts of the steps ingest stored cut, chunk by chunk in order
+        for idx, field_name, data in con.execute(
+                "SELECT idx, field, data FROM step_texts WHERE run_id = ? AND trace = ? AND list_contains(?, idx) "
+                "ORDER BY idx, field, chunk", [run_id, trace, cut]).fetchall():
+            whole.setdefault((idx, field_name), []).append(zlib.decompress(data))
+
+    def text(idx: int, field_name: str, stored: str) -> str:
+        chunks = whole.get((idx, field_name))
+        return b"".join(chunks).decode("utf-8", "replace") if chunks else stored
+
+    return [WholeStep(index=idx, kind=kind, tool=tool, input=text(idx, "input", stored_in) if input_cut else stored_in,
+                      output=text(idx, "output", stored_out) if output_cut else stored_out)
+            for idx, kind, tool, stored_in, stored_out, input_cut, output_cut in rows]
 
 
 @warehouse.retrying
-def step_index(run_id: str, *, trace: str = "agent", chars: int = 400) -> list[IndexedStep]:
-    """Every step of a trace in order, with at most ``chars`` characters of lowercased text (input, then output)."""
+def whole_steps(run_id: str, *, trace: str = "agent", after: int = -1,
+                limit: int = WHOLE_STEPS_BATCH) -> list[WholeStep]:
+    """Up to ``limit`` steps of a trace with index > ``after``, in index order, each with its whole input and output
+    (keyset pages: pass the last index read as ``after``; an empty list at the end). A text whose ``step_texts``
+    chunks are missing (rows stored before issue 13) is what the steps table holds."""
     with warehouse.connect() as con:
-        rows = con.execute(
-            "SELECT idx, kind, tool, elapsed_s, lower(left(concat_ws(' ', input, output), ?)) FROM steps "
-            "WHERE run_id = ? AND trace = ? ORDER BY idx", [chars, run_id, trace]).fetchall()
-    return [IndexedStep(*row) for row in rows]
+        return read_whole_steps(con, run_id, trace=trace, after=after, limit=limit)
 
 
 def read_step_at_time(con, run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
