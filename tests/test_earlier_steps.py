@@ -95,7 +95,7 @@ def test_earlier_steps_and_k_walk_back_from_a_deep_link(live_server, demo_ingest
 
 @pytest.mark.browser
 def test_static_step_pages_walk_back_to_the_previous_page(served, page):  # noqa: F811
-    base, outdir, run = served
+    base, outdir, run, _ = served
     assert run.step_count > STEPS_PER_PAGE
     exported = (outdir / f"runs/{run.id}/steps/2.html").read_text()
     assert '<li class="load-earlier"><a href="../index.html" rel="prev">Earlier steps</a></li>' in exported

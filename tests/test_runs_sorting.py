@@ -105,7 +105,7 @@ def test_a_click_on_a_column_head_sorts_the_runs(live_server, demo_ingested, pag
 
 @pytest.mark.browser
 def test_the_static_export_sorts_the_runs_in_the_browser(served, page):  # noqa: F811
-    base, outdir, _ = served
+    base, outdir, _, _ = served
     exported = (outdir / "runs/index.html").read_text()
     assert "?sort=" not in exported and "&amp;sort=" not in exported and 'data-sort="steps"' in exported
     page.goto(base + "runs/index.html")
