@@ -1,6 +1,6 @@
 """Our run page against Inspect View (inspect-ai's log viewer) on the same trace, side by side (issue 18).
 
-Usage: .venv/bin/python bench/viewer.py [--sizes 200,20000,60000] [--rounds 3] [--work DIR] [--keep]
+Usage: .venv/bin/python bench/viewer.py [--sizes 200,20000,60000] [--rounds 3] [--workers 3] [--work DIR]
 
 For each size N (steps):
 
@@ -10,8 +10,8 @@ For each size N (steps):
    (``CUDA available``, unchanged); the last step (the final ``result`` event) gets ``LAST_WORD``; the tool
    result at 90% of the trace gets ``SEARCH_WORD``, which no other step contains.
 2. **The same content twice.** Ours: a fresh data folder (DuckLake with a SQLite catalog, the embedded default),
-   ``migrate``, ``import_published``, ``manage.py ingest`` of the tree, then ``manage.py serve`` (gunicorn, 3
-   workers, its defaults) on a free port with ``PTB_PAGE_CACHE=0``, so every page is computed (no page served from
+   ``migrate``, ``import_published``, ``manage.py ingest`` of the tree, then ``manage.py serve`` (gunicorn,
+   ``--workers`` processes, default 3 as ``serve``'s, of its default 24 threads) on a free port with ``PTB_PAGE_CACHE=0``, so every page is computed (no page served from
    the cache: a deep link or a search is usually a page nobody asked for yet). Theirs: the trace as parsed by our
    parser (``traces.parsers.parse_trace`` after ``traces.redaction``, as the ingest does) written as an inspect
    ``.eval`` log with ``inspect_ai.log.write_eval_log``: one sample whose ``messages`` map step for step
@@ -38,9 +38,9 @@ For each size N (steps):
      htmx partial; theirs: Ctrl+F opens Inspect View's own find band, which searches the sample's messages and
      scrolls the match into view; no Enter, its find runs as you type).
 4. **Server**: ours, the run page's bytes and time (``urllib`` GET on loopback, median of 5, page cache off) at
-   each size, as ratios to the first size; both servers' resident memory after the browser rounds (ours:
-   gunicorn's master and workers, from ``/proc`` via psutil; the job reaper ``serve`` starts beside them is
-   listed apart; theirs: the ``inspect view`` process and any children).
+   each size, as ratios to the first size; both servers' resident memory after the browser rounds
+   (:func:`memory_mb`: RSS summed over the processes, and PSS, which counts a page shared by several processes
+   once).
 
 Prints one markdown table (medians, ratio ours / theirs) and the raw samples. Needs playwright and psutil
 (requirements-dev.txt, requirements-eval.txt for inspect-ai).
@@ -70,7 +70,7 @@ LAST_WORD = "benchlaststepmark"
 SEARCH_WORD = "benchquokkasearch"
 SEARCH_AT = 0.9  # the planted search word's step, as a fraction of the trace
 VIEWPORT = {"width": 1280, "height": 900}
-TIMEOUT_S = 60.0  # one measure gives up after this long
+TIMEOUT_S = 180.0  # one measure gives up after this long
 HARNESS_LINES = 4  # the plain-text lines before init make one step: lines = steps + this (benchlib.build_big)
 
 
@@ -239,11 +239,12 @@ def ingest_site(tree: Path, data_dir: Path) -> float:
     return time.perf_counter() - started
 
 
-def start_ours(data_dir: Path, work: Path) -> Server:
-    """``manage.py serve`` (gunicorn, its default workers and threads) on a free port; waits until it answers."""
+def start_ours(data_dir: Path, work: Path, workers: int) -> Server:
+    """``manage.py serve --workers N`` (gunicorn, its default threads) on a free port; waits until it answers."""
     port = free_port()
     log = work / f"serve-{port}.log"
-    proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--workers", str(workers), "--bind",
+                             f"127.0.0.1:{port}"], cwd=ROOT,
                             env=site_env(data_dir), stdout=log.open("wb"), stderr=subprocess.STDOUT)
     server = Server("ours", f"http://127.0.0.1:{port}", proc, log)
     _wait_ready(server, "/api/runs")
@@ -262,24 +263,28 @@ def start_theirs(log_dir: Path, work: Path) -> Server:
     return server
 
 
-def rss_mb(server: Server) -> tuple[float, float, int]:
-    """(resident MB of the server's processes, MB of helper processes beside them, process count): for ours,
-    gunicorn's master and workers, the helper being ``serve``'s job reaper; for theirs, ``inspect view`` and any
-    child."""
+def memory_mb(server: Server) -> dict[str, float]:
+    """Resident memory of the server's processes, MB: ``rss`` summed (shared pages counted in every process, as
+    the issue's figures were), ``pss`` summed (each shared page divided among the processes sharing it: what the
+    processes hold together), ``processes``; ``helper_rss``: processes beside the server (ours: the job reaper
+    ``serve`` starts), not in the sums. Ours: gunicorn's master and workers; theirs: ``inspect view`` and any
+    child. Read from /proc through psutil."""
     import psutil
 
     root = psutil.Process(server.proc.pid)
-    main, helper, count = root.memory_info().rss, 0, 1
-    for child in root.children(recursive=True):
+    out = {"rss": 0.0, "pss": 0.0, "processes": 0, "helper_rss": 0.0}
+    for proc in [root, *root.children(recursive=True)]:
         try:
-            rss, cmd = child.memory_info().rss, " ".join(child.cmdline())
+            info, cmd = proc.memory_full_info(), " ".join(proc.cmdline())
         except psutil.NoSuchProcess:
             continue
         if "reap_jobs" in cmd:
-            helper += rss
-        else:
-            main, count = main + rss, count + 1
-    return main / 2**20, helper / 2**20, count
+            out["helper_rss"] += info.rss / 2**20
+            continue
+        out["rss"] += info.rss / 2**20
+        out["pss"] += info.pss / 2**20
+        out["processes"] += 1
+    return out
 
 
 def get_timed(url: str, repeat: int = 5) -> tuple[float, int]:
@@ -415,14 +420,14 @@ class SizeResult:
     ingest_s: float
     page_ms: float
     page_bytes: int
-    rss: dict[str, tuple[float, float, int]]
+    memory: dict[str, dict[str, float]]
     samples: dict[str, dict[str, list[float]]]
 
     def median(self, side: str, what: str) -> float:
         return statistics.median(self.samples[side][what])
 
 
-def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int) -> SizeResult:
+def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int, workers: int) -> SizeResult:
     """Build, serve and measure one size (module doc, steps 1-4)."""
     tree = work / f"tree-{steps}"
     shutil.rmtree(tree, ignore_errors=True)
@@ -432,7 +437,7 @@ def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int) -> Si
     messages, last_id = write_eval(run_dir, log_dir / "trace.eval")
     eval_bytes = (log_dir / "trace.eval").stat().st_size
     ingest_s = ingest_site(tree, work / f"site-{steps}")
-    ours = start_ours(work / f"site-{steps}", work)
+    ours = start_ours(work / f"site-{steps}", work, workers)
     theirs = start_theirs(log_dir, work)
     try:
         with urllib.request.urlopen(ours.url + "/api/runs", timeout=60) as answer:
@@ -454,18 +459,18 @@ def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int) -> Si
                 if rnd >= 0:
                     for k, v in figures.items():
                         samples[site.name].setdefault(k, []).append(v)
-        rss = {"ours": rss_mb(ours), "theirs": rss_mb(theirs)}
+        memory = {"ours": memory_mb(ours), "theirs": memory_mb(theirs)}
     finally:
         ours.stop()
         theirs.stop()
-    return SizeResult(count, messages, eval_bytes, ingest_s, page_ms, page_bytes, rss, samples)
+    return SizeResult(count, messages, eval_bytes, ingest_s, page_ms, page_bytes, memory, samples)
 
 
 def table(results: list[SizeResult]) -> str:
     """The markdown table: medians, ours / theirs."""
     anchor = results[0]
     head = ("| steps | first steps ms: ours / theirs | ratio | deep link ms: ours / theirs | ratio "
-            "| search ms: ours / theirs' find | ratio | server RSS MB: ours / theirs | ratio "
+            "| search ms: ours / theirs' find | ratio | server RSS (PSS) MB: ours / theirs | ratio "
             "| run page bytes (x first size) | run page server ms (x first size) |")
     rows = [head, "|" + "---:|" * 11]
     for r in results:
@@ -473,8 +478,9 @@ def table(results: list[SizeResult]) -> str:
         for what in ("first steps ms", "deep link ms", "search ms"):
             o, t = r.median("ours", what), r.median("theirs", what)
             cells += [f"{o:,.0f} / {t:,.0f}", f"{o / t:.2f}x"]
-        o, t = r.rss["ours"][0], r.rss["theirs"][0]
-        cells += [f"{o:,.0f} ({r.rss['ours'][2]} proc.) / {t:,.0f}", f"{o / t:.2f}x"]
+        mo, mt = r.memory["ours"], r.memory["theirs"]
+        cells += [f"{mo['rss']:,.0f} ({mo['pss']:,.0f}) / {mt['rss']:,.0f} ({mt['pss']:,.0f})",
+                  f"{mo['rss'] / mt['rss']:.2f}x ({mo['pss'] / mt['pss']:.2f}x)"]
         cells += [f"{r.page_bytes:,} ({r.page_bytes / anchor.page_bytes:.2f}x)",
                   f"{r.page_ms:,.0f} ({r.page_ms / anchor.page_ms:.2f}x)"]
         rows.append("| " + " | ".join(cells) + " |")
@@ -485,6 +491,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="200,20000,60000", help="trace sizes in steps, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="alternating timed rounds per size (median)")
+    parser.add_argument("--workers", type=int, default=3, help="our server's worker processes (serve's default: 3)")
     parser.add_argument("--work", type=Path, help="work folder (default: a new temporary folder, removed after)")
     args = parser.parse_args()
     work = (args.work or Path(tempfile.mkdtemp(prefix="ptb-bench-viewer-"))).resolve()
@@ -502,11 +509,13 @@ def main() -> None:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
             for steps in (int(s) for s in args.sizes.split(",")):
-                results.append(run_size(browser, long_run, work, steps, args.rounds))
+                results.append(run_size(browser, long_run, work, steps, args.rounds, args.workers))
                 r = results[-1]
+                o, t = r.memory["ours"], r.memory["theirs"]
                 print(f"{r.steps:,} steps: {r.messages:,} inspect messages, .eval {r.eval_bytes / 1e6:.1f} MB, "
-                      f"ingest {r.ingest_s:.1f} s; RSS ours {r.rss['ours'][0]:.0f} MB "
-                      f"(+{r.rss['ours'][1]:.0f} MB job reaper), theirs {r.rss['theirs'][0]:.0f} MB", flush=True)
+                      f"ingest {r.ingest_s:.1f} s; ours {o['processes']:.0f} processes, RSS {o['rss']:.0f} MB, "
+                      f"PSS {o['pss']:.0f} MB (+{o['helper_rss']:.0f} MB RSS: the job reaper); theirs "
+                      f"{t['processes']:.0f} process(es), RSS {t['rss']:.0f} MB, PSS {t['pss']:.0f} MB", flush=True)
             browser.close()
     finally:
         if args.work is None:
