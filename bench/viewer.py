@@ -37,8 +37,10 @@ For each size N (steps):
      (Playwright ``fill``) to a ``SEARCH_WORD`` inside the viewport (ours: the trace's search box and Enter, an
      htmx partial; theirs: Ctrl+F opens Inspect View's own find band, which searches the sample's messages and
      scrolls the match into view; no Enter, its find runs as you type).
-4. **Server**: ours, the run page's bytes and time (``urllib`` GET on loopback, median of 5, page cache off) at
-   each size, as ratios to the first size; both servers' resident memory after the browser rounds
+   Before the rounds, every worker of ours has served each of these pages (:func:`warm_up`), and a browser
+   round on both sides that is not counted warms the rest (theirs: the log read once, as ours is ingested once).
+4. **Server**: ours, the run page's bytes and time at each size, as ratios to the first size (``urllib`` GETs on
+   loopback, page cache off, all sizes' servers kept up until the end and timed in turn: :func:`page_times`); both servers' resident memory after the browser rounds
    (:func:`memory_mb`: RSS summed over the processes, and PSS, which counts a page shared by several processes
    once).
 
@@ -287,17 +289,31 @@ def memory_mb(server: Server) -> dict[str, float]:
     return out
 
 
-def get_timed(url: str, repeat: int = 5) -> tuple[float, int]:
-    """(median ms, bytes) of ``repeat`` GETs of ``url`` after one untimed GET."""
-    with urllib.request.urlopen(url, timeout=60) as answer:
-        size = len(answer.read())
-    samples = []
+def _get(url: str, headers: dict[str, str] | None = None) -> int:
+    """GET ``url``; returns the body's bytes."""
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=120) as answer:
+        return len(answer.read())
+
+
+def warm_up(urls: list[tuple[str, dict[str, str]]], times: int) -> None:
+    """GET each (url, headers) ``times`` times: with 3 workers that reach every one, so no browser measure meets a
+    worker's first request of a kind (a worker's first scan of a 60k-step trace reads its Parquet files: ~2 s)."""
+    for _ in range(times):
+        for url, headers in urls:
+            _get(url, headers)
+
+
+def page_times(pages: dict[int, str], repeat: int = 9) -> dict[int, tuple[float, int]]:
+    """{steps: (median ms, bytes)} of ``repeat`` GETs of each run page on loopback, the sizes interleaved (one GET
+    of each size in turn, so a busy moment of the shared machine falls on every size alike)."""
+    samples: dict[int, list[float]] = {k: [] for k in pages}
+    sizes = {k: _get(url) for k, url in pages.items()}
     for _ in range(repeat):
-        started = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=60) as answer:
-            answer.read()
-        samples.append(1000 * (time.perf_counter() - started))
-    return statistics.median(samples), size
+        for k, url in pages.items():
+            started = time.perf_counter()
+            _get(url)
+            samples[k].append(1000 * (time.perf_counter() - started))
+    return {k: (statistics.median(v), sizes[k]) for k, v in samples.items()}
 
 
 # ------------------------------------------------------------------------------------------------ the browser
@@ -418,8 +434,7 @@ class SizeResult:
     messages: int
     eval_bytes: int
     ingest_s: float
-    page_ms: float
-    page_bytes: int
+    page_url: str
     memory: dict[str, dict[str, float]]
     samples: dict[str, dict[str, list[float]]]
 
@@ -427,8 +442,10 @@ class SizeResult:
         return statistics.median(self.samples[side][what])
 
 
-def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int, workers: int) -> SizeResult:
-    """Build, serve and measure one size (module doc, steps 1-4)."""
+def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int,
+             workers: int) -> tuple[SizeResult, Server]:
+    """Build, serve and measure one size (module doc, steps 1-4); returns the results and our server, still running
+    (the run pages of every size are timed together at the end)."""
     tree = work / f"tree-{steps}"
     shutil.rmtree(tree, ignore_errors=True)
     run_dir = build_trace(long_run, tree, steps)
@@ -443,7 +460,10 @@ def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int, worke
         with urllib.request.urlopen(ours.url + "/api/runs", timeout=60) as answer:
             run = json.load(answer)["runs"][0]
         run_id, count = run["id"], run["step_count"]
-        page_ms, page_bytes = get_timed(f"{ours.url}/runs/{run_id}/")
+        page_url = f"{ours.url}/runs/{run_id}/"
+        htmx = {"HX-Request": "true", "HX-Target": "trace-results"}
+        warm_up([(page_url, {}), (f"{page_url}?step={count - 1}", {}), (f"{page_url}timeline.json", {}),
+                 (f"{page_url}?kind=&tool=&q={SEARCH_WORD}", htmx)], times=3 * workers)
         sample = f"{theirs.url}/#/logs/trace.eval/samples/sample/1/1/messages"
         sites = [
             Site("ours", f"{ours.url}/runs/{run_id}/", f"{ours.url}/runs/{run_id}/?step={count - 1}#step-{count - 1}",
@@ -460,15 +480,17 @@ def run_size(browser, long_run: Path, work: Path, steps: int, rounds: int, worke
                     for k, v in figures.items():
                         samples[site.name].setdefault(k, []).append(v)
         memory = {"ours": memory_mb(ours), "theirs": memory_mb(theirs)}
-    finally:
+    except BaseException:
         ours.stop()
+        raise
+    finally:
         theirs.stop()
-    return SizeResult(count, messages, eval_bytes, ingest_s, page_ms, page_bytes, memory, samples)
+    return SizeResult(count, messages, eval_bytes, ingest_s, page_url, memory, samples), ours
 
 
-def table(results: list[SizeResult]) -> str:
-    """The markdown table: medians, ours / theirs."""
-    anchor = results[0]
+def table(results: list[SizeResult], pages: dict[int, tuple[float, int]]) -> str:
+    """The markdown table: medians, ours / theirs; ``pages``: :func:`page_times` by step count."""
+    anchor_ms, anchor_bytes = pages[results[0].steps]
     head = ("| steps | first steps ms: ours / theirs | ratio | deep link ms: ours / theirs | ratio "
             "| search ms: ours / theirs' find | ratio | server RSS (PSS) MB: ours / theirs | ratio "
             "| run page bytes (x first size) | run page server ms (x first size) |")
@@ -481,8 +503,8 @@ def table(results: list[SizeResult]) -> str:
         mo, mt = r.memory["ours"], r.memory["theirs"]
         cells += [f"{mo['rss']:,.0f} ({mo['pss']:,.0f}) / {mt['rss']:,.0f} ({mt['pss']:,.0f})",
                   f"{mo['rss'] / mt['rss']:.2f}x ({mo['pss'] / mt['pss']:.2f}x)"]
-        cells += [f"{r.page_bytes:,} ({r.page_bytes / anchor.page_bytes:.2f}x)",
-                  f"{r.page_ms:,.0f} ({r.page_ms / anchor.page_ms:.2f}x)"]
+        page_ms, page_bytes = pages[r.steps]
+        cells += [f"{page_bytes:,} ({page_bytes / anchor_bytes:.2f}x)", f"{page_ms:,.0f} ({page_ms / anchor_ms:.2f}x)"]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -504,26 +526,32 @@ def main() -> None:
 
     started = time.strftime("%Y-%m-%d %H:%M")
     long_run = long_run_dir(demo_tree(work / "demo"))
-    results = []
+    results: list[SizeResult] = []
+    servers: list[Server] = []
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
             for steps in (int(s) for s in args.sizes.split(",")):
-                results.append(run_size(browser, long_run, work, steps, args.rounds, args.workers))
-                r = results[-1]
+                r, server = run_size(browser, long_run, work, steps, args.rounds, args.workers)
+                results.append(r)
+                servers.append(server)
                 o, t = r.memory["ours"], r.memory["theirs"]
                 print(f"{r.steps:,} steps: {r.messages:,} inspect messages, .eval {r.eval_bytes / 1e6:.1f} MB, "
                       f"ingest {r.ingest_s:.1f} s; ours {o['processes']:.0f} processes, RSS {o['rss']:.0f} MB, "
                       f"PSS {o['pss']:.0f} MB (+{o['helper_rss']:.0f} MB RSS: the job reaper); theirs "
                       f"{t['processes']:.0f} process(es), RSS {t['rss']:.0f} MB, PSS {t['pss']:.0f} MB", flush=True)
             browser.close()
+        pages = page_times({r.steps: r.page_url for r in results})
     finally:
+        for server in servers:
+            server.stop()
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
-    print(f"\n{started}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; medians of {args.rounds} "
-          f"alternating rounds, cold browser context each\n")
-    print(table(results))
+    print(f"\nstarted {started}, load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; medians of "
+          f"{args.rounds} alternating rounds, a cold browser context each; run pages: median of 9 GETs, sizes "
+          f"interleaved\n")
+    print(table(results, pages))
 
 
 if __name__ == "__main__":
