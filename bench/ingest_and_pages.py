@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
+os.environ.setdefault("PTB_PAGE_CACHE", "0")  # time the pages computed, not served from the page cache
 from benchlib import timed as _timed  # noqa: E402 (bench/benchlib.py, beside this script)
 
 
