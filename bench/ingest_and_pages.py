@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -19,16 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
-
-
-def _timed(fn, repeat: int) -> tuple[float, float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(1000 * (time.perf_counter() - start))
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+os.environ.setdefault("PTB_PAGE_CACHE", "0")  # time the pages computed, not served from the page cache
+from benchlib import timed as _timed  # noqa: E402 (bench/benchlib.py, beside this script)
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/run_page.py [--repeat 10] [--mb 72] [--work DIR] [--kind file|ducklake]
 
 Builds ``make_demo_results --runs 4 --seed 7`` (a ~200-step run and the ~42,882-step long run) and, from the long
-run, a ~60,000-step Claude Code trace (``bench/ingest.py``'s ``build_big``: the trace repeated with fresh ids and
+run, a ~60,000-step Claude Code trace (``bench/benchlib.py``'s ``build_big``: the trace repeated with fresh ids and
 shifted times to ``--mb`` MB, stored under the long run's id, so it replaces it on the second ingest). For the
 200-step run (the anchor), the long run and the 60k run it prints, in-process with Django's test client (server
 time, no network; median and p95 of ``--repeat`` requests, ms):
@@ -18,28 +18,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
+os.environ.setdefault("PTB_PAGE_CACHE", "0")  # time the pages computed, not served from the page cache
+
+from benchlib import build_big, demo_tree, long_run_dir, timed  # noqa: E402 (bench/benchlib.py)
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "trace-results"}
 
 
 def _timed(fn, repeat: int) -> tuple[float, float, int]:
-    """(median ms, p95 ms, bytes of the last response) of ``repeat`` calls of ``fn`` (after one warm-up call)."""
+    """(median ms, p95 ms, bytes) of ``repeat`` GETs by ``fn`` after one warm-up GET (whose bytes are counted)."""
     size = len(fn().content)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(1000 * (time.perf_counter() - start))
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))], size
+    return (*timed(fn, repeat), size)
 
 
 def measure(client, run, repeat: int) -> dict[str, tuple[float, float, int]]:
@@ -75,8 +70,6 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from ingest import build_big  # bench/ingest.py, beside this file (bench/ is on sys.path as the script's folder)
-    from demo.tree import make_demo_results
     from leaderboard.services import import_published
     from traces import selectors
     from traces.ingest import ingest_tree
@@ -84,11 +77,9 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     import_published()
     demo_root, big_root = work / "demo", work / f"big-{args.mb:g}"
-    if not (demo_root / "SYNTHETIC").exists():
-        make_demo_results(root=demo_root, runs=4, seed=7, long_run=True)
+    demo_tree(demo_root)
     if not (big_root / "SYNTHETIC").exists():
-        long_dir = max(demo_root.glob("*/*/solve_out.txt"), key=lambda p: p.stat().st_size).parent
-        build_big(long_dir, big_root, args.mb)
+        build_big(long_run_dir(demo_root), big_root, args.mb)
     ingest_tree(root=demo_root)
     runs, _ = selectors.list_runs(limit=1000)
     small = min((r for r in runs if r.step_count >= 150), key=lambda r: abs(r.step_count - 200))
