@@ -117,6 +117,9 @@ DATABASES = {
 PTB_WAREHOUSE = os.environ.get(
     "PTB_WAREHOUSE", f"ducklake:sqlite:{DATA_DIR / 'ducklake' / 'catalog.sqlite'}?data={DATA_DIR / 'ducklake' / 'data'}"
 )
+# DuckDB threads of each process's DuckLake instance (0: DuckDB's default, one per core). `serve` runs its workers
+# with 1: their concurrency is the requests' threads, and one query per request on all cores made pages slower.
+PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
 # The suite a page or command uses when none is named (a suites/<id>.json file).
 DEFAULT_SUITE = os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 # How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).

@@ -12,6 +12,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import duckdb
+from django.conf import settings
 
 from .spec import WarehouseSpec, parse_spec, warehouse_spec
 
@@ -55,6 +56,12 @@ def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
     Path(spec.data).mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
+        # DuckLake's Parquet files never change once written (new data is new files), so their footers may be
+        # kept in memory; and a server's concurrency is its requests, not DuckDB's threads (PTB_DUCKDB_THREADS,
+        # which `serve` sets to 1 for its workers: a run page 2-4x faster there, bench/RESULTS.md).
+        con.execute("SET parquet_metadata_cache = true")
+        if settings.PTB_DUCKDB_THREADS:
+            con.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
         _load_extension(con, "ducklake")
         _load_extension(con, "sqlite_scanner" if spec.kind == "ducklake-sqlite" else "postgres_scanner")
         source = ("ducklake:sqlite:" if spec.kind == "ducklake-sqlite" else "ducklake:postgres:") + spec.catalog

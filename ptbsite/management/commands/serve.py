@@ -61,7 +61,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Serving on http://{bind}/ with {workers} worker(s) of {threads} threads; "
                           f"warehouse {warehouse.describe()}")
         sys.stdout.flush()
-        env = {"DJANGO_DEBUG": "0", **os.environ}
+        env = {"DJANGO_DEBUG": "0", "PTB_DUCKDB_THREADS": "1", **os.environ}  # settings.py says why one thread
         # Stale rerun jobs are ended by a reaper beside the server, never by a page read; it exits with gunicorn
         # (which takes over this process id).
         subprocess.Popen([sys.executable, "manage.py", "reap_jobs", "--every", str(reap_every), "--parent",
