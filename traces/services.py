@@ -4,7 +4,9 @@ writes other apps make to runs (a rerun's evaluation, a reviewer's override, a r
 A run is stored in one transaction: with all its steps or not at all. A step's input or output longer than
 :data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
 bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
-bytes, and served range by range (``traces.selectors.step_text``). Reading results trees is ``traces.ingest``.
+bytes, and served range by range (``traces.selectors.step_text``). Once a run's steps are written, the word index
+of its traces (``step_words``, ``traces.search_index``) is written from them in the same transaction. Reading
+results trees is ``traces.ingest``.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pyarrow as pa
 
 from ptbsite import warehouse
 
+from . import search_index
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
@@ -42,12 +45,12 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
 
 
 def delete_run(con, run_id: str) -> None:
-    """Delete a stored run's rows (runs, steps, texts, verdicts, facets, phases, monitor, its original
+    """Delete a stored run's rows (runs, steps, texts, word index, verdicts, facets, phases, monitor, its original
     evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
-    for table in ("runs", "steps", "step_texts", "verdicts", *_ANALYSIS_TYPES):
+    for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TYPES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
@@ -102,8 +105,9 @@ class StepWriter:
 def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> None:
     """The body of :func:`store_run`, inside the caller's transaction: upsert the method, (``replace``: delete
     the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
-    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
-    latest-run flags of its cell. Raises duckdb.Error."""
+    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), write the word
+    index of its steps (those a StepWriter wrote included), and recompute the latest-run flags of its cell.
+    Raises duckdb.Error."""
     run = rows["run"]
     columns = list(run)
     con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
@@ -116,6 +120,7 @@ def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> No
     for tokens_in, tokens_out, trace, idx in rows.get("late_usage", []):
         con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
                     [tokens_in, tokens_out, run["id"], trace, idx])
+    search_index.index_run(con, run["id"])
     warehouse.insert_rows(con, "verdicts", rows["verdicts"])
     warehouse.insert_rows(con, "evaluations", rows["evaluations"])
     _store_analysis(con, run["id"], rows)

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ from ptbsite import warehouse
 
 from pydantic import computed_field
 
+from .. import search_index
 from ..schemas import EvidenceStep, Model, Step, StepPage
 from ..services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
 from .runs import fetch_dicts
@@ -31,7 +33,7 @@ def field_chars(limit: int) -> int:
     return max(MIN_FIELD_CHARS, PAGE_TEXT_CHARS // (2 * max(1, limit)))
 
 
-def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q: str | None) -> tuple[str, list]:
+def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None) -> tuple[str, list]:
     where, params = ["run_id = ?", "trace = ?"], [run_id, trace]
     if kind:
         where.append("kind = ?")
@@ -39,10 +41,90 @@ def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q:
     if tool:
         where.append("tool = ?")
         params.append(tool)
-    if q:
-        where.append("(contains(lower(output), ?) OR contains(lower(coalesce(input, '')), ?))")
-        params += [q.lower(), q.lower()]
     return " AND ".join(where), params
+
+
+# The exact test of a search (two parameters: the lowered query) and the rows whose stored text was cut at ingest.
+_HOLDS = "(contains(lower(output), ?) OR contains(lower(coalesce(input, '')), ?))"
+_CUT = "(input_bytes > strlen(input) OR output_bytes > strlen(output))"
+
+
+def _indexed(con, run_id: str) -> bool:
+    """Whether the run's word index was built by this version of ``traces.search_index``."""
+    row = con.execute("SELECT rules_version FROM runs WHERE id = ?", [run_id]).fetchone()
+    try:
+        versions = json.loads(row[0]) if row and row[0] else {}
+    except ValueError:
+        return False
+    return isinstance(versions, dict) and versions.get("search") == search_index.version()
+
+
+def read_matches(
+    con, run_id: str, *, trace: str = "agent", kind: str | None = None, tool: str | None = None,
+    q: str | None = None, after: int = -1, upto: int | None = None, limit: int, descending: bool = False,
+    use_index: bool = True,
+) -> list[int]:
+    """The indices of the trace's steps in ``(after, upto]`` whose kind and tool are ``kind`` and ``tool`` (when
+    given) and whose whole input or output holds ``q`` (case-insensitive: DuckDB's ``lower()`` of both; the
+    whole text of a field cut at ingest is read from ``step_texts``), in index order (``descending``: from the
+    end), at most ``limit`` of them.
+
+    The search reads the candidate steps of the word index (``traces.search_index``) when it can answer for the
+    query and the run, else scans the trace (``use_index=False`` forces the scan); both give the same list."""
+    where, params = _step_filter(run_id, trace, kind, tool)
+    where += " AND idx > ?" + (" AND idx <= ?" if upto is not None else "")
+    params += [after] + ([upto] if upto is not None else [])
+    order = "DESC" if descending else "ASC"
+    if not q:
+        return [r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} ORDER BY idx {order} LIMIT ?",
+                                          [*params, limit]).fetchall()]
+    plan = search_index.plan(con, q)
+    text = plan.lowered
+    found = (search_index.lookup(con, run_id, trace, plan)
+             if use_index and plan.terms is not None and _indexed(con, run_id) else None)
+    if found is not None and len(found[1]) <= search_index.MAX_CANDIDATES:
+        certain, unsure = ({i for i in ids if i > after and (upto is None or i <= upto)} for ids in found)
+        if kind or tool:  # the steps of that kind and tool, a read of small columns only
+            allowed = {r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where}", params).fetchall()}
+            certain, unsure = certain & allowed, unsure & allowed
+        hits = certain | set(_holding(con, run_id, trace, sorted(unsure), text))
+        cut = _cut_rows(con, run_id, trace, sorted(unsure - hits))
+    else:
+        hits = {r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} AND {_HOLDS} ORDER BY idx {order} "
+                                          "LIMIT ?", [*params, text, text, limit]).fetchall()}
+        cut = [r for r in con.execute(
+            f"SELECT idx, input, output, input_bytes > strlen(input), output_bytes > strlen(output) FROM steps "
+            f"WHERE {where} AND {_CUT}", params).fetchall() if r[0] not in hits]
+    # A field cut at ingest holds the query perhaps only past the cut: its whole text is tested (rare rows).
+    for idx, text_in, text_out, in_cut, out_cut in cut:
+        whole_in = search_index.whole_field(con, run_id, trace, idx, "input") if in_cut else (text_in or "")
+        whole_out = search_index.whole_field(con, run_id, trace, idx, "output") if out_cut else text_out
+        if con.execute("SELECT contains(lower(?), ?) OR contains(lower(?), ?)",
+                       [whole_in, text, whole_out, text]).fetchone()[0]:
+            hits.add(idx)
+    return sorted(hits, reverse=descending)[:limit]
+
+
+# Rows by index: a semi join on the indices, so that only those rows' texts are read. A test of their text goes in
+# the SELECT list, not the WHERE clause, which DuckDB would push into the scan of every row of the trace.
+_BY_INDEX = "run_id = ? AND trace = ? AND idx IN (SELECT unnest(?::INTEGER[]))"
+
+
+def _holding(con, run_id: str, trace: str, indices: list[int], text: str) -> list[int]:
+    """Those of the step ``indices`` whose stored input or output holds the lowered ``text``."""
+    if not indices:
+        return []
+    return [idx for idx, holds in con.execute(f"SELECT idx, {_HOLDS} FROM steps WHERE {_BY_INDEX}",
+                                              [text, text, run_id, trace, indices]).fetchall() if holds]
+
+
+def _cut_rows(con, run_id: str, trace: str, indices: list[int]) -> list[tuple]:
+    """``(idx, input, output, input cut, output cut)`` of those of the step ``indices`` with a field cut at
+    ingest."""
+    if not indices:
+        return []
+    return con.execute("SELECT idx, input, output, input_bytes > strlen(input), output_bytes > strlen(output) "
+                       f"FROM steps WHERE {_BY_INDEX} AND {_CUT}", [run_id, trace, indices]).fetchall()
 
 
 MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (``StepPage.capped`` says so)
@@ -57,36 +139,33 @@ def read_steps_page(
     (``runs.step_count`` for the agent trace), used as the page's total when no filter is set, so no page counts
     the trace's rows.
 
-    Keyset paging that prunes: step indices of a trace are dense from 0, so the page is first read from the index
-    window ``(after, after + window]`` (``limit + 1`` indices unfiltered, 8x that filtered); only when that window
-    does not fill the page is the rest of the trace read (``idx >`` the window's end). The first page of a
-    60,000-step trace thus reads what its last page reads. A filtered page (kind, tool, text search) scans the
-    trace once for the indices of its matches (at most MATCH_COUNT_CAP + 1: the count, ``capped`` past it) and
-    reads the page's rows by index."""
-    where, params = _step_filter(run_id, trace, kind, tool, q)
+    Keyset paging that prunes: step indices of a trace are dense from 0, so an unfiltered page is first read from
+    the index window ``(after, after + limit + 1]``; only when that window does not fill the page is the rest of
+    the trace read (``idx >`` the window's end). The first page of a 60,000-step trace thus reads what its last
+    page reads. A filtered page (kind, tool, text search) finds the indices of its matches with
+    :func:`read_matches` (at most MATCH_COUNT_CAP + 1: the count, ``capped`` past it; a text search from the word
+    index when it can) and reads the page's rows by index."""
+    where, params = _step_filter(run_id, trace, None, None)
     filtered = bool(kind or tool or q)
     budget_s = budget_hours * 3600 if budget_hours else None
     chars = field_chars(limit)
-    select = (
-        "SELECT idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
+    columns = (  # with two parameters, the characters of each field shown
+        "idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
         "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
-        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes "
-        f"FROM steps WHERE {where} ")
-    capped, rows = False, None
+        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes")
+    select = f"SELECT {columns} FROM steps WHERE {where} "
+    capped = False
     if filtered:
-        # One pass over the trace finds the matches (at most MATCH_COUNT_CAP + 1 of them, in the steps' stored
-        # order, which is idx order): their number is the count, and the page is read by index from them.
-        hits = sorted(r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} LIMIT ?",
-                                                [*params, MATCH_COUNT_CAP + 1]).fetchall())
+        # The matches' indices (at most MATCH_COUNT_CAP + 1: their number is the count), then the page by index.
+        hits = read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, limit=MATCH_COUNT_CAP + 1)
         capped, total = len(hits) > MATCH_COUNT_CAP, min(len(hits), MATCH_COUNT_CAP)
         wanted = [i for i in hits if i > after][:limit + 1]
-        if wanted and (len(wanted) > limit or not capped):
-            rows = fetch_dicts(con, select + "AND idx >= ? AND idx <= ? AND list_contains(?, idx) ORDER BY idx",
-                               [chars, chars, *params, wanted[0], wanted[-1], wanted])
-        elif not capped:
-            rows = []
-    if rows is None:  # unfiltered, or a filtered page beyond the counted matches
-        window = (limit + 1) * (8 if filtered else 1)
+        if capped and len(wanted) <= limit:  # a page beyond the counted matches
+            wanted = read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, after=after, limit=limit + 1)
+        rows = fetch_dicts(con, f"SELECT {columns} FROM steps WHERE {_BY_INDEX} ORDER BY idx",
+                           [chars, chars, run_id, trace, wanted]) if wanted else []
+    else:
+        window = limit + 1
         rows = fetch_dicts(con, select + "AND idx > ? AND idx <= ? ORDER BY idx LIMIT ?",
                            [chars, chars, *params, after, after + window, limit + 1])
         if len(rows) <= limit:
@@ -184,9 +263,13 @@ def read_previous_cursor(
     """:func:`previous_cursor` on an open connection."""
     if after < 0:
         return None
-    where, params = _step_filter(run_id, trace, kind, tool, q)
+    if q:  # the (limit + 1)-th match counting back from the cursor, as the search finds them
+        before = read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, upto=after, limit=limit + 1,
+                              descending=True)
+        return before[limit] if len(before) > limit else -1
+    where, params = _step_filter(run_id, trace, kind, tool)
     # The index window before the cursor first (as read_steps_page), the whole trace before it only if needed.
-    window = (limit + 1) * (8 if (kind or tool or q) else 1)
+    window = (limit + 1) * (8 if (kind or tool) else 1)
     row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? AND idx > ? ORDER BY idx DESC LIMIT 1 "
                       "OFFSET ?", [*params, after, after - window, limit]).fetchone()
     if row is None:

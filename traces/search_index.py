@@ -1,0 +1,212 @@
+"""The word index of trace text (``step_words``), so that a search of a long trace reads a few rows, not every step.
+
+**What is stored.** One row per (run, trace, word) with the sorted indices of the steps whose lower-cased
+input or output holds the word: ``step_words(run_id, trace, word, steps INTEGER[])``, written by the store of
+the run (``traces.services.write_run``) once its steps are in, in the same transaction. A word is a maximal run
+of :data:`WORD` characters (letters, marks, digits, ``_``) of DuckDB's ``lower()`` of the text; DuckDB finds
+them itself (``regexp_extract_all``, RE2) in the rows just written. A word longer than
+:data:`MAX_WORD` characters is stored as the marker :data:`LONG_WORD` (``''``, never a word). The whole text of a
+field cut at ``traces.services.STEP_TEXT_CAP`` is indexed (it is decompressed from its ``step_texts`` chunks).
+
+**A search** (``traces.selectors.steps.read_matches``) lower-cases the query with DuckDB's ``lower()`` (the same
+function as the text, so no case rule differs) and splits it into words the same way. Where the query occurs in
+a step, each of its words is, in that step's text: the whole word (a query word with a separator on both sides),
+the end of a word (the query's first word, when the query starts inside a word), the start of a word (its last
+word, when the query ends inside one) or a part of one (a query that is a single word). Each such constraint is
+answered from the run's word list (an equality, or ``starts_with``/``ends_with``/``contains`` over the distinct
+words of the trace, plus the long-word marker), the step sets are intersected, and only those candidate steps are
+read and checked with the exact test (``contains(lower(text), lowered query)``). A query that is one word needs
+no test: a step with a word holding it holds it (only steps with a long word are tested). The result is thus
+exactly the scan's, for any query. A query without a word, or whose only words are partial ones of fewer than
+:data:`MIN_PARTIAL` characters (``"a"``, ``"->"``, ``"::"``), and a run stored without the index (ingested before
+migration 0016, or with another version of this module: ``runs.rules_version["search"]``, :func:`version`;
+``manage.py reindex`` builds it), are answered by the scan.
+
+**Why words, not trigrams** (measured on the 180 MB / 145,364-step bench trace, ``bench/ingest.py``): every
+trigram of every step is ~46 M grams to generate and de-duplicate per trace, 15.4 M distinct (step, gram) pairs:
+~7 s of CPU in Python (``set(zip(...))``), 14-18 s in DuckDB SQL (regexp), and 220-260 s with ``substring`` (it
+is quadratic on long strings), against ~10 s for the whole ingest. The words of the same trace are 3.6 M
+(step, word) pairs found in ~1.5 s of DuckDB CPU, and a query's words still give exact candidates, including
+inside a word (a part of a word is looked up in the trace's distinct words, a few hundred thousand short strings).
+"""
+from __future__ import annotations
+
+import sys
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+
+import duckdb
+import pyarrow as pa
+
+WORD = r"[\pL\pM\pN_]"  # one word character (RE2 syntax, in DuckDB's regexp functions)
+WORDS = WORD + "+"
+MAX_WORD = 100  # characters; a longer word is stored as LONG_WORD
+LONG_WORD = ""
+MIN_PARTIAL = 3  # characters a partial query word needs to be looked up (shorter ones match most words)
+MAX_CANDIDATES = 10_000  # steps to test; past this many the scan of the trace costs less (bench/search.py)
+
+
+def _index_sql(source: str) -> str:
+    """INSERT of the word rows of the run ``$run_id`` from ``source`` (a relation with trace, idx, input, output).
+
+    Each step's words are listed with duplicates and each word's step list made distinct once (cheaper than
+    de-duplicating (step, word) pairs first: 1.8 s against 2.7 s of CPU for the 145,364-step bench trace), then
+    sorted (the same steps give the same rows)."""
+    return (
+        "INSERT INTO step_words (run_id, trace, word, steps) "
+        "SELECT $run_id, trace, word, list_sort(list_distinct(list(idx))) FROM ("
+        f"  SELECT trace, idx, CASE WHEN length(w) > {MAX_WORD} THEN '{LONG_WORD}' ELSE w END AS word FROM ("
+        f"    SELECT trace, idx, unnest(regexp_extract_all(lower(concat_ws(' ', input, output)), '{WORDS}')) AS w "
+        f"    FROM {source})"
+        ") GROUP BY trace, word")
+
+
+def _whole_texts(texts: Iterable[tuple]) -> list[tuple[str, int, str]]:
+    """``(trace, idx, text)`` of each field whose whole text ``texts`` holds (``step_texts`` rows ``(trace, idx,
+    field, chunk, zlib bytes)``), decompressed and joined in chunk order."""
+    fields: dict[tuple, list[tuple[int, bytes]]] = {}
+    for trace, idx, field, chunk, data in texts:
+        fields.setdefault((trace, idx, field), []).append((chunk, data))
+    return [(trace, idx, b"".join(zlib.decompress(d) for _, d in sorted(chunks)).decode("utf-8", "replace"))
+            for (trace, idx, _field), chunks in fields.items()]
+
+
+def index_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """Write the word rows of every trace of a run from its rows in ``steps`` and, for the fields cut at ingest,
+    their whole texts in ``step_texts``, inside the caller's transaction (the store of the run, after its steps;
+    or :func:`reindex_run`). The run has no word rows yet. Raises duckdb.Error."""
+    source = "(SELECT trace, idx, input, output FROM steps WHERE run_id = $run_id)"
+    whole = _whole_texts(con.execute("SELECT trace, idx, field, chunk, data FROM step_texts WHERE run_id = ?",
+                                     [run_id]).fetchall())
+    if not whole:
+        con.execute(_index_sql(source), {"run_id": run_id})
+        return
+    table = pa.table({"trace": pa.array([w[0] for w in whole], type=pa.string()),
+                      "idx": pa.array([w[1] for w in whole], type=pa.int32()),
+                      "text": pa.array([w[2] for w in whole], type=pa.string())})
+    con.register("whole_texts", table)
+    try:
+        con.execute(_index_sql(f"({source[1:-1]} UNION ALL SELECT trace, idx, NULL, text FROM whole_texts)"),
+                    {"run_id": run_id})
+    finally:
+        con.unregister("whole_texts")
+
+
+def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """Replace the word rows of one stored run (:func:`index_run`), inside the caller's transaction."""
+    con.execute("DELETE FROM step_words WHERE run_id = ?", [run_id])
+    index_run(con, run_id)
+
+
+@cache
+def version() -> str:
+    """The version of the index (16 hex chars of sha256 over this module's source, as
+    ``traces.rules.code_version``): a run whose ``rules_version["search"]`` differs is searched by the scan."""
+    from . import rules
+
+    return rules.code_version(sys.modules[__name__])
+
+
+@dataclass(frozen=True)
+class Term:
+    """One word of a query and where it must sit in a text word: ``whole`` (the word itself), ``end`` (the end
+    of a word), ``start`` (its start) or ``part`` (anywhere in one); ``length`` in characters."""
+
+    word: str
+    where: str
+    length: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A query as the search runs it: ``lowered`` (DuckDB's ``lower()`` of it, what the exact test looks for)
+    and ``terms``, the word constraints to look up (None: the query is answered by the scan)."""
+
+    lowered: str
+    terms: tuple[Term, ...] | None
+
+
+_ASCII_WORD = frozenset("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")  # WORD's ASCII part
+
+
+def plan(con: duckdb.DuckDBPyConnection, q: str) -> Plan:
+    """The query ``q`` lowered and split into word constraints (module docstring). An ASCII query is lowered
+    and split here (``str.lower`` and :data:`WORD` agree with DuckDB on ASCII); for a query with other
+    characters DuckDB lowers it and says which of them are word characters (its own Unicode tables, those of
+    the index), one statement. Raises duckdb.Error."""
+    if q.isascii():
+        lowered, wordy = q.lower(), _ASCII_WORD
+    else:
+        lowered = _one(con, "SELECT lower(?)", [q])[0]
+        others = sorted({c for c in lowered if not c.isascii()})
+        flags = _one(con, f"SELECT list_transform(?::VARCHAR[], c -> regexp_full_match(c, '{WORD}'))",
+                     [others])[0] if others else []
+        wordy = _ASCII_WORD | {c for c, word in zip(others, flags) if word}
+    words, current = [], ""
+    for c in lowered:
+        if c in wordy:
+            current += c
+        elif current:
+            words.append(current)
+            current = ""
+    if current:
+        words.append(current)
+    starts_inside, ends_inside = bool(lowered) and lowered[0] in wordy, bool(lowered) and lowered[-1] in wordy
+    terms = []
+    for i, word in enumerate(words):
+        open_left, open_right = i == 0 and starts_inside, i == len(words) - 1 and ends_inside
+        where = {(False, False): "whole", (True, False): "end", (False, True): "start", (True, True): "part"}[
+            (open_left, open_right)]
+        if where == "whole" or len(word) >= MIN_PARTIAL:  # len: code points, as DuckDB's length()
+            terms.append(Term(word, where, len(word)))
+    return Plan(lowered, tuple(terms) if terms else None)
+
+
+def _term_sql(term: Term) -> tuple[str, list]:
+    """The WHERE condition on step_words of the text words that can hold ``term``, and its parameters."""
+    if term.length > MAX_WORD:  # only a long word can hold it, and long words are stored as the marker
+        return "word = ?", [LONG_WORD]
+    if term.where == "whole":
+        return "word = ?", [term.word]
+    test = {"end": "ends_with(word, ?)", "start": "starts_with(word, ?)", "part": "contains(word, ?)"}[term.where]
+    return f"({test} OR word = ?)", [term.word, LONG_WORD]
+
+
+def lookup(con: duckdb.DuckDBPyConnection, run_id: str, trace: str, plan: Plan) -> tuple[set[int], set[int]]:
+    """``(certain, unsure)`` step indices of the trace from the word index for a query with terms: ``certain``
+    steps hold the query (it is one word, and a word of theirs holds it), ``unsure`` ones have the words the
+    query needs and get the exact test (the candidates of the module docstring). Steps of neither hold it.
+    Raises duckdb.Error."""
+    assert plan.terms is not None
+    if len(plan.terms) == 1 and plan.terms[0].word == plan.lowered and plan.terms[0].length <= MAX_WORD:
+        # The query is one word: a text word holding it means the text does; only the long-word marker is unsure.
+        condition, values = _term_sql(plan.terms[0])
+        sure, maybe = _one(
+            con, f"SELECT list(DISTINCT idx) FILTER (WHERE sure), list(DISTINCT idx) FILTER (WHERE NOT sure) FROM ("
+            f"SELECT unnest(steps) AS idx, word <> '{LONG_WORD}' AS sure FROM step_words "
+            f"WHERE run_id = ? AND trace = ? AND {condition})", [run_id, trace, *values])
+        certain = set(sure or ())
+        return certain, set(maybe or ()) - certain
+    parts, params = [], []
+    for term in plan.terms:
+        condition, values = _term_sql(term)
+        parts.append("SELECT unnest(steps) AS idx FROM step_words WHERE run_id = ? AND trace = ? AND " + condition)
+        params += [run_id, trace, *values]
+    sql = " INTERSECT ".join(f"({p})" for p in parts)
+    return set(), set(_one(con, f"SELECT list(idx) FROM ({sql})", params)[0] or ())
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> tuple:
+    """The one row of an aggregate or constant query."""
+    row = con.execute(sql, params).fetchone()
+    assert row is not None
+    return row
+
+
+def whole_field(con: duckdb.DuckDBPyConnection, run_id: str, trace: str, idx: int, field: str) -> str:
+    """The whole text of one cut field (``input`` | ``output``) of a step, from its ``step_texts`` chunks."""
+    chunks = con.execute("SELECT data FROM step_texts WHERE run_id = ? AND trace = ? AND idx = ? AND field = ? "
+                         "ORDER BY chunk", [run_id, trace, idx, field]).fetchall()
+    return b"".join(zlib.decompress(c[0]) for c in chunks).decode("utf-8", "replace")
