@@ -178,7 +178,8 @@ def test_the_index_is_written_with_the_run_and_reindex_rebuilds_the_same(planted
     def words() -> set[tuple]:
         with warehouse.connect() as con:
             return {(r[0], r[1], tuple(r[2])) for r in con.execute(
-                "SELECT trace, word, steps FROM step_words WHERE run_id = ?", [rid]).fetchall()}
+                "SELECT trace, word, list_sort(flatten(list(steps))) FROM step_words WHERE run_id = ? "
+                "GROUP BY trace, word", [rid]).fetchall()}
 
     fresh = words()
     # From step_texts: the call's input is its JSON, so the word after an escaped newline starts with its "n".

@@ -1,12 +1,14 @@
 """The word index of trace text (``step_words``), so that a search of a long trace reads a few rows, not every step.
 
-**What is stored.** One row per (run, trace, word) with the sorted indices of the steps whose lower-cased
-input or output holds the word: ``step_words(run_id, trace, word, steps INTEGER[])``, written by the store of
-the run (``traces.services.write_run``) once its steps are in, in the same transaction. A word is a maximal run
-of :data:`WORD` characters (letters, marks, digits, ``_``) of DuckDB's ``lower()`` of the text; DuckDB finds
-them itself (``regexp_extract_all``, RE2) in the rows just written. A word longer than
-:data:`MAX_WORD` characters is stored as the marker :data:`LONG_WORD` (``''``, never a word). The whole text of a
-field cut at ``traces.services.STEP_TEXT_CAP`` is indexed (it is decompressed from its ``step_texts`` chunks).
+**What is stored.** For each batch of steps written (``traces.services.StepWriter``, ``store_run``), one row per
+(run, trace, word) with the indices of the batch's steps whose lower-cased input or output holds the word:
+``step_words(run_id, trace, word, steps INTEGER[])``, in the transaction that writes the steps (a word has a row
+per batch that holds it). DuckDB finds the words itself (``regexp_extract_all``, RE2) in the batch's Arrow table,
+so the cost is one batch's whatever the warehouse holds (reading the run's steps back would scan every run's).
+A word is a maximal run of :data:`WORD` characters (letters, marks, digits, ``_``) of DuckDB's ``lower()`` of
+the text; one longer than :data:`MAX_WORD` characters is stored as the marker :data:`LONG_WORD` (``''``, never a
+word). The whole text of a field cut at ``traces.services.STEP_TEXT_CAP`` is indexed too (decompressed from the
+``step_texts`` chunks written with the batch).
 
 **A search** (``traces.selectors.steps.read_matches``) lower-cases the query with DuckDB's ``lower()`` (the same
 function as the text, so no case rule differs) and splits it into words the same way. Where the query occurs in
@@ -45,59 +47,64 @@ WORDS = WORD + "+"
 MAX_WORD = 100  # characters; a longer word is stored as LONG_WORD
 LONG_WORD = ""
 MIN_PARTIAL = 3  # characters a partial query word needs to be looked up (shorter ones match most words)
+REINDEX_BATCH = 16_384  # step indices of a stored run re-indexed by one statement
 MAX_CANDIDATES = 10_000  # steps to test; past this many the scan of the trace costs less (bench/search.py)
 
 
-def _index_sql(source: str) -> str:
-    """INSERT of the word rows of the run ``$run_id`` from ``source`` (a relation with trace, idx, input, output).
-
-    Each step's words are listed with duplicates and each word's step list made distinct once (cheaper than
-    de-duplicating (step, word) pairs first: 1.8 s against 2.7 s of CPU for the 145,364-step bench trace), then
-    sorted (the same steps give the same rows)."""
-    return (
-        "INSERT INTO step_words (run_id, trace, word, steps) "
-        "SELECT $run_id, trace, word, list_sort(list_distinct(list(idx))) FROM ("
-        f"  SELECT trace, idx, CASE WHEN length(w) > {MAX_WORD} THEN '{LONG_WORD}' ELSE w END AS word FROM ("
-        f"    SELECT trace, idx, unnest(regexp_extract_all(lower(concat_ws(' ', input, output)), '{WORDS}')) AS w "
-        f"    FROM {source})"
-        ") GROUP BY trace, word")
+_INDEX_SQL = (
+    # Each step's words are listed with duplicates and each word's step list made distinct once (cheaper than
+    # de-duplicating (step, word) pairs first: 1.8 s against 2.7 s of CPU for the 145,364-step bench trace); the
+    # lists are not sorted (a search makes sets of them).
+    "INSERT INTO step_words (run_id, trace, word, steps) "
+    "SELECT run_id, trace, word, list_distinct(list(idx)) FROM ("
+    f"  SELECT run_id, trace, idx, CASE WHEN length(w) > {MAX_WORD} THEN '{LONG_WORD}' ELSE w END AS word FROM ("
+    f"    SELECT run_id, trace, idx, unnest(regexp_extract_all(lower(concat_ws(' ', input, output)), '{WORDS}')) "
+    "     AS w FROM {source})"
+    ") GROUP BY run_id, trace, word")
 
 
-def _whole_texts(texts: Iterable[tuple]) -> list[tuple[str, int, str]]:
-    """``(trace, idx, text)`` of each field whose whole text ``texts`` holds (``step_texts`` rows ``(trace, idx,
-    field, chunk, zlib bytes)``), decompressed and joined in chunk order."""
+def index_rows(con: duckdb.DuckDBPyConnection, source: str, params: list | None = None) -> None:
+    """Write the word rows of the steps in the relation ``source`` (run_id, trace, idx, input, output; its
+    parameters ``params``), inside the caller's transaction. Raises duckdb.Error."""
+    con.execute(_INDEX_SQL.format(source=source), params or [])
+
+
+def index_whole_texts(con: duckdb.DuckDBPyConnection, texts: Iterable[tuple]) -> None:
+    """Write the word rows of the whole texts of fields cut at ingest: ``texts`` are ``step_texts`` rows
+    ``(run_id, trace, idx, field, chunk, zlib bytes)``, decompressed and joined in chunk order (the stored, cut
+    text of those fields is indexed with its step). Raises duckdb.Error."""
     fields: dict[tuple, list[tuple[int, bytes]]] = {}
-    for trace, idx, field, chunk, data in texts:
-        fields.setdefault((trace, idx, field), []).append((chunk, data))
-    return [(trace, idx, b"".join(zlib.decompress(d) for _, d in sorted(chunks)).decode("utf-8", "replace"))
-            for (trace, idx, _field), chunks in fields.items()]
-
-
-def index_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Write the word rows of every trace of a run from its rows in ``steps`` and, for the fields cut at ingest,
-    their whole texts in ``step_texts``, inside the caller's transaction (the store of the run, after its steps;
-    or :func:`reindex_run`). The run has no word rows yet. Raises duckdb.Error."""
-    source = "(SELECT trace, idx, input, output FROM steps WHERE run_id = $run_id)"
-    whole = _whole_texts(con.execute("SELECT trace, idx, field, chunk, data FROM step_texts WHERE run_id = ?",
-                                     [run_id]).fetchall())
-    if not whole:
-        con.execute(_index_sql(source), {"run_id": run_id})
+    for run_id, trace, idx, field, chunk, data in texts:
+        fields.setdefault((run_id, trace, idx, field), []).append((chunk, data))
+    if not fields:
         return
-    table = pa.table({"trace": pa.array([w[0] for w in whole], type=pa.string()),
-                      "idx": pa.array([w[1] for w in whole], type=pa.int32()),
-                      "text": pa.array([w[2] for w in whole], type=pa.string())})
+    keys = list(fields)
+    table = pa.table({
+        "run_id": pa.array([k[0] for k in keys], type=pa.string()),
+        "trace": pa.array([k[1] for k in keys], type=pa.string()),
+        "idx": pa.array([k[2] for k in keys], type=pa.int32()),
+        "input": pa.array([None] * len(keys), type=pa.string()),
+        "output": pa.array([b"".join(zlib.decompress(d) for _, d in sorted(fields[k])).decode("utf-8", "replace")
+                            for k in keys], type=pa.string()),
+    })
     con.register("whole_texts", table)
     try:
-        con.execute(_index_sql(f"({source[1:-1]} UNION ALL SELECT trace, idx, NULL, text FROM whole_texts)"),
-                    {"run_id": run_id})
+        index_rows(con, "whole_texts")
     finally:
         con.unregister("whole_texts")
 
 
-def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Replace the word rows of one stored run (:func:`index_run`), inside the caller's transaction."""
+def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str, *, batch: int = REINDEX_BATCH) -> None:
+    """Replace the word rows of one stored run (every trace) with those of its rows in ``steps`` and, for the
+    fields cut at ingest, their whole texts in ``step_texts``, inside the caller's transaction. The steps are
+    read ``batch`` indices at a time: one statement and the memory of one batch each. Raises duckdb.Error."""
     con.execute("DELETE FROM step_words WHERE run_id = ?", [run_id])
-    index_run(con, run_id)
+    last = con.execute("SELECT max(idx) FROM steps WHERE run_id = ?", [run_id]).fetchone()
+    for start in range(0, (last[0] if last and last[0] is not None else -1) + 1, batch):
+        index_rows(con, "(SELECT run_id, trace, idx, input, output FROM steps WHERE run_id = ? AND idx >= ? "
+                        "AND idx < ?)", [run_id, start, start + batch])
+    index_whole_texts(con, con.execute("SELECT run_id, trace, idx, field, chunk, data FROM step_texts WHERE "
+                                       "run_id = ?", [run_id]).fetchall())
 
 
 @cache

@@ -4,9 +4,9 @@ writes other apps make to runs (a rerun's evaluation, a reviewer's override, a r
 A run is stored in one transaction: with all its steps or not at all. A step's input or output longer than
 :data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
 bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
-bytes, and served range by range (``traces.selectors.step_text``). Once a run's steps are written, the word index
-of its traces (``step_words``, ``traces.search_index``) is written from them in the same transaction. Reading
-results trees is ``traces.ingest``.
+bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
+rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
+transaction. Reading results trees is ``traces.ingest``.
 """
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
         con.register("new_steps", table)
         try:
             con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
+            search_index.index_rows(con, "new_steps")
         finally:
             con.unregister("new_steps")
     if texts:
@@ -72,6 +73,7 @@ def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
             con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
         finally:
             con.unregister("new_texts")
+        search_index.index_whole_texts(con, texts)
 
 
 class StepWriter:
@@ -105,9 +107,8 @@ class StepWriter:
 def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> None:
     """The body of :func:`store_run`, inside the caller's transaction: upsert the method, (``replace``: delete
     the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
-    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), write the word
-    index of its steps (those a StepWriter wrote included), and recompute the latest-run flags of its cell.
-    Raises duckdb.Error."""
+    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
+    latest-run flags of its cell. Raises duckdb.Error."""
     run = rows["run"]
     columns = list(run)
     con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
@@ -120,7 +121,6 @@ def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> No
     for tokens_in, tokens_out, trace, idx in rows.get("late_usage", []):
         con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
                     [tokens_in, tokens_out, run["id"], trace, idx])
-    search_index.index_run(con, run["id"])
     warehouse.insert_rows(con, "verdicts", rows["verdicts"])
     warehouse.insert_rows(con, "evaluations", rows["evaluations"])
     _store_analysis(con, run["id"], rows)

@@ -227,8 +227,10 @@ def reindex(*, families: Iterable[str] = FAMILIES, force: bool = False, run_ids:
             report.facets += len(found["facets"]) if "facets" in todo else 0
             report.marked_steps += len(found["marks"]) if "evidence" in todo else 0
             if progress:
-                progress(f"{run_id}: {', '.join(todo)}: {len(found['facets'])} facets, "
-                         f"{len(found['marks'])} marked steps")
+                done = ([f"{len(found['facets'])} facets"] if "facets" in todo else []) + \
+                    ([f"{len(found['marks'])} marked steps"] if "evidence" in todo else []) + \
+                    (["word index rebuilt"] if "search" in todo else [])
+                progress(f"{run_id}: {', '.join(todo)}: {', '.join(done)}")
     report.seconds = time.monotonic() - started
     return report
 
