@@ -10,8 +10,8 @@ no network; median of ``--repeat`` calls after one warm-up call, ms):
 - the matches (``read_matches``, at most ``MATCH_COUNT_CAP + 1``: what a search page counts), with the word
   index and with the scan (``use_index=False``), and their ratio scan / index;
 - the search as the run page sends it (``/runs/<id>/?q=`` with ``HX-Request``, the ``#trace-results``
-  partial) with the index, and with the scan (``traces.selectors.steps._indexed`` replaced, for that timing only,
-  by one that says no run is indexed), and their ratio.
+  partial) with the index, and with the scan (``traces.search_index.lookup`` replaced, for that timing only, by
+  one that says the run has no index), and their ratio.
 
 The queries: a rare word, a word in every other step (capped count), a phrase with punctuation, a word part, a
 phrase deep in the trace's longest step (the last 24 characters of its last line, found at run time), a non-ASCII word and a
@@ -91,9 +91,8 @@ def main() -> None:
     from ingest import build_big  # bench/ingest.py, beside this file (bench/ is on sys.path as the script's folder)
     from demo.tree import make_demo_results
     from ptbsite import warehouse
-    from traces import selectors
+    from traces import search_index, selectors
     from traces.ingest import ingest_tree
-    from traces.selectors import steps
     from traces.selectors.steps import MATCH_COUNT_CAP, read_matches
 
     call_command("migrate", verbosity=0)
@@ -108,7 +107,7 @@ def main() -> None:
     ingest_s = time.perf_counter() - started
     run = max(selectors.list_runs(limit=None)[0], key=lambda r: r.step_count)
     client = Client()
-    indexed = steps._indexed
+    lookup = search_index.lookup
     with warehouse.connect() as con:
         chars, rows = con.execute(
             "SELECT sum(length(output) + length(coalesce(input, ''))), (SELECT count(*) FROM step_words WHERE "
@@ -128,11 +127,11 @@ def main() -> None:
         url = f"/runs/{run.id}/"
         page_fast, response = _median_ms(lambda: client.get(url, {"q": q}, **HTMX), args.repeat)
         assert response.status_code == 200
-        steps._indexed = lambda con, run_id: False
+        search_index.lookup = lambda *args: None
         try:
             page_slow, _ = _median_ms(lambda: client.get(url, {"q": q}, **HTMX), args.repeat)
         finally:
-            steps._indexed = indexed
+            search_index.lookup = lookup
         count = f"{min(len(hits), MATCH_COUNT_CAP):,}{'+' if len(hits) > MATCH_COUNT_CAP else ''}"
         print(f"{label:>26} {q[:16]:>16} {count:>8} {fast:>9.1f} {slow:>9.1f} {slow / fast:>9.1f}x "
               f"{page_fast:>17.1f} {page_slow:>16.1f} {page_slow / page_fast:>9.1f}x", flush=True)

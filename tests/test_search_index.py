@@ -14,7 +14,7 @@ from django.core.management import call_command
 from ptbsite import warehouse
 from traces import layout, search_index, selectors
 from traces.ingest import ingest_tree, reindex
-from traces.selectors.steps import _indexed, read_matches
+from traces.selectors.steps import read_matches
 from traces.services import STEP_TEXT_CAP, delete_run
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,7 @@ def test_the_index_finds_what_the_scan_finds_on_every_demo_trace(demo_ingested):
     with warehouse.connect() as con:
         for run in runs:
             for trace in selectors.trace_names(run.id):
-                assert _indexed(con, run.id)
+                assert search_index.indexed(con, run.id)
                 for q in FIXED_QUERIES + _queries_from(con, run.id, trace, rng, 12):
                     indexed = read_matches(con, run.id, trace=trace, q=q, limit=ALL)
                     assert indexed == read_matches(con, run.id, trace=trace, q=q, limit=ALL, use_index=False), \
@@ -87,7 +87,7 @@ def test_windows_filters_and_pages_agree_with_the_scan(demo_ingested, monkeypatc
         for q in ("import", "the", "error:"):
             indexed = page(q)
             with monkeypatch.context() as scan_only:
-                scan_only.setattr(step_reads, "_indexed", lambda con, run_id: False)
+                scan_only.setattr(search_index, "lookup", lambda *args: None)
                 assert page(q) == indexed, (cap, q)
             assert indexed[0] > 0 or q == "error:"
 
@@ -219,12 +219,12 @@ def test_a_run_stored_without_the_index_is_scanned_until_reindex_builds_it(plant
 
     warehouse.run_in_transaction(old_run)
     with warehouse.connect() as con:
-        assert not _indexed(con, rid)
+        assert not search_index.indexed(con, rid)
     assert _both("deepword_xyzzy") == [deep]  # the scan answers
     assert selectors.steps_page(rid, q="deepword_xyzzy").total == 1
     call_command("reindex", "--rules", "search", "--quiet")
     with warehouse.connect() as con:
-        assert _indexed(con, rid)
+        assert search_index.indexed(con, rid)
         assert con.execute("SELECT count(*) FROM step_words WHERE run_id = ?", [rid]).fetchone()[0] > 10
     assert _both("deepword_xyzzy") == [deep]
 

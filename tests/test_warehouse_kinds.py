@@ -123,14 +123,14 @@ def test_an_evaluation_is_stored_once(kind, small_tree):
 
 def test_the_search_index_answers_as_the_scan_does(kind, small_tree):
     from traces import search_index
-    from traces.selectors.steps import _indexed, read_matches
+    from traces.selectors.steps import read_matches
 
     answered = 0
     with warehouse.connect() as con:
         assert con.execute("SELECT count(*) FROM step_words").fetchone()[0] > 1000
         for demo in small_tree.runs:
             run_id = layout.run_id(*demo.run_dir.split("/"))
-            assert _indexed(con, run_id)
+            assert search_index.indexed(con, run_id)
             for q in ("import", "the model", "Error:", "->", "omitted-api-key", "naïve", "loss", "a"):
                 found = read_matches(con, run_id, q=q, limit=10 ** 6)
                 assert found == read_matches(con, run_id, q=q, limit=10 ** 6, use_index=False), (demo.run_dir, q)

@@ -4,7 +4,6 @@
 """
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass
 
@@ -49,16 +48,6 @@ _HOLDS = "(contains(lower(output), ?) OR contains(lower(coalesce(input, '')), ?)
 _CUT = "(input_bytes > strlen(input) OR output_bytes > strlen(output))"
 
 
-def _indexed(con, run_id: str) -> bool:
-    """Whether the run's word index was built by this version of ``traces.search_index``."""
-    row = con.execute("SELECT rules_version FROM runs WHERE id = ?", [run_id]).fetchone()
-    try:
-        versions = json.loads(row[0]) if row and row[0] else {}
-    except ValueError:
-        return False
-    return isinstance(versions, dict) and versions.get("search") == search_index.version()
-
-
 def read_matches(
     con, run_id: str, *, trace: str = "agent", kind: str | None = None, tool: str | None = None,
     q: str | None = None, after: int = -1, upto: int | None = None, limit: int, descending: bool = False,
@@ -80,27 +69,26 @@ def read_matches(
                                           [*params, limit]).fetchall()]
     plan = search_index.plan(con, q)
     text = plan.lowered
-    found = (search_index.lookup(con, run_id, trace, plan)
-             if use_index and plan.terms is not None and _indexed(con, run_id) else None)
+    found = search_index.lookup(con, run_id, trace, plan) if use_index and plan.terms is not None else None
     if found is not None and len(found[1]) <= search_index.MAX_CANDIDATES:
         certain, unsure = ({i for i in ids if i > after and (upto is None or i <= upto)} for ids in found)
         if kind or tool:  # the steps of that kind and tool, a read of small columns only
             allowed = {r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where}", params).fetchall()}
             certain, unsure = certain & allowed, unsure & allowed
-        hits = certain | set(_holding(con, run_id, trace, sorted(unsure), text))
-        cut = _cut_rows(con, run_id, trace, sorted(unsure - hits))
+        tested = _tested(con, run_id, trace, sorted(unsure), text)
+        hits = certain | {idx for idx, holds, _, _ in tested if holds}
+        cut = [(idx, in_cut, out_cut) for idx, holds, in_cut, out_cut in tested if not holds and (in_cut or out_cut)]
     else:
         hits = {r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} AND {_HOLDS} ORDER BY idx {order} "
                                           "LIMIT ?", [*params, text, text, limit]).fetchall()}
-        cut = [r for r in con.execute(
-            f"SELECT idx, input, output, input_bytes > strlen(input), output_bytes > strlen(output) FROM steps "
-            f"WHERE {where} AND {_CUT}", params).fetchall() if r[0] not in hits]
-    # A field cut at ingest holds the query perhaps only past the cut: its whole text is tested (rare rows).
-    for idx, text_in, text_out, in_cut, out_cut in cut:
-        whole_in = search_index.whole_field(con, run_id, trace, idx, "input") if in_cut else (text_in or "")
-        whole_out = search_index.whole_field(con, run_id, trace, idx, "output") if out_cut else text_out
-        if con.execute("SELECT contains(lower(?), ?) OR contains(lower(?), ?)",
-                       [whole_in, text, whole_out, text]).fetchone()[0]:
+        cut = [r for r in con.execute(f"SELECT idx, {_CUT_FIELDS} FROM steps WHERE {where} AND {_CUT}",
+                                      params).fetchall() if r[0] not in hits]
+    # A field cut at ingest holds the query perhaps only past the cut (its stored text does not): its whole text
+    # is tested (rare rows).
+    for idx, in_cut, out_cut in cut:
+        if any(con.execute("SELECT contains(lower(?), ?)", [search_index.whole_field(con, run_id, trace, idx, field),
+                                                             text]).fetchone()[0]
+               for field, is_cut in (("input", in_cut), ("output", out_cut)) if is_cut):
             hits.add(idx)
     return sorted(hits, reverse=descending)[:limit]
 
@@ -108,23 +96,16 @@ def read_matches(
 # Rows by index: a semi join on the indices, so that only those rows' texts are read. A test of their text goes in
 # the SELECT list, not the WHERE clause, which DuckDB would push into the scan of every row of the trace.
 _BY_INDEX = "run_id = ? AND trace = ? AND idx IN (SELECT unnest(?::INTEGER[]))"
+_CUT_FIELDS = "input_bytes > strlen(input), output_bytes > strlen(output)"  # whether each field was cut
 
 
-def _holding(con, run_id: str, trace: str, indices: list[int], text: str) -> list[int]:
-    """Those of the step ``indices`` whose stored input or output holds the lowered ``text``."""
+def _tested(con, run_id: str, trace: str, indices: list[int], text: str) -> list[tuple[int, bool, bool, bool]]:
+    """``(idx, its stored input or output holds the lowered text, input cut, output cut)`` of the step
+    ``indices``, in one statement."""
     if not indices:
         return []
-    return [idx for idx, holds in con.execute(f"SELECT idx, {_HOLDS} FROM steps WHERE {_BY_INDEX}",
-                                              [text, text, run_id, trace, indices]).fetchall() if holds]
-
-
-def _cut_rows(con, run_id: str, trace: str, indices: list[int]) -> list[tuple]:
-    """``(idx, input, output, input cut, output cut)`` of those of the step ``indices`` with a field cut at
-    ingest."""
-    if not indices:
-        return []
-    return con.execute("SELECT idx, input, output, input_bytes > strlen(input), output_bytes > strlen(output) "
-                       f"FROM steps WHERE {_BY_INDEX} AND {_CUT}", [run_id, trace, indices]).fetchall()
+    return con.execute(f"SELECT idx, {_HOLDS}, {_CUT_FIELDS} FROM steps WHERE {_BY_INDEX}",
+                       [text, text, run_id, trace, indices]).fetchall()
 
 
 MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (``StepPage.capped`` says so)
