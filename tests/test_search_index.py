@@ -167,6 +167,7 @@ def _both(q: str) -> list[int]:
     ("aaaneedlebbb", "toolu_4", "tool_result"), ("a" * 120, "toolu_4", "tool_result"),
     ("b tail", "toolu_4", "tool_result"), ("needle tail", None, None),
     ("zebra", None, None), ("quokka zebra", None, None),
+    (UNICODE, "toolu_3", "tool_result"), (UNICODE + "!", None, None),  # more words than MAX_TERMS
 ])
 def test_planted_texts_are_found_by_the_index_as_by_the_scan(planted, q, call, kind):
     assert _both(q) == ([_step(call, kind)] if call else [])

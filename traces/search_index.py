@@ -48,6 +48,7 @@ WORDS = WORD + "+"
 MAX_WORD = 100  # characters; a longer word is stored as LONG_WORD
 LONG_WORD = ""
 MIN_PARTIAL = 3  # characters a partial query word needs to be looked up (shorter ones match most words)
+MAX_TERMS = 8  # query words looked up at most
 REINDEX_BATCH = 16_384  # step indices of a stored run re-indexed by one statement
 MAX_CANDIDATES = 10_000  # steps to test; past this many the scan of the trace costs less (bench/search.py)
 
@@ -169,6 +170,8 @@ def plan(con: duckdb.DuckDBPyConnection, q: str) -> Plan:
             (open_left, open_right)]
         if where == "whole" or len(word) >= MIN_PARTIAL:  # len: code points, as DuckDB's length()
             terms.append(Term(word, where, len(word)))
+    # Fewer terms give more candidates, never fewer matches: the longest (the most telling) are looked up.
+    terms = sorted(sorted(terms, key=lambda t: -t.length)[:MAX_TERMS], key=terms.index)
     return Plan(lowered, tuple(terms) if terms else None)
 
 
