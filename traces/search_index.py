@@ -24,12 +24,12 @@ exactly the scan's, for any query. A query without a word, or whose only words a
 migration 0016, or with another version of this module: ``runs.rules_version["search"]``, :func:`version`;
 ``manage.py reindex`` builds it), are answered by the scan.
 
-**Why words, not trigrams** (measured on the 180 MB / 145,364-step bench trace, ``bench/ingest.py``): every
-trigram of every step is ~46 M grams to generate and de-duplicate per trace, 15.4 M distinct (step, gram) pairs:
-~7 s of CPU in Python (``set(zip(...))``), 14-18 s in DuckDB SQL (regexp), and 220-260 s with ``substring`` (it
-is quadratic on long strings), against ~10 s for the whole ingest. The words of the same trace are 3.6 M
-(step, word) pairs found in ~1.5 s of DuckDB CPU, and a query's words still give exact candidates, including
-inside a word (a part of a word is looked up in the trace's distinct words, a few hundred thousand short strings).
+**Why words, not trigrams** (``bench/index_cost.py`` on the 180 MB / 145,357-step bench trace, CPU seconds on
+this machine, bench/RESULTS.md): a trigram index holds 15.4 M (step, trigram) pairs, 4.3x the 3.6 M (step,
+word) pairs, and costs 5.4 s to build in Python (``set(zip(...))``), 9.8 s in DuckDB (``regexp_extract_all``)
+and ~160 s with ``substring`` (quadratic on long texts), against 2.0 s for the words, with a whole ingest of the
+trace at ~10 s. The words still give exact candidates inside a word: a part of a word is looked up among the
+trace's distinct words (a few hundred thousand short strings, not the 46 M characters of its steps).
 """
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ MAX_CANDIDATES = 10_000  # steps to test; past this many the scan of the trace c
 
 _INDEX_SQL = (
     # Each step's words are listed with duplicates and each word's step list made distinct once (cheaper than
-    # de-duplicating (step, word) pairs first: 1.8 s against 2.7 s of CPU for the 145,364-step bench trace); the
-    # lists are not sorted (a search makes sets of them).
+    # de-duplicating (step, word) pairs first: 1.8 s against 2.7 s of CPU for the 145,357-step bench trace, in
+    # one statement); the lists are not sorted (a search makes sets of them).
     "INSERT INTO step_words (run_id, trace, word, steps) "
     "SELECT run_id, trace, word, list_distinct(list(idx)) FROM ("
     f"  SELECT run_id, trace, idx, CASE WHEN length(w) > {MAX_WORD} THEN '{LONG_WORD}' ELSE w END AS word FROM ("
