@@ -16,8 +16,9 @@ Beside each, in the same run, the anchor: a loop that reads every trace file the
 ``solve_out.txt``/``trace.txt``/``solve_parsed.txt`` and the judges' ``judge_output*.json``/``judgement.log``),
 splits it into lines, strips the ``[YYYY-MM-DDTHH:MM:SSZ] `` prefix and runs ``orjson.loads`` on each line
 (non-JSON lines raise and are skipped), best of 3. Printed: trace MB, ingest seconds, MB/s, anchor seconds, the
-ratio ingest / anchor, and the ingest process's peak RSS (``os.wait4``'s ``ru_maxrss``, what
-``/usr/bin/time -v`` reports as "Maximum resident set size").
+ratio ingest / anchor, the ingest process's CPU seconds (user + system, its reaped worker processes included:
+``os.wait4``'s ``ru_utime + ru_stime``; on a shared machine a steadier figure than the wall time) and its peak RSS
+(``ru_maxrss``, what ``/usr/bin/time -v`` reports as "Maximum resident set size").
 
 ``--repeat N``: each tree's ingest and its anchor N times in turn (the machine is shared: the spread says how much
 a figure can be trusted); one line per pair, then the median ratio and the range.
@@ -97,8 +98,9 @@ def _fresh(work: Path, name: str) -> dict[str, str]:
     return env
 
 
-def timed_ingest(work: Path, name: str, root: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, the ingest's summary line) of one ``manage.py ingest`` process."""
+def timed_ingest(work: Path, name: str, root: Path) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS in MB, the ingest's summary line, CPU seconds) of one ``manage.py ingest``
+    process."""
     env = _fresh(work, name)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "manage.py", "ingest", str(root), "--quiet"], cwd=ROOT, env=env,
@@ -109,7 +111,7 @@ def timed_ingest(work: Path, name: str, root: Path) -> tuple[float, float, str]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"ingest of {root} failed ({proc.returncode}):\n{output}")
-    return seconds, usage.ru_maxrss / 1024, output.strip().splitlines()[-1]
+    return seconds, usage.ru_maxrss / 1024, output.strip().splitlines()[-1], usage.ru_utime + usage.ru_stime
 
 
 def profile(work: Path, root: Path, top: int = 5) -> None:
@@ -182,7 +184,7 @@ def main() -> None:
             long_run = max(demo_root.glob("*/*/solve_out.txt"), key=lambda p: p.stat().st_size).parent
             build_big(long_run, big_root, args.mb)
         print(f"{'tree':<40} {'runs':>5} {'trace MB':>9} {'ingest s':>9} {'MB/s':>6} {'orjson loop s':>14} "
-              f"{'ratio':>7} {'peak RSS MB':>12}")
+              f"{'ratio':>7} {'peak RSS MB':>12} {'cpu s':>6}")
         for name, root in (("big", big_root), ("demo", demo_root)):
             files = trace_files(root)
             megabytes = sum(p.stat().st_size for p in files) / 1e6
@@ -190,11 +192,11 @@ def main() -> None:
             label = f"{name}: {root.name}" if name == "big" else f"demo: --runs {args.runs} --seed {args.seed}"
             ratios = []
             for _ in range(args.repeat):
-                seconds, rss, summary = timed_ingest(work, name, root)
+                seconds, rss, summary, cpu = timed_ingest(work, name, root)
                 anchor = bare_loop(files)
                 ratios.append(seconds / anchor)
                 print(f"{label:<40} {runs:>5} {megabytes:>9.1f} {seconds:>9.2f} {megabytes / seconds:>6.1f} "
-                      f"{anchor:>14.3f} {seconds / anchor:>6.1f}x {rss:>12.0f}", flush=True)
+                      f"{anchor:>14.3f} {seconds / anchor:>6.1f}x {rss:>12.0f} {cpu:>6.1f}", flush=True)
                 print(f"  {summary.split(': ', 1)[-1]}", flush=True)
             if args.repeat > 1:
                 ratios.sort()

@@ -15,7 +15,8 @@ from traces.parsers import _builder
 from traces.redaction import Redactor
 
 VOLATILE = {"runs": {"ingested_at"}, "methods": {"ingested_at"}}
-TABLES = ("methods", "runs", "steps", "step_texts", "verdicts", "evaluations", "facets", "phases", "monitor")
+TABLES = ("methods", "runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases",
+          "monitor")
 
 
 def _dump() -> dict[str, list[tuple]]:
@@ -24,6 +25,10 @@ def _dump() -> dict[str, list[tuple]]:
         for table in TABLES:
             columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in VOLATILE.get(table, ())]
             out[table] = con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY ALL").fetchall()
+        # The word index has a row per word per batch written: compared as each word's steps.
+        out["step_words"] = con.execute(
+            "SELECT run_id, trace, word, list_sort(flatten(list(steps))) FROM step_words GROUP BY ALL "
+            "ORDER BY ALL").fetchall()
     return out
 
 

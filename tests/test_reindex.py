@@ -50,7 +50,7 @@ def test_a_fresh_ingest_records_the_codes_rules_version(ingested):
     with warehouse.connect() as con:
         versions = {row[0] for row in con.execute("SELECT rules_version FROM runs").fetchall()}
     assert versions == {json.dumps(current_versions(), sort_keys=True)}
-    assert set(current_versions()) == {"evidence", "facets"}
+    assert set(current_versions()) == {"evidence", "facets", "search"}
     assert all(len(v) == 16 for v in current_versions().values())
 
 

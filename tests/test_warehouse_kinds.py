@@ -18,7 +18,7 @@ from .conftest import WAREHOUSE_KINDS
 
 SCORES = json.loads((DEFAULT_PUBLISHED_DIR / "scores.json").read_text())
 KEY = {"human": "instruct", "base-model": "base-zeroshot", "base-model-fewshot": "base-fewshot"}
-TABLES = ("methods", "runs", "steps", "verdicts", "evaluations")
+TABLES = ("methods", "runs", "steps", "step_words", "verdicts", "evaluations")
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +119,20 @@ def test_an_evaluation_is_stored_once(kind, small_tree):
     assert 100 * selectors.get_run(run_id).score == pytest.approx(50.0)
     with pytest.raises(LookupError):
         add_evaluation(run_id="nope", accuracy=0.5, metrics={}, provenance={}, evaluation_id="job-8")
+
+
+def test_the_search_index_answers_as_the_scan_does(kind, small_tree):
+    from traces import search_index
+    from traces.selectors.steps import read_matches
+
+    answered = 0
+    with warehouse.connect() as con:
+        assert con.execute("SELECT count(*) FROM step_words").fetchone()[0] > 1000
+        for demo in small_tree.runs:
+            run_id = layout.run_id(*demo.run_dir.split("/"))
+            assert search_index.indexed(con, run_id)
+            for q in ("import", "the model", "Error:", "->", "omitted-api-key", "naïve", "loss", "a"):
+                found = read_matches(con, run_id, q=q, limit=10 ** 6)
+                assert found == read_matches(con, run_id, q=q, limit=10 ** 6, use_index=False), (demo.run_dir, q)
+                answered += bool(found) and search_index.plan(con, q).terms is not None
+    assert answered > 10  # matches found through the index, not only absences

@@ -4,7 +4,9 @@ writes other apps make to runs (a rerun's evaluation, a reviewer's override, a r
 A run is stored in one transaction: with all its steps or not at all. A step's input or output longer than
 :data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
 bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
-bytes, and served range by range (``traces.selectors.step_text``). Reading results trees is ``traces.ingest``.
+bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
+rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
+transaction. Reading results trees is ``traces.ingest``.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pyarrow as pa
 
 from ptbsite import warehouse
 
+from . import search_index
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
@@ -42,12 +45,12 @@ def store_run(rows: dict, *, method_row: tuple) -> None:
 
 
 def delete_run(con, run_id: str) -> None:
-    """Delete a stored run's rows (runs, steps, texts, verdicts, facets, phases, monitor, its original
+    """Delete a stored run's rows (runs, steps, texts, word index, verdicts, facets, phases, monitor, its original
     evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
-    for table in ("runs", "steps", "step_texts", "verdicts", *_ANALYSIS_TYPES):
+    for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TYPES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
@@ -60,6 +63,7 @@ def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
         con.register("new_steps", table)
         try:
             con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
+            search_index.index_rows(con, "new_steps")
         finally:
             con.unregister("new_steps")
     if texts:
@@ -69,6 +73,7 @@ def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
             con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
         finally:
             con.unregister("new_texts")
+        search_index.index_whole_texts(con, texts)
 
 
 class StepWriter:

@@ -297,6 +297,7 @@ class Ingester:
             writer.flush()
             writer.con.execute("DELETE FROM steps WHERE run_id = ? AND trace = 'agent'", [rid])
             writer.con.execute("DELETE FROM step_texts WHERE run_id = ? AND trace = 'agent'", [rid])
+            writer.con.execute("DELETE FROM step_words WHERE run_id = ? AND trace = 'agent'", [rid])
             writer.written = written
             counts.secrets, counts.replaced = before.secrets, before.replaced
             return self._whole_agent(rid, path, method, context, counts)

@@ -7,9 +7,11 @@ the runs whose stored version of a family differs from the code's, from the agen
 (the whole text of a field cut at ``traces.services.STEP_TEXT_CAP`` is read back from ``step_texts``), so the
 result is what a fresh ingest of the same files stores. Each run is one transaction.
 
-Families: ``facets`` (the facets and phases tables), ``evidence`` (the steps' ``suspicious`` column). The
-evidence rules also read the suite's dataset names and instruct models; an edited suite file is not a version
-change: run ``reindex --all``.
+Families: ``facets`` (the facets and phases tables), ``evidence`` (the steps' ``suspicious`` column), ``search``
+(the word index ``step_words`` of every trace of the run, ``traces.search_index``, whose version is that module's;
+a run without it, such as one stored before migration 0017, is searched by a scan). The evidence rules also read
+the suite's dataset names and instruct models; an edited suite file is not a version change: run
+``reindex --all``.
 """
 from __future__ import annotations
 
@@ -26,26 +28,28 @@ import pyarrow as pa
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
 
-from .. import evidence, facets, rules
+from .. import evidence, facets, rules, search_index
 from ..parsers import storable
 from ..services import STEP_TEXT_CAP
 from ..steps import Step
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("facets", "evidence")
+FAMILIES = ("facets", "evidence", "search")
 
 
 @cache
 def _code_versions() -> tuple[tuple[str, str], ...]:
     return (("evidence", rules.code_version(evidence, rules, facets)),
-            ("facets", rules.code_version(facets, rules, evidence)))
+            ("facets", rules.code_version(facets, rules, evidence)),
+            ("search", search_index.version()))
 
 
 def current_versions() -> dict[str, str]:
-    """``{"evidence": version, "facets": version}`` of the rules in the code (``traces.rules.code_version``):
-    facets read the call rules of ``traces.evidence`` too (one RE2 Set holds both), so both versions cover the
-    three modules, each starting from its own."""
+    """``{"evidence": version, "facets": version, "search": version}`` of the rules in the code
+    (``traces.rules.code_version``): facets read the call rules of ``traces.evidence`` too (one RE2 Set holds
+    both), so both versions cover the three modules, each starting from its own; ``search`` is
+    ``traces.search_index.version()``."""
     return dict(_code_versions())
 
 
@@ -141,7 +145,11 @@ def _reindex_run(run_id: str, families: list[str], context: evidence.EvidenceCon
 
     def write(con) -> dict:
         stored = con.execute("SELECT rules_version FROM runs WHERE id = ?", [run_id]).fetchone()
-        found = derive(stored_steps(con, run_id), context, run_id)
+        rules_families = [f for f in families if f != "search"]
+        found = derive(stored_steps(con, run_id), context, run_id) if rules_families else \
+            {"facets": [], "phases": [], "marks": {}}
+        if "search" in families:
+            search_index.reindex_run(con, run_id)
         if "facets" in families:
             con.execute("DELETE FROM facets WHERE run_id = ?", [run_id])
             con.execute("DELETE FROM phases WHERE run_id = ?", [run_id])
@@ -219,8 +227,10 @@ def reindex(*, families: Iterable[str] = FAMILIES, force: bool = False, run_ids:
             report.facets += len(found["facets"]) if "facets" in todo else 0
             report.marked_steps += len(found["marks"]) if "evidence" in todo else 0
             if progress:
-                progress(f"{run_id}: {', '.join(todo)}: {len(found['facets'])} facets, "
-                         f"{len(found['marks'])} marked steps")
+                done = ([f"{len(found['facets'])} facets"] if "facets" in todo else []) + \
+                    ([f"{len(found['marks'])} marked steps"] if "evidence" in todo else []) + \
+                    (["word index rebuilt"] if "search" in todo else [])
+                progress(f"{run_id}: {', '.join(todo)}: {', '.join(done)}")
     report.seconds = time.monotonic() - started
     return report
 

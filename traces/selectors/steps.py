@@ -12,6 +12,7 @@ from ptbsite import warehouse
 
 from pydantic import computed_field
 
+from .. import search_index
 from ..schemas import EvidenceStep, Model, Step, StepPage
 from ..services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
 from .runs import fetch_dicts
@@ -32,7 +33,7 @@ def field_chars(limit: int) -> int:
     return max(MIN_FIELD_CHARS, PAGE_TEXT_CHARS // (2 * max(1, limit)))
 
 
-def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q: str | None) -> tuple[str, list]:
+def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None) -> tuple[str, list]:
     where, params = ["run_id = ?", "trace = ?"], [run_id, trace]
     if kind:
         where.append("kind = ?")
@@ -40,10 +41,72 @@ def _step_filter(run_id: str, trace: str, kind: str | None, tool: str | None, q:
     if tool:
         where.append("tool = ?")
         params.append(tool)
-    if q:
-        where.append("(contains(lower(output), ?) OR contains(lower(coalesce(input, '')), ?))")
-        params += [q.lower(), q.lower()]
     return " AND ".join(where), params
+
+
+# The exact test of a search (two parameters: the lowered query) and the rows whose stored text was cut at ingest.
+_HOLDS = "(contains(lower(output), ?) OR contains(lower(coalesce(input, '')), ?))"
+_CUT = "(input_bytes > strlen(input) OR output_bytes > strlen(output))"
+
+
+def read_matches(
+    con, run_id: str, *, trace: str = "agent", kind: str | None = None, tool: str | None = None,
+    q: str | None = None, after: int = -1, upto: int | None = None, limit: int, descending: bool = False,
+    use_index: bool = True,
+) -> list[int]:
+    """The indices of the trace's steps in ``(after, upto]`` whose kind and tool are ``kind`` and ``tool`` (when
+    given) and whose whole input or output holds ``q`` (case-insensitive: DuckDB's ``lower()`` of both; the
+    whole text of a field cut at ingest is read from ``step_texts``), in index order (``descending``: from the
+    end), at most ``limit`` of them.
+
+    The search reads the candidate steps of the word index (``traces.search_index``) when it can answer for the
+    query and the run, else scans the trace (``use_index=False`` forces the scan); both give the same list."""
+    where, params = _step_filter(run_id, trace, kind, tool)
+    where += " AND idx > ?" + (" AND idx <= ?" if upto is not None else "")
+    params += [after] + ([upto] if upto is not None else [])
+    order = "DESC" if descending else "ASC"
+    if not q:
+        return [r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} ORDER BY idx {order} LIMIT ?",
+                                          [*params, limit]).fetchall()]
+    plan = search_index.plan(con, q)
+    text = plan.lowered
+    found = search_index.lookup(con, run_id, trace, plan) if use_index and plan.terms is not None else None
+    if found is not None and len(found[1]) <= search_index.MAX_CANDIDATES:
+        certain, unsure = ({i for i in ids if i > after and (upto is None or i <= upto)} for ids in found)
+        if kind or tool:  # the steps of that kind and tool, a read of small columns only
+            allowed = {r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where}", params).fetchall()}
+            certain, unsure = certain & allowed, unsure & allowed
+        tested = _tested(con, run_id, trace, sorted(unsure), text)
+        hits = certain | {idx for idx, holds, _, _ in tested if holds}
+        cut = [(idx, in_cut, out_cut) for idx, holds, in_cut, out_cut in tested if not holds and (in_cut or out_cut)]
+    else:
+        hits = {r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {where} AND {_HOLDS} ORDER BY idx {order} "
+                                          "LIMIT ?", [*params, text, text, limit]).fetchall()}
+        cut = [r for r in con.execute(f"SELECT idx, {_CUT_FIELDS} FROM steps WHERE {where} AND {_CUT}",
+                                      params).fetchall() if r[0] not in hits]
+    # A field cut at ingest holds the query perhaps only past the cut (its stored text does not): its whole text
+    # is tested (rare rows).
+    for idx, in_cut, out_cut in cut:
+        if any(con.execute("SELECT contains(lower(?), ?)", [search_index.whole_field(con, run_id, trace, idx, field),
+                                                             text]).fetchone()[0]
+               for field, is_cut in (("input", in_cut), ("output", out_cut)) if is_cut):
+            hits.add(idx)
+    return sorted(hits, reverse=descending)[:limit]
+
+
+# Rows by index: a semi join on the indices, so that only those rows' texts are read. A test of their text goes in
+# the SELECT list, not the WHERE clause, which DuckDB would push into the scan of every row of the trace.
+_BY_INDEX = "run_id = ? AND trace = ? AND idx IN (SELECT unnest(?::INTEGER[]))"
+_CUT_FIELDS = "input_bytes > strlen(input), output_bytes > strlen(output)"  # whether each field was cut
+
+
+def _tested(con, run_id: str, trace: str, indices: list[int], text: str) -> list[tuple[int, bool, bool, bool]]:
+    """``(idx, its stored input or output holds the lowered text, input cut, output cut)`` of the step
+    ``indices``, in one statement."""
+    if not indices:
+        return []
+    return con.execute(f"SELECT idx, {_HOLDS}, {_CUT_FIELDS} FROM steps WHERE {_BY_INDEX}",
+                       [text, text, run_id, trace, indices]).fetchall()
 
 
 MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (``StepPage.capped`` says so)
@@ -59,41 +122,39 @@ def read_steps_page(
     the trace's rows. ``before``: only steps with an index below it (a page read backwards: the steps before the
     first one shown); ``total`` still counts the whole trace's matches.
 
-    Keyset paging that prunes: step indices of a trace are dense from 0, so the page is first read from the index
-    window ``(after, after + window]`` (``limit + 1`` indices unfiltered, 8x that filtered); only when that window
-    does not fill the page is the rest of the trace read (``idx >`` the window's end). The first page of a
-    60,000-step trace thus reads what its last page reads. A filtered page (kind, tool, text search) scans the
-    trace once for the indices of its matches (at most MATCH_COUNT_CAP + 1: the count, ``capped`` past it) and
-    reads the page's rows by index."""
-    where, params = _step_filter(run_id, trace, kind, tool, q)
-    filtered = bool(kind or tool or q)
+    Keyset paging that prunes: step indices of a trace are dense from 0, so an unfiltered page is first read from
+    the index window ``(after, after + limit + 1]``; only when that window does not fill the page is the rest of
+    the trace read (``idx >`` the window's end). The first page of a 60,000-step trace thus reads what its last
+    page reads. A filtered page (kind, tool, text search) finds the indices of its matches with
+    :func:`read_matches` (at most MATCH_COUNT_CAP + 1: the count, ``capped`` past it; a text search from the word
+    index when it can) and reads the page's rows by index."""
+    where, params = _step_filter(run_id, trace, None, None)
     count_where, count_params = where, list(params)
     if before is not None:
         where, params = f"{where} AND idx < ?", [*params, before]
+    filtered = bool(kind or tool or q)
     budget_s = budget_hours * 3600 if budget_hours else None
     chars = field_chars(limit)
-    select = (
-        "SELECT idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
+    columns = (  # with two parameters, the characters of each field shown
+        "idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
         "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
-        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes "
-        f"FROM steps WHERE {where} ")
-    capped, rows = False, None
+        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes")
+    select = f"SELECT {columns} FROM steps WHERE {where} "
+    capped = False
     if filtered:
-        # One pass over the trace finds the matches (at most MATCH_COUNT_CAP + 1 of them, in the steps' stored
-        # order, which is idx order): their number is the count, and the page is read by index from them.
-        hits = sorted(r[0] for r in con.execute(f"SELECT idx FROM steps WHERE {count_where} LIMIT ?",
-                                                [*count_params, MATCH_COUNT_CAP + 1]).fetchall())
+        # The matches' indices (at most MATCH_COUNT_CAP + 1: their number is the count), then the page by index.
+        hits = read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, limit=MATCH_COUNT_CAP + 1)
         capped, total = len(hits) > MATCH_COUNT_CAP, min(len(hits), MATCH_COUNT_CAP)
         if before is not None:
             hits = [i for i in hits if i < before]
         wanted = [i for i in hits if i > after][:limit + 1]
-        if wanted and (len(wanted) > limit or not capped):
-            rows = fetch_dicts(con, select + "AND idx >= ? AND idx <= ? AND list_contains(?, idx) ORDER BY idx",
-                               [chars, chars, *params, wanted[0], wanted[-1], wanted])
-        elif not capped:
-            rows = []
-    if rows is None:  # unfiltered, or a filtered page beyond the counted matches
-        window = (limit + 1) * (8 if filtered else 1)
+        if capped and len(wanted) <= limit:  # a page beyond the counted matches
+            wanted = read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, after=after, limit=limit + 1,
+                                  upto=None if before is None else before - 1)
+        rows = fetch_dicts(con, f"SELECT {columns} FROM steps WHERE {_BY_INDEX} ORDER BY idx",
+                           [chars, chars, run_id, trace, wanted]) if wanted else []
+    else:
+        window = limit + 1
         rows = fetch_dicts(con, select + "AND idx > ? AND idx <= ? ORDER BY idx LIMIT ?",
                            [chars, chars, *params, after, after + window, limit + 1])
         if len(rows) <= limit:
@@ -191,9 +252,13 @@ def read_previous_cursor(
     """:func:`previous_cursor` on an open connection."""
     if after < 0:
         return None
-    where, params = _step_filter(run_id, trace, kind, tool, q)
+    if q:  # the (limit + 1)-th match counting back from the cursor, as the search finds them
+        before = read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, upto=after, limit=limit + 1,
+                              descending=True)
+        return before[limit] if len(before) > limit else -1
+    where, params = _step_filter(run_id, trace, kind, tool)
     # The index window before the cursor first (as read_steps_page), the whole trace before it only if needed.
-    window = (limit + 1) * (8 if (kind or tool or q) else 1)
+    window = (limit + 1) * (8 if (kind or tool) else 1)
     row = con.execute(f"SELECT idx FROM steps WHERE {where} AND idx <= ? AND idx > ? ORDER BY idx DESC LIMIT 1 "
                       "OFFSET ?", [*params, after, after - window, limit]).fetchone()
     if row is None:
@@ -208,7 +273,9 @@ def read_has_steps_before(con, run_id: str, *, before: int, trace: str = "agent"
     control of a page opened further in)."""
     if before <= 0:
         return False
-    where, params = _step_filter(run_id, trace, kind, tool, q)
+    if q:  # as the search finds its matches (the word index when it can)
+        return bool(read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, upto=before - 1, limit=1))
+    where, params = _step_filter(run_id, trace, kind, tool)
     return con.execute(f"SELECT 1 FROM steps WHERE {where} AND idx < ? LIMIT 1", [*params, before]).fetchone() is not None
 
 

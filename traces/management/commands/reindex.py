@@ -1,5 +1,6 @@
-"""``python manage.py reindex [--rules facets,evidence] [--all] [--run ID ...]``: re-derive facets, phases and
-evidence marks from the stored steps after a rule change (``traces.ingest.reindex``), without re-parsing."""
+"""``python manage.py reindex [--rules facets,evidence,search] [--all] [--run ID ...]``: re-derive facets, phases,
+evidence marks and the search's word index from the stored steps after a rule change (``traces.ingest.reindex``),
+without re-parsing."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
@@ -8,8 +9,8 @@ from traces.ingest.reindex import FAMILIES, reindex
 
 
 class Command(BaseCommand):
-    help = ("Re-derive facets/phases and evidence marks of stored runs from their steps, for the runs whose stored "
-            "rules version differs from the code's (--all: every run).")
+    help = ("Re-derive facets/phases, evidence marks and the search index of stored runs from their steps, for the "
+            "runs whose stored rules version differs from the code's (--all: every run).")
 
     def add_arguments(self, parser):
         parser.add_argument("--rules", default=",".join(FAMILIES),
