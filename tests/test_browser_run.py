@@ -74,4 +74,10 @@ def test_a_search_swaps_in_the_marked_matches_without_reloading_the_page(live_se
     assert "focus" in page.locator("#steps mark").first.locator("xpath=ancestor::li[contains(@class,'step')]")\
         .get_attribute("class")
     assert page.evaluate("window.__pwned") is None and page.locator("#steps img").count() == 0
+    # htmx keeps no snapshot of the page (historyCacheSize 0): Back reloads the run page as it was before the search.
+    assert page.evaluate("localStorage.getItem('htmx-history-cache')") is None
+    page.go_back()
+    page.wait_for_url(f"**/runs/{run_id}/")
+    page.wait_for_selector("#steps li.step")
+    assert page.locator("#steps mark").count() == 0 and page.input_value('input[name="q"]') == ""
     assert page.js_errors == []
