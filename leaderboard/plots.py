@@ -347,6 +347,9 @@ def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE) -> UsageVsScore:
         board = selectors.read_leaderboard(con, suite=suite, source="runs")
         run_usages = traces_selectors.read_latest_usage(con, suite)
     rows = {r.key: r for r in board.rows if r.source == "runs"}
+    # Only agents on the runs leaderboard have a score to plot (a warehouse with runs but without its suite's
+    # published rows, e.g. a bare ``manage.py ingest``, has none).
+    run_usages = [u for u in run_usages if u.agent_key in rows]
     by_agent: dict[str, list[traces_selectors.RunUsage]] = {}
     missing: dict[str, int] = {}
     for usage in run_usages:
