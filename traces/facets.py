@@ -71,6 +71,21 @@ class Phase:
     step_to: int
 
 
+_NO_ANSWERS: dict[str, str | None] = {}  # shared by the settled calls the rules ask nothing of (never written)
+_NO_GROUPS: dict[str, list[tuple[str | None, ...]]] = {}
+_TOOL_NAMES: dict[str, str] = {}
+
+
+def _tool_name(tool: str | None) -> str | None:
+    """One string object per tool name (a long trace's settled calls share them)."""
+    if tool is None:
+        return None
+    return _TOOL_NAMES.setdefault(tool, tool) if len(_TOOL_NAMES) < 10_000 else tool
+
+
+_NO_SCAN: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+
 @dataclass(slots=True)
 class Call:
     """A tool call with its text (see the module docstring), its head (a file tool's path, else the text),
@@ -94,6 +109,9 @@ class Call:
     _found: dict[str, re.Match[str] | None] | None = None
     _raw_scan: tuple[frozenset[str], frozenset[str]] | None = None
     _output_scan: tuple[frozenset[str], frozenset[str]] | None = None
+    _first: dict[str, str | None] | None = None
+    _groups: dict[str, list[tuple[str | None, ...]]] | None = None
+    settled: bool = False
 
     @property
     def is_shell(self) -> bool:
@@ -112,7 +130,50 @@ class Call:
 
     def has(self, name: str) -> bool:
         """Whether the rule ``name`` of :data:`CALL_RULES` matches somewhere in the call's text."""
-        return name in self.sure or self.search(name) is not None
+        return name in self.sure or self.first(name) is not None
+
+    def first(self, name: str) -> str | None:
+        """The text of the first match of the rule ``name`` of :data:`CALL_RULES` in the call's text, else None
+        (after :meth:`settle`, the answer it kept). Raises AssertionError for a rule a settled call cannot
+        answer (one :meth:`settle` did not ask)."""
+        if self._first is not None and name in self._first:
+            return self._first[name]
+        if name not in self.hits:
+            return None
+        assert not self.settled, f"rule {name} was not answered when the call was settled"
+        found = self.search(name)
+        return found[0] if found else None
+
+    def find_groups(self, name: str) -> list[tuple[str | None, ...]]:
+        """The groups of every match of the rule ``name`` of :data:`CALL_RULES` (``dataset``, ``rollouts``) in the
+        call's text, in order ([] when its scan rules the rule out). Raises AssertionError as :meth:`first`."""
+        if self._groups is not None and name in self._groups:
+            return self._groups[name]
+        if name not in self.hits:
+            return []
+        assert not self.settled, f"rule {name} was not answered when the call was settled"
+        return [m.groups() for m in CALL_RULES.rules[name].finditer(self.text)]
+
+    def settle(self) -> None:
+        """Answer now what :func:`extract` will ask of the call's text (:meth:`first` of the method, library,
+        launch and trainer rules the scan may match, :meth:`find_groups` of ``dataset`` and ``rollouts``; nothing
+        for an evaluation call, whose text extract never reads), then let go of the text, the head, the parsed
+        input and the call step's input and output (the step keeps its index, kind, time, tool and call id).
+        A trace read as a stream settles each call once its evidence marks are taken, so the calls of a long
+        trace do not hold its text; the facts are the same (``tests/test_ingest_stream.py``)."""
+        if self.settled:
+            return
+        if self.phase != "evaluation":
+            self._first = {name: self.first(name) for name in _SETTLED_RULES if name in self.hits} or _NO_ANSWERS
+            self._groups = {name: self.find_groups(name) for name in ("dataset", "rollouts") if name in self.hits} \
+                or _NO_GROUPS
+        step = self.step
+        self.step = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool),
+                         call_id=step.call_id)
+        self.text = self.head = ""
+        self.data = evidence.UNPARSED
+        self._found = None
+        self.settled = True
 
     @property
     def raw_scan(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -128,7 +189,7 @@ class Call:
         """``(may, sure)`` of :data:`OUTPUT_RULES` over the result's output (empty without a result)."""
         if self._output_scan is None:
             self._output_scan = OUTPUT_RULES.scan(self.result.output) if self.result is not None \
-                else (frozenset(), frozenset())
+                else _NO_SCAN
         return self._output_scan
 
 
@@ -228,6 +289,8 @@ _REWARD = re.compile("reward", re.I)  # the RE2 gate of rl_steps' ``"reward" in 
 _PHASE_RULES = {"eval": _EVAL, "launch": _LAUNCH, "trainer_code": _TRAINER_CODE, "train_name": _TRAIN_NAME,
                 "data": _DATA}
 _LIBRARY_NAMES = tuple((lib, f"library:{lib}") for lib in LIBRARIES)
+# The rules whose first match extract reads (Call.first, Call.has), answered when a call settles.
+_SETTLED_RULES = (*METHOD_RULES, "trainer_code", "launch", *(name for _, name in _LIBRARY_NAMES))
 
 
 def _rule_family(*families: dict[str, re.Pattern[str]]) -> dict[str, re.Pattern[str]]:
@@ -323,8 +386,9 @@ class CallCollector:
             if call is not None and call.result is None:
                 call.result = step
                 if self.slim and call.phase != "evaluation" and not call.output_scan[0]:
-                    call.result = Step(index=step.index, kind=step.kind, time=step.time, tool=step.tool,
-                                       call_id=step.call_id)
+                    call.result = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool))
+                if call.settled:  # paired: its id is never read again
+                    call.step.call_id = None
         return None
 
 
@@ -366,9 +430,9 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
         for name in METHOD_RULES:
             if name not in call.hits or (name == "programmatic_data" and call.phase == "training"):
                 continue
-            match = call.search(name)
-            if match:
-                methods.setdefault(name, []).append((call.step.index, match[0].strip()))
+            match = call.first(name)
+            if match is not None:
+                methods.setdefault(name, []).append((call.step.index, match.strip()))
     training_calls = [c for c in work if c.phase == "training" and (c.has("trainer_code") or c.has("launch"))]
     if training_calls and "lora" not in methods and "qlora" not in methods:
         methods["full_finetune"] = [(c.step.index, "no LoRA/QLoRA in the training calls") for c in training_calls]
@@ -383,7 +447,7 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
             if name == "library":
                 found = [lib for lib, rule in _LIBRARY_NAMES if rule in call.hits and call.has(rule)]
             elif "dataset" in call.hits:
-                found = [next(g for g in m.groups() if g) for m in _DATASET.finditer(call.text)]
+                found = [next(g for g in groups if g) for groups in call.find_groups("dataset")]
                 found = [d for d in found if d.lower() not in _DATASET_BUILDERS]
             else:
                 continue
@@ -415,12 +479,11 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
 
     rollouts: tuple[int, int] | None = None
     for call in work:
-        sources = [(call.text, call.step)] if "rollouts" in call.hits else []
+        found = [(groups, call.step.index) for groups in call.find_groups("rollouts")]
         if call.result is not None and "rollouts" in call.output_scan[0]:
-            sources.append((call.result.output, call.result))
-        for text, source in sources:
-            for match in _ROLLOUTS.finditer(text):
-                rollouts = (_int(next(g for g in match.groups() if g)), source.index)
+            found += [(m.groups(), call.result.index) for m in _ROLLOUTS.finditer(call.result.output)]
+        for groups, index in found:
+            rollouts = (_int(next(g for g in groups if g)), index)
     if rollouts is not None:
         facets.append(Facet("rollouts_per_step", str(rollouts[0]), float(rollouts[0]), (rollouts[1],)))
 

@@ -14,9 +14,10 @@ Two ways to read an agent trace, with the same rows as the result (``tests/test_
   blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``,
   exact across blocks), scanned for residual key prefixes and API-limit markers, framed and parsed
   (``traces.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
-  row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls with their
-  text (the facets read them at the end), each step's kind, index and time (the phases), and only the tool
-  outputs an output rule may read.
+  row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls, each
+  settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its
+  text are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time
+  (the phases), and only the tool outputs an output rule may read.
 """
 from __future__ import annotations
 
@@ -344,13 +345,13 @@ class Ingester:
                 hits, sure = call.raw_scan
                 marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure,
                                        data=call.data)
-                call.data = evidence.UNPARSED  # read by the marks only
+                call.settle()  # what the facets read of its text is kept, the text let go
             if start is None and step.time is not None:
                 start = step.time
             row = _step_row(rid, "agent", step, start, marked, writer.texts)
             writer.add(row, len(row[7] or "") + len(row[8]))
-            # Phases read kind, index and time; the calls hold what the facets read.
-            kept.append(step if step.kind == "tool_call" else Step(index=step.index, kind=step.kind, time=step.time))
+            # Phases read kind, index and time; the (settled) calls hold what the facets read.
+            kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
 
         parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=method.harness_agent)
         counts.secrets += redactor.secrets
