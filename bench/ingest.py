@@ -12,6 +12,11 @@ Two trees, each ingested by a fresh ``manage.py ingest ROOT --quiet`` process in
   size is reached; the run's other files are the long run's.
 * ``demo``: ``make_demo_results --runs R --seed S`` (the default is the tree ``make serve`` ingests: 96 runs).
 
+``--kind ducklake``: the ingests write DuckLake with a SQLite catalog (the embedded default, what ``make serve``
+uses) instead of a plain DuckDB file. Page-cache warming after the last commit (``PTB_PAGE_WARM``) is off: it is
+not ingest work. First, the floor: ``manage.py ingest`` of an empty tree (interpreter, Django and its apps,
+duckdb and pyarrow imported, the warehouse opened): the time and RSS any ingest starts from.
+
 Beside each, in the same run, the anchor: a loop that reads every trace file the ingest parses (agent traces
 ``solve_out.txt``/``trace.txt``/``solve_parsed.txt`` and the judges' ``judge_output*.json``/``judgement.log``),
 splits it into lines, strips the ``[YYYY-MM-DDTHH:MM:SSZ] `` prefix and runs ``orjson.loads`` on each line
@@ -82,10 +87,18 @@ def bare_loop(files: list[Path]) -> float:
     return best
 
 
+KIND = "file"  # --kind: the warehouse the ingests write
+
+
 def _env(work: Path, name: str) -> dict[str, str]:
     env = dict(os.environ)
-    env["PTB_WAREHOUSE"] = str(work / f"warehouse-{name}.duckdb")
+    if KIND == "ducklake":
+        lake = work / f"lake-{name}"
+        env["PTB_WAREHOUSE"] = f"ducklake:sqlite:{lake / 'catalog.sqlite'}?data={lake / 'data'}"
+    else:
+        env["PTB_WAREHOUSE"] = str(work / f"warehouse-{name}.duckdb")
     env["PTB_DATA_DIR"] = str(work / f"data-{name}")
+    env["PTB_PAGE_WARM"] = "0"  # computing pages into the cache after the last commit is not ingesting
     Path(env["PTB_DATA_DIR"]).mkdir(exist_ok=True)
     return env
 
@@ -94,6 +107,7 @@ def _fresh(work: Path, name: str) -> dict[str, str]:
     env = _env(work, name)
     for leftover in work.glob(f"warehouse-{name}.duckdb*"):
         leftover.unlink()
+    shutil.rmtree(work / f"lake-{name}", ignore_errors=True)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     return env
 
@@ -167,7 +181,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile the big ingest with py-spy")
     parser.add_argument("--repeat", type=int, default=1, help="ingest/anchor pairs per tree")
     parser.add_argument("--work", type=Path, help="work folder (default: a new temporary folder, removed after)")
+    parser.add_argument("--kind", choices=("file", "ducklake"), default="file",
+                        help="warehouse the ingests write: a plain DuckDB file, or DuckLake with a SQLite catalog "
+                             "(the embedded default)")
     args = parser.parse_args()
+    global KIND
+    KIND = args.kind
     work = args.work or Path(tempfile.mkdtemp(prefix="ptb-bench-ingest-"))
     work.mkdir(parents=True, exist_ok=True)
     import django
@@ -185,6 +204,11 @@ def main() -> None:
             build_big(long_run, big_root, args.mb)
         print(f"{'tree':<40} {'runs':>5} {'trace MB':>9} {'ingest s':>9} {'MB/s':>6} {'orjson loop s':>14} "
               f"{'ratio':>7} {'peak RSS MB':>12} {'cpu s':>6}")
+        empty = work / "empty"
+        empty.mkdir(exist_ok=True)
+        seconds, rss, summary, cpu = timed_ingest(work, "empty", empty)
+        print(f"{'floor: an empty tree (start-up only)':<40} {0:>5} {0:>9.1f} {seconds:>9.2f} {'':>6} {'':>14} "
+              f"{'':>7} {rss:>12.0f} {cpu:>6.1f}", flush=True)
         for name, root in (("big", big_root), ("demo", demo_root)):
             files = trace_files(root)
             megabytes = sum(p.stat().st_size for p in files) / 1e6

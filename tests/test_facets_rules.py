@@ -209,6 +209,37 @@ def test_every_rule_finds_its_facet_and_cites_its_steps(fmt, episode):
     assert got == [(name, value, num, [_index(fmt, ref) for ref in refs]) for name, value, num, refs in expected]
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("episode", sorted(EPISODES))
+def test_settled_calls_give_the_same_facets_and_phases_without_their_text(fmt, episode):
+    # What a trace read as a stream does (traces.ingest.reader): each call settles right after it is taken,
+    # before its result arrives; the results are slimmed as the collector does for a long trace.
+    calls, expected = EPISODES[episode]
+    trace = parse_trace(render(fmt, calls), scaffold=SCAFFOLD[fmt])
+    collector = facets.CallCollector(slim=True)
+    for step in trace.steps:
+        call = collector.add(step)
+        if call is not None:
+            call.settle()
+    settled = collector.calls
+    assert settled and all(c.settled and c.text == "" and c.step.input is None and c.step.call_id is None
+                           for c in settled if c.result is not None)
+    got = [(f.facet, f.value, f.value_num, list(f.steps)) for f in facets.extract(trace.steps, calls=settled)]
+    assert got == [(name, value, num, [_index(fmt, ref) for ref in refs]) for name, value, num, refs in expected]
+    assert facets.phases(trace.steps, calls=settled) == facets.phases(trace.steps)
+
+
+def test_a_settled_call_cannot_answer_a_rule_it_was_not_asked():
+    trace = parse_trace(render("claude_code", [sh("python train_grpo.py --num_generations 8", "ok")]),
+                        scaffold="claude")
+    call = facets.tool_calls(trace.steps)[0]
+    assert call.phase == "training" and {"launch", "train_name"} <= call.hits
+    call.settle()
+    assert call.has("launch") and call.find_groups("rollouts") == [(None, "8", None, None, None)]
+    with pytest.raises(AssertionError, match="rule train_name was not answered"):  # the phases' rule, read before
+        call.first("train_name")
+
+
 def test_talking_about_a_method_is_not_using_it():
     trace = parse_trace(render("claude_code", [sh("echo plan", "plan")]).replace(
         '{"type":"assistant"', '{"type":"assistant","message":{"id":"x","role":"assistant","content":[{"type":"text",'

@@ -79,6 +79,7 @@ class _Job:
     baseline: bool
     content_hash: str
     trace_bytes: int
+    stored_before: bool  # a version of the run is in the warehouse (storing it deletes that first)
 
 
 _worker_ingester: Ingester | None = None
@@ -111,7 +112,8 @@ def _store_here(job: _Job, ingester: Ingester) -> tuple[str, object]:
     rid = layout.run_id(job.method.raw, job.run_dir.name)
 
     def unit(con) -> dict:
-        delete_run(con, rid)
+        if job.stored_before:
+            delete_run(con, rid)
         writer = StepWriter(con)
         rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
                                   step_writer=writer)
@@ -181,7 +183,7 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -
                 continue
             trace = agent_trace_path(run_dir)
             jobs.append(_Job(len(jobs), method, method_row, run_dir, baseline, digest,
-                             trace.stat().st_size if trace else 0))
+                             trace.stat().st_size if trace else 0, stored_hash is not None))
         record_dir_times(undated)
     return jobs
 
@@ -242,7 +244,7 @@ def ingest_tree(
                 rows = value
                 try:
                     if outcome == "rows":
-                        store_run(rows, method_row=job.method_row)
+                        store_run(rows, method_row=job.method_row, replace=job.stored_before)
                 except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
                     outcome, value = "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
                     log.exception("ingest of %s failed", job.run_dir)
