@@ -172,7 +172,7 @@ class Call:
                          call_id=step.call_id)
         self.text = self.head = ""
         self.data = evidence.UNPARSED
-        self._found = None
+        self._found = self._raw_scan = None  # the raw scan is the evidence marks', taken before
         self.settled = True
 
     @property
@@ -180,6 +180,7 @@ class Call:
         """``(may, sure)`` of :data:`CALL_RULES` over the raw input (what the evidence rules read): the text's
         when the input is its own text (most shell calls), else one more scan."""
         if self._raw_scan is None:
+            assert not self.settled, "a settled call has let go of its input"
             raw = self.step.input or ""
             self._raw_scan = (self.hits, self.sure) if raw is self.text or raw == self.text else CALL_RULES.scan(raw)
         return self._raw_scan
