@@ -212,3 +212,29 @@ def test_reingesting_an_unchanged_tree_regroups_its_methods(hand_tree, tmp_path)
     assert (report.stored, report.unchanged) == (0, 10)
     rows = _rows()
     assert "claude_claude-opus-4-6_10h" not in rows and rows["opus-4.6"].runs == 2
+
+
+@pytest.mark.parametrize("kind", ["file", "ducklake-sqlite"])
+def test_the_latest_run_of_a_cell_follows_later_ingests(tmp_path, warehouse_factory, settings, kind):
+    # A cell's latest run is its highest cluster id, whichever ingest stored it and in whatever order: the
+    # ingest skips the flag update only for a run alone in its cell (traces.ingest.tree._Stored).
+    from ptbsite import warehouse
+    from traces.ingest import ingest_tree
+
+    settings.PTB_WAREHOUSE = warehouse_factory.make(kind)
+    warehouse.reset_migration_cache()
+    root = tmp_path / "results"
+
+    def latest() -> dict[str, bool]:
+        with warehouse.connect() as con:
+            return dict(con.execute("SELECT id, is_latest FROM runs").fetchall())
+
+    write_run(root, A, "gsm8k", "Qwen3-1.7B-Base", 100, accuracy=0.5)
+    write_run(root, A, "aime2025", "Qwen3-1.7B-Base", 100, accuracy=0.1)
+    assert ingest_tree(root=root).stored == 2
+    assert set(latest().values()) == {True}
+    newer = write_run(root, A, "gsm8k", "Qwen3-1.7B-Base", 200, accuracy=0.6)
+    older = write_run(root, A, "gsm8k", "Qwen3-1.7B-Base", 50, accuracy=0.4)
+    assert ingest_tree(root=root).stored == 2
+    flags = latest()
+    assert len(flags) == 4 and sum(flags.values()) == 2 and flags[newer] and not flags[older]

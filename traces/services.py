@@ -35,14 +35,16 @@ STEP_TYPES = [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float
 TEXT_TYPES = [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()]
 
 
-def store_run(rows: dict, *, method_row: tuple, replace: bool = True) -> None:
+def store_run(rows: dict, *, method_row: tuple, replace: bool = True, method_stored: bool = False,
+              alone: bool = False) -> None:
     """Replace one run (and upsert its method) in one transaction; recompute the latest-run flags of its cell.
 
-    ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them; ``replace=False`` when the caller knows the run
-    is not stored (no delete is tried: on DuckLake each statement costs ~15 ms of catalog work). Raises:
+    ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them; ``replace``, ``method_stored`` and ``alone`` as
+    :func:`write_run`. Raises:
         warehouse.WarehouseUnavailable, duckdb.Error: nothing of the run is stored then.
     """
-    warehouse.run_in_transaction(lambda con: write_run(con, rows, method_row=method_row, replace=replace))
+    warehouse.run_in_transaction(lambda con: write_run(con, rows, method_row=method_row, replace=replace,
+                                                       method_stored=method_stored, alone=alone))
 
 
 def delete_run(con, run_id: str) -> None:
@@ -105,15 +107,21 @@ class StepWriter:
         self.steps, self.texts, self._bytes = [], [], 0
 
 
-def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> None:
+def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True, method_stored: bool = False,
+              alone: bool = False) -> None:
     """The body of :func:`store_run`, inside the caller's transaction: upsert the method, (``replace``: delete
     the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
     (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
-    latest-run flags of its cell. Raises duckdb.Error."""
+    latest-run flags of its cell. Raises duckdb.Error.
+
+    What the caller may know already, so that fewer statements run (on DuckLake each one costs a round of
+    catalog work, ~10-25 ms): ``replace=False``, the run is not stored (no delete is tried); ``method_stored``,
+    ``method_row`` is stored as it is (an earlier run of the same ingest wrote it); ``alone``, no other run of
+    the run's cell (method, benchmark, base model) is stored, so it is the cell's latest and no flag changes.
+    """
     run = rows["run"]
     columns = list(run)
-    stored = con.execute("SELECT * FROM methods WHERE id = ?", [method_row[0]]).fetchall()
-    if stored != [tuple(method_row)]:  # the method's first run of this ingest (its row is the same for the rest)
+    if not method_stored:
         con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
         con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
     if replace:
@@ -127,13 +135,15 @@ def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True) -> No
     warehouse.insert_rows(con, "verdicts", rows["verdicts"])
     warehouse.insert_rows(con, "evaluations", rows["evaluations"])
     _store_analysis(con, run["id"], rows)
+    if alone and run["is_latest"]:
+        return
     # The latest run of the cell is the one with the highest cluster id; only rows whose flag changes are written
-    # (usually none: DuckLake writes every updated row again).
-    cell = [run["method"], run["benchmark"], run["base_model"]]
-    top = con.execute("SELECT max(cluster_id) FROM runs WHERE method = ? AND benchmark = ? AND base_model = ?",
-                      cell).fetchone()[0]
-    con.execute("UPDATE runs SET is_latest = (cluster_id = ?) WHERE method = ? AND benchmark = ? AND base_model = ? "
-                "AND is_latest IS DISTINCT FROM (cluster_id = ?)", [top, *cell, top])
+    # (DuckLake writes every updated row again).
+    con.execute(
+        "UPDATE runs SET is_latest = (cluster_id = (SELECT max(cluster_id) FROM runs WHERE method = $1 AND "
+        "benchmark = $2 AND base_model = $3)) WHERE method = $1 AND benchmark = $2 AND base_model = $3 AND "
+        "is_latest IS DISTINCT FROM (cluster_id = (SELECT max(cluster_id) FROM runs WHERE method = $1 AND "
+        "benchmark = $2 AND base_model = $3))", [run["method"], run["benchmark"], run["base_model"]])
 
 
 _ANALYSIS_TYPES = {

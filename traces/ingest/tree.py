@@ -105,7 +105,7 @@ def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, ob
     return job.index, "rows", rows
 
 
-def _store_here(job: _Job, ingester: Ingester) -> tuple[str, object]:
+def _store_here(job: _Job, ingester: Ingester, stored: _Stored) -> tuple[str, object]:
     """Read and store one run in this process, in one transaction: a long agent trace is read as a stream and
     its steps written in batches as they come (``Ingester.parse_run``'s ``step_writer``). Returns ``("stored",
     rows)``, or ``("failed" | "error", message)`` as :func:`_read_job`. Raises nothing."""
@@ -118,7 +118,7 @@ def _store_here(job: _Job, ingester: Ingester) -> tuple[str, object]:
         rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
                                   step_writer=writer)
         writer.flush()
-        write_run(con, rows, method_row=job.method_row, replace=False)
+        write_run(con, rows, method_row=job.method_row, **{**stored.hints(job, rows["run"]), "replace": False})
         return rows
 
     try:
@@ -142,14 +142,37 @@ def default_workers() -> int:
 
 
 @warehouse.retrying
-def _stored_hashes(method: str) -> dict[str, tuple[str, bool]]:
-    """{run dir: (content hash, whether its directory's time is stored)} of the method's stored runs."""
+def _stored_runs(method: str) -> dict[str, tuple[str, bool, tuple[str, str]]]:
+    """{run dir: (content hash, whether its directory's time is stored, (benchmark, base model))} of the method's
+    stored runs."""
     with warehouse.connect() as con:
-        return {d: (h, dated) for d, h, dated in con.execute(
-            "SELECT run_dir, content_hash, dir_time_source IS NOT NULL FROM runs WHERE method = ?", [method]).fetchall()}
+        return {d: (h, dated, (b, m)) for d, h, dated, b, m in con.execute(
+            "SELECT run_dir, content_hash, dir_time_source IS NOT NULL, benchmark, base_model FROM runs "
+            "WHERE method = ?", [method]).fetchall()}
 
 
-def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -> list[_Job]:
+class _Stored:
+    """What this ingest knows is in the warehouse, so that storing a run skips the statements whose answer it
+    knows (``services.write_run``): the methods whose row it wrote, and per method the cells (benchmark, base
+    model) that hold a run. A results tree is ingested by one process at a time."""
+
+    def __init__(self) -> None:
+        self.methods: set[str] = set()
+        self.cells: dict[str, set[tuple[str, str]]] = {}
+
+    def hints(self, job: _Job, run: dict) -> dict:
+        """``write_run``'s ``replace``, ``method_stored`` and ``alone`` for the job's run (``run``: its row)."""
+        return {"replace": job.stored_before, "method_stored": job.method.raw in self.methods,
+                "alone": not job.stored_before and (run["benchmark"], run["base_model"]) not in
+                self.cells.setdefault(job.method.raw, set())}
+
+    def stored(self, job: _Job, run: dict) -> None:
+        """The job's run was committed."""
+        self.methods.add(job.method.raw)
+        self.cells.setdefault(job.method.raw, set()).add((run["benchmark"], run["base_model"]))
+
+
+def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, stored: _Stored) -> list[_Job]:
     """The runs under ``root`` that changed since they were stored, in tree order (methods, then runs, sorted by
     name); counts unchanged runs and a method directory's bad name into ``report``. Refreshes the agent of
     methods already stored (an edited suite file regroups them), and records the directory's time of unchanged
@@ -169,13 +192,14 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -
                 report.problems.append(f"{method_dir}: {exc}")
                 continue
             method_row = ingester.method_row(method, root)
-        known = _stored_hashes(method.raw)
+        known = _stored_runs(method.raw)
+        stored.cells[method.raw] = {cell for _, _, cell in known.values()}
         if known:
             refresh_agent(method_row)
         undated = []
         for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
             digest = content_hash(run_dir)
-            stored_hash, dated = known.get(run_dir.name, (None, False))
+            stored_hash, dated, _ = known.get(run_dir.name, (None, False, None))
             if stored_hash == digest:
                 report.unchanged += 1
                 if not dated:  # stored before the runs had their directory's time
@@ -230,7 +254,8 @@ def ingest_tree(
     )
     # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
     with warehouse.hold_open():
-        jobs = _jobs(root, ingester, suite_id, report)
+        stored = _Stored()
+        jobs = _jobs(root, ingester, suite_id, report, stored)
         workers = min(default_workers() if workers is None else max(1, workers), len(jobs))
         pooled = [j for j in jobs if j.trace_bytes <= IN_PROCESS_BYTES] if workers > 1 else []
         here = [j for j in jobs if j not in pooled] if pooled else jobs
@@ -244,11 +269,12 @@ def ingest_tree(
                 rows = value
                 try:
                     if outcome == "rows":
-                        store_run(rows, method_row=job.method_row, replace=job.stored_before)
+                        store_run(rows, method_row=job.method_row, **stored.hints(job, rows["run"]))
                 except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
                     outcome, value = "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
                     log.exception("ingest of %s failed", job.run_dir)
                 else:
+                    stored.stored(job, rows["run"])
                     report.stored += 1
                     report.steps += rows["stored_steps"]
                     report.bytes_read += rows["run"]["trace_bytes"]
@@ -273,12 +299,12 @@ def ingest_tree(
             with context.Pool(workers, initializer=_init_worker, initargs=(ingester,)) as pool:
                 results = pool.imap_unordered(_read_job, pooled, chunksize=1)
                 for job in here:  # the large runs, read here while the workers read the rest
-                    finish(job, *_store_here(job, ingester))
+                    finish(job, *_store_here(job, ingester, stored))
                 for index, outcome, value in results:
                     finish(jobs[index], outcome, value)
         else:
             for job in here:
-                finish(job, *_store_here(job, ingester))
+                finish(job, *_store_here(job, ingester, stored))
         for index in sorted(problems):
             report.problems += problems[index]
     report.seconds = time.monotonic() - started
