@@ -222,3 +222,17 @@ def test_every_rule_names_its_source():
     assert len({r.name for r in RULES}) == len(RULES) >= 16
     for rule in RULES:
         assert rule.source and rule.patterns, rule.name
+
+
+def test_the_re2_gate_lets_every_planted_secret_through_and_skips_clean_text():
+    # Redactor.may_match answers False only where the pattern surely finds nothing (its relaxed RE2 form): for
+    # every planted secret in its context, from every start where the pattern still finds a match, it says so.
+    from tests.test_planted_secrets import ALL, KNOWN
+
+    redactor = Redactor({"SOME_API_KEY": KNOWN})
+    for family, text, _ in ALL + [("known", f"export X={KNOWN}\n", KNOWN)]:
+        starts = [pos for pos in range(len(text)) if redactor.pattern.search(text, pos)]
+        assert starts and all(redactor.may_match(text, pos) for pos in starts), family
+        assert redactor.redact(text) != text, family
+    clean = '{"type": "assistant", "message": {"content": [{"type": "text", "text": "Training loss 0.42"}]}}\n' * 50
+    assert not redactor.may_match(clean) and redactor.redact_counted(clean) == (clean, 0)

