@@ -29,19 +29,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 
 
-class _DroppingWriter:
-    """A StepWriter stand-in that keeps nothing (what is measured is the reader's own state)."""
+def _dropping_writer():
+    """A StepWriter that keeps nothing (what is measured is the reader's own state): its flush drops the rows."""
+    from traces.services import StepWriter
 
-    def __init__(self) -> None:
-        self.steps: list[tuple] = []
-        self.texts: list[tuple] = []
-        self.written = 0
+    class DroppingWriter(StepWriter):
+        def flush(self) -> None:
+            self.written += len(self.steps)
+            self.steps, self.texts, self._bytes = [], [], 0
 
-    def add(self, row: tuple, size: int) -> None:
-        self.written += 1
-
-    def flush(self) -> None:
-        pass
+    return DroppingWriter(None)
 
 
 def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
@@ -60,7 +57,7 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
         context = ingester.contexts[layout.parse_run_name(run_dir.name).benchmark]
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
-        agent = ingester._stream_agent("bench", run_dir / "solve_out.txt", method, context, _DroppingWriter(),
+        agent = ingester._stream_agent("bench", run_dir / "solve_out.txt", method, context, _dropping_writer(),
                                        _Counts())
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
