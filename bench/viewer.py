@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -398,29 +399,31 @@ def _seen(page, label: str, shots: Path) -> float:
     return page.evaluate("window.__bench.seen - window.__bench.t0")
 
 
-def measure_site(browser, site: Site, shots: Path) -> dict[str, float]:
-    """One round of the three browser measures of ``site``, each in a fresh context (module doc, step 3)."""
-    out: dict[str, float] = {}
+@contextmanager
+def _watched_page(browser, watch: dict):
+    """A page in a fresh browser context, with the bench's watcher (``WATCH_JS``) set to ``watch`` before any script."""
     context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
     try:
         page = context.new_page()
-        page.add_init_script(WATCH_JS + f"Object.assign(window.__bench, {json.dumps({'target': FIRST_TEXT, 'root': site.first_root})});")
+        page.add_init_script(WATCH_JS + f"Object.assign(window.__bench, {json.dumps(watch)});")
+        yield page
+    finally:
+        context.close()
+
+
+def measure_site(browser, site: Site, shots: Path) -> dict[str, float]:
+    """One round of the three browser measures of ``site``, each in a fresh context (module doc, step 3)."""
+    out: dict[str, float] = {}
+    with _watched_page(browser, {"target": FIRST_TEXT, "root": site.first_root}) as page:
         page.goto(site.first_url, wait_until="commit")
         out["first steps ms"] = _seen(page, f"{site.name} first steps", shots)
         page.wait_for_load_state("load")  # a user types once the page is loaded (ours: htmx has bound the form)
         _arm(page, SEARCH_WORD, viewport=True, restart=True)
         site.search(page, SEARCH_WORD)
         out["search ms"] = _seen(page, f"{site.name} search", shots)
-    finally:
-        context.close()
-    context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
-    try:
-        page = context.new_page()
-        page.add_init_script(WATCH_JS + f"Object.assign(window.__bench, {json.dumps({'target': LAST_WORD, 'viewport': True})});")
+    with _watched_page(browser, {"target": LAST_WORD, "viewport": True}) as page:
         page.goto(site.deep_url, wait_until="commit")
         out["deep link ms"] = _seen(page, f"{site.name} deep link", shots)
-    finally:
-        context.close()
     return out
 
 

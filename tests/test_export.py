@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import shutil
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -54,6 +55,13 @@ def assert_no_broken_link(outdir: Path) -> int:
             text = pages.setdefault(target, target.read_text())
             assert f'id="{fragment}"' in text, f"{page.relative_to(outdir)}: no #{fragment} in {target}"
     return len(links)
+
+
+def _write(warehouse_file: Path, *statements: tuple[str, list]) -> None:
+    """Run ``(sql, params)`` statements on the export's DuckDB file (a change the next export must notice)."""
+    with closing(duckdb.connect(str(warehouse_file))) as con:
+        for sql, params in statements:
+            con.execute(sql, params)
 
 
 def _digest(outdir: Path) -> dict[str, str]:
@@ -269,24 +277,17 @@ def test_the_search_index_follows_incremental_exports(search_exported, export_wa
     assert (again.runs_written, again.files_written, again.search_records) == (0, 0, 0)
 
     # The run's files changed (as a re-ingest stores them): the index is rebuilt with the step's new text.
-    con = duckdb.connect(str(export_warehouse))
-    try:
-        con.execute("UPDATE steps SET output = 'now zanzibarquill only' WHERE run_id = ? AND idx = ?",
-                    [added.other_run, added.other_step])
-        con.execute("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run])
-    finally:
-        con.close()
+    _write(export_warehouse,
+           ("UPDATE steps SET output = 'now zanzibarquill only' WHERE run_id = ? AND idx = ?",
+            [added.other_run, added.other_step]),
+           ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run]))
     changed = export_site(outdir)
     assert changed.runs_written == 1 and changed.search_records == len(search_fragments(outdir))
     texts = {f["url"]: f["content"] for f in search_fragments(outdir)}
     assert texts[f"runs/{added.other_run}/index.html#step-{added.other_step}"] == "now zanzibarquill only"
     assert not any(OTHER_WORD in text for text in texts.values())
 
-    con = duckdb.connect(str(export_warehouse))
-    try:
-        con.execute("DELETE FROM runs WHERE id = ?", [added.other_run])
-    finally:
-        con.close()
+    _write(export_warehouse, ("DELETE FROM runs WHERE id = ?", [added.other_run]))
     removed = export_site(outdir)
     assert (removed.runs_written, removed.runs_removed) == (0, 1)
     fragments = search_fragments(outdir)
@@ -318,12 +319,8 @@ def test_export_is_incremental(exported, export_warehouse):
     assert _digest(exported) == before
 
     run = max(selectors.list_runs(limit=None)[0], key=lambda r: r.step_count)
-    con = duckdb.connect(str(export_warehouse))
-    try:
-        con.execute("INSERT INTO evaluations VALUES ('rerun-1', ?, 'rerun', 0.5, '{}', '{\"by\": \"test\"}', "
-                    "TIMESTAMP '2031-01-01 00:00:00')", [run.id])
-    finally:
-        con.close()
+    _write(export_warehouse, ("INSERT INTO evaluations VALUES ('rerun-1', ?, 'rerun', 0.5, '{}', '{\"by\": \"test\"}', "
+                              "TIMESTAMP '2031-01-01 00:00:00')", [run.id]))
     assert again.search_records == 0  # the search bundle is not rebuilt either
     changed = export_site(exported)
     assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
@@ -331,11 +328,7 @@ def test_export_is_incremental(exported, export_warehouse):
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
 
-    con = duckdb.connect(str(export_warehouse))
-    try:
-        con.execute("DELETE FROM runs WHERE id = ?", [run.id])
-    finally:
-        con.close()
+    _write(export_warehouse, ("DELETE FROM runs WHERE id = ?", [run.id]))
     removed = export_site(exported)
     assert (removed.runs_written, removed.runs_removed) == (0, 1)
     assert not (exported / f"runs/{run.id}").exists() and not (exported / f"api/runs/{run.id}.json").exists()
