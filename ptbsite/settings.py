@@ -124,6 +124,9 @@ PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
 DEFAULT_SUITE = os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 # How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).
 PTB_WAREHOUSE_RETRY_SECONDS = float(os.environ.get("PTB_WAREHOUSE_RETRY_SECONDS", "10"))
+# `compact_warehouse` removes a DuckLake snapshot or an unneeded Parquet file once it is this old (seconds): longer
+# than any read may last (ptbsite.warehouse.maintenance).
+PTB_COMPACT_KEEP_SECONDS = float(os.environ.get("PTB_COMPACT_KEEP_SECONDS", "3600"))
 
 # Caches. "default" (local memory, per process): small things such as the worker census. "pages": public pages
 # computed once per warehouse version (ptbsite.pagecache) and the version's shared copy; a file-based cache
