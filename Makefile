@@ -33,6 +33,7 @@ setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py import_published --suite frogsgame
 	test -d $(DEMO_RESULTS) || $(BIN)/python manage.py make_demo_results $(DEMO_RESULTS) --runs 40 --seed 7
 	$(BIN)/python manage.py ingest $(DEMO_RESULTS) --quiet
+	$(BIN)/python manage.py compact_warehouse
 
 serve: setup
 	@echo "Serving on http://$(HOST):$(PORT)/"

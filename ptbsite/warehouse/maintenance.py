@@ -7,9 +7,11 @@ re-ingest or ``reindex`` adds more, and the old files stay on disk for ever. :fu
 DuckLake's own ``CHECKPOINT`` does (https://ducklake.select/docs/stable/duckdb/maintenance/checkpoint):
 
 1. ``ducklake_flush_inlined_data``: rows inlined in the catalog are written to Parquet, only with
-   ``keep_seconds`` 0: in DuckLake 1.5.5 a transaction open during the flush then misses the rows flushed (its
-   snapshot's inlined rows are gone, their file is dated after it), and a page computed in it would be cached
-   without them. Inlined rows are few (one per run, method, verdict; 433 in the demo) and read well where they are;
+   ``keep_seconds`` 0. In DuckLake 1.5.5 a transaction open during the flush no longer sees the rows flushed
+   (``tests/test_warehouse_compact.py`` saw a run's 301 steps read as none), and a page computed in it would be
+   cached without them (a flush therefore bumps the warehouse version, as a safety net). Yet pages read
+   inlined rows slower than Parquet: ``bench/compact.py`` at 656 runs (4,479 inlined rows), pages 0.61-0.82x of
+   the uncompacted warehouse's time with the flush, 0.71-0.97x without it;
 2. ``ducklake_merge_adjacent_files``: small files of a table are merged (transparent: old snapshots read their
    part of the merged file);
 3. ``ducklake_rewrite_data_files``: files most of whose rows were deleted are rewritten (DuckLake's threshold);
@@ -17,15 +19,16 @@ DuckLake's own ``CHECKPOINT`` does (https://ducklake.select/docs/stable/duckdb/m
 5. ``ducklake_cleanup_old_files`` and ``ducklake_delete_orphaned_files``: files no snapshot needs any more (or
    that no commit ever recorded, such as those of a rolled-back ingest), once older than ``keep_seconds``.
 
-Steps 2-3 do not change what any query reads (an open transaction included, which the tests check), so the warehouse version (``ptbsite.warehouse.version``) is not
-bumped and cached pages stay valid. Steps 4-5 only remove what no query newer than ``keep_seconds`` can read:
-web requests read one snapshot for at most their timeout (``serve --timeout``, 60 s), far less than the default
-hour. ``CHECKPOINT`` itself is not used: it takes its ages from catalog options, and on a SQLite catalog
-(DuckLake 1.5.5) it and the functions' ``older_than`` expire every snapshot and delete every file of the current
-day whatever the age asked (the catalog keeps times as text, ``2026-12-01 20:46:53+00``, compared with text of
-another form). So snapshots to expire are chosen here by their typed ``ducklake_snapshots`` time and passed as
-``versions``, and on a SQLite catalog the file cut-off is moved back to the end of the day before it, which that
-comparison gets right (a file is then kept up to a day longer than asked).
+Steps 2-3 do not change what any query reads, an open transaction's included (tested), so the warehouse version
+(``ptbsite.warehouse.version``) is not bumped for them and cached pages stay valid. Steps 4-5 only remove what no query
+newer than ``keep_seconds`` can read: web requests read one snapshot for at most their timeout (``serve
+--timeout``, 60 s), far less than the default hour. ``CHECKPOINT`` itself is not used: it takes its ages from
+catalog options, and on a SQLite catalog (DuckLake 1.5.5) it and the functions' ``older_than`` expire every
+snapshot and delete every file of the current day whatever the age asked (the catalog keeps times as text,
+``2026-12-01 20:46:53+00``, compared with text of another form). So snapshots to expire are chosen here by their
+typed ``ducklake_snapshots`` time and passed as ``versions``, and on a SQLite catalog the file cut-off is moved
+back to the end of the day before it, which that comparison gets right (a file is then kept up to a day longer than
+asked).
 
 A plain DuckDB file has none of this: :func:`compact` runs ``CHECKPOINT`` (the write-ahead log into the file).
 """
@@ -38,10 +41,11 @@ from pathlib import Path
 import duckdb
 from django.conf import settings
 
-from . import connections
+from . import version
 from .connections import ALIAS
 from .retry import with_retries
 from .spec import parse_spec, warehouse_spec
+from .transactions import connect
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,8 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
     inlined rows and removes every snapshot but the current one and every unneeded file at once (nothing may be
     reading the warehouse: tests, a stopped site, ``make setup`` before it serves).
 
-    Each step is its own DuckLake transaction, retried on a commit conflict with a concurrent writer.
+    Each step is its own DuckLake transaction, retried on a commit conflict with a concurrent writer. Only a
+    flush of inlined rows bumps the warehouse version.
 
     Raises:
         ValueError: ``keep_seconds`` < 0.
@@ -80,21 +85,27 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
     keep = float(settings.PTB_COMPACT_KEEP_SECONDS if keep_seconds is None else keep_seconds)
     if keep < 0:
         raise ValueError(f"keep_seconds must be >= 0, not {keep}")
-    text = warehouse_spec()
-    spec = parse_spec(text)
+    spec = parse_spec(warehouse_spec())
     started = time.perf_counter()
-    if not spec.is_ducklake:
-        with_retries(lambda: _on(text, lambda con: con.execute("CHECKPOINT")))
-        return Compaction(kind=spec.kind, seconds=time.perf_counter() - started)
-    assert spec.data is not None  # a DuckLake spec always names its data folder
 
     def run(step):
-        return with_retries(lambda: _on(text, step))
+        def unit():
+            with connect() as con:
+                return step(con)
+
+        return with_retries(unit)
+
+    if not spec.is_ducklake:
+        run(lambda con: con.execute("CHECKPOINT"))
+        return Compaction(kind=spec.kind, seconds=time.perf_counter() - started)
+    assert spec.data is not None  # a DuckLake spec always names its data folder
 
     live_before, disk_before = run(_live_files), _disk_files(spec.data)
     flushed = 0
     if keep == 0:  # not while anything reads: an open transaction then misses the rows flushed (module doc)
         flushed = run(lambda con: sum(int(r[2] or 0) for r in _call(con, "ducklake_flush_inlined_data")))
+        if flushed:
+            version.bump()  # should anything have read during the flush, no page it computed stays cached
     merged = run(lambda con: sum(int(r[2] or 0) for r in _call(con, "ducklake_merge_adjacent_files")))
     run(lambda con: con.execute(f"CALL ducklake_rewrite_data_files('{ALIAS}')"))
     expired = run(lambda con: _expire(con, keep))
@@ -105,14 +116,6 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
                       disk_files_before=disk_before, disk_files_after=_disk_files(spec.data), rows_flushed=flushed,
                       files_merged=merged, snapshots_expired=expired, files_deleted=deleted,
                       seconds=time.perf_counter() - started)
-
-
-def _on(text: str, step):
-    con = connections._open(text)
-    try:
-        return step(con)
-    finally:
-        con.close()
 
 
 def _call(con: duckdb.DuckDBPyConnection, function: str, arguments: str = "") -> list[tuple]:
