@@ -4,16 +4,18 @@ Usage: .venv/bin/python bench/compact.py [--runs 600] [--repeat 7] [--work DIR]
 
 1. ``make_demo_results --runs N --seed 7`` without its long run (N agent runs plus the baselines) into the work
    folder, unless it is there already.
-2. Three fresh DuckLake warehouses with SQLite catalogs (the embedded default), ``migrate`` and ``import_published``
-   both suites, ``manage.py ingest`` of the tree into each: A, B and C hold the same rows, from the same commits.
+2. Four fresh DuckLake warehouses with SQLite catalogs (the embedded default), ``migrate`` and ``import_published``
+   both suites, ``manage.py ingest`` of the tree into each: A, B, C and D hold the same rows, from the same commits.
 3. ``ptbsite.warehouse.compact`` on B with ``keep_seconds=0`` (``compact_warehouse --keep 0``: inlined rows
    flushed, everything old removed; nothing else reads it) and on C with the default (``compact_warehouse`` as
-   it runs beside a serving site: files merged and rewritten, inlined rows and every file kept). Printed: live
+   it runs beside a serving site: files merged and rewritten, inlined rows and every file kept), and on D with the
+   default and then ``ducklake_flush_inlined_data`` alone (C plus the flush, no snapshot expired: which of keep
+   0's two extra steps makes B faster than C). Printed: live
    files (what the current snapshot reads) and files on disk before and after, and the seconds each took.
 4. In one process, with the page cache off (``PTB_PAGE_CACHE=0``: every page computed), Django's test client GETs
-   each page of the list below on A, B and C in turn, ``--repeat`` rounds after one warm-up round
+   each page of the list below on A, B, C and D in turn, ``--repeat`` rounds after one warm-up round
    (``settings.PTB_WAREHOUSE`` switched between them; each keeps its own attached DuckLake instance). Printed:
-   the median ms of each page on A (the anchor), B and C, and B / A, C / A.
+   the median ms of each page on A (the anchor), B, C and D, and their ratios to A.
 """
 from __future__ import annotations
 
@@ -87,13 +89,18 @@ def main() -> None:
     if not (tree / "SYNTHETIC").exists():
         make_demo_results(root=tree, runs=args.runs, seed=7, long_run=False)
     stamp = time.strftime("%H%M%S")
-    lakes = {name: lake_spec(work / f"{name.lower()}-{stamp}") for name in "ABC"}
+    lakes = {name: lake_spec(work / f"{name.lower()}-{stamp}") for name in "ABCD"}
     seconds = {name: fill(settings, spec, tree) for name, spec in lakes.items()}
     print(f"tree: {tree} ({args.runs} agent runs + baselines); ingest "
           + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
-    for name, keep in (("B", 0.0), ("C", None)):
+    for name, keep in (("B", 0.0), ("C", None), ("D", None)):
         use(settings, lakes[name])
         done = warehouse.compact(keep_seconds=keep)
+        if name == "D":
+            with warehouse.connect() as con:
+                flushed = sum(int(r[2] or 0) for r in con.execute(
+                    f"SELECT * FROM ducklake_flush_inlined_data('{warehouse.ALIAS}')").fetchall())
+            print(f"flush D: {flushed} inlined rows flushed")
         label = "the default keep" if keep is None else f"keep {keep:g}"
         print(f"compact {name} ({label}): live files {done.live_files_before} -> "
               f"{done.live_files_after}, files on disk {done.disk_files_before} -> {done.disk_files_after}, "
@@ -115,12 +122,12 @@ def main() -> None:
                 if round_:  # round 0 warms both
                     samples.setdefault((name, url), []).append(elapsed)
     print(f"\nmedian ms of {args.repeat} GETs each, page cache off; A as ingested (anchor), B compacted with "
-          "keep 0, C with the default keep\n")
-    print("| page | A ms | B ms | C ms | B / A | C / A |\n|---|---:|---:|---:|---:|---:|")
+          "keep 0, C with the default keep, D as C then inlined rows flushed\n")
+    print("| page | A ms | B ms | C ms | D ms | B / A | C / A | D / A |\n|---|---:|---:|---:|---:|---:|---:|---:|")
     for url in urls:
         ms = {n: statistics.median(samples[(n, url)]) for n in lakes}
-        print(f"| `{url}` | {ms['A']:.1f} | {ms['B']:.1f} | {ms['C']:.1f} | {ms['B'] / ms['A']:.2f} | "
-              f"{ms['C'] / ms['A']:.2f} |")
+        print(f"| `{url}` | " + " | ".join(f"{ms[n]:.1f}" for n in "ABCD") + " | "
+              + " | ".join(f"{ms[n] / ms['A']:.2f}" for n in "BCD") + " |")
 
 
 if __name__ == "__main__":
