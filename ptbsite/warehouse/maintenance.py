@@ -18,7 +18,8 @@ DuckLake's own ``CHECKPOINT`` does (https://ducklake.select/docs/stable/duckdb/m
 3. ``ducklake_rewrite_data_files``: files most of whose rows were deleted are rewritten (DuckLake's threshold);
 4. ``ducklake_expire_snapshots``: snapshots older than ``keep_seconds``, never the current one;
 5. ``ducklake_cleanup_old_files`` and ``ducklake_delete_orphaned_files``: files no snapshot needs any more (or
-   that no commit ever recorded, such as those of a rolled-back ingest), once older than ``keep_seconds``.
+   that no commit ever recorded, such as those of a rolled-back ingest, and those of one still running), once
+   older than ``keep_seconds``: a run's ingest transaction lasts seconds to minutes, far less than the hour.
 
 Steps 2-3 do not change what any query reads, an open transaction's included (tested), so the warehouse version
 (``ptbsite.warehouse.version``) is not bumped for them and cached pages stay valid. Steps 4-5 only remove what no query
@@ -72,8 +73,9 @@ class Compaction:
 def compact(*, keep_seconds: float | None = None) -> Compaction:
     """Compact the configured warehouse (module doc). ``keep_seconds``: how old a snapshot or an unneeded file
     must be before it is removed (default ``settings.PTB_COMPACT_KEEP_SECONDS``, 3600); 0 also flushes the
-    inlined rows and removes every snapshot but the current one and every unneeded file at once (nothing may be
-    reading the warehouse: tests, a stopped site, ``make setup`` before it serves).
+    inlined rows and removes every snapshot but the current one and every unneeded file at once: only while
+    nothing reads or writes the warehouse (tests, a stopped site), since the Parquet files of an ingest's
+    transaction not yet committed are orphans until its commit.
 
     Each step is its own DuckLake transaction, retried on a commit conflict with a concurrent writer. Only a
     flush of inlined rows bumps the warehouse version.

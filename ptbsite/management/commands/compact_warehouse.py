@@ -15,7 +15,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--keep", type=float, default=None, metavar="SECONDS",
                             help="keep snapshots and unneeded files younger than this (0: remove them all now; "
-                                 "only when nothing reads the warehouse)")
+                                 "only when nothing reads or writes the warehouse)")
 
     def handle(self, *args, keep: float | None, **options):
         try:
