@@ -120,6 +120,16 @@ PTB_WAREHOUSE = os.environ.get(
 # DuckDB threads of each process's DuckLake instance (0: DuckDB's default, one per core). `serve` runs its workers
 # with 1: their concurrency is the requests' threads, and one query per request on all cores made pages slower.
 PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
+# A DuckLake data folder in S3-compatible object storage (`?data=s3://bucket/prefix`): the endpoint (host:port; empty:
+# AWS itself), region, addressing (`path` for MinIO, Ceph and most self-hosted servers; `vhost` for AWS), TLS, and the
+# credentials, read from the usual AWS variables (ptbsite.warehouse.connections makes them a DuckDB secret).
+PTB_S3_ENDPOINT = os.environ.get("PTB_S3_ENDPOINT", "")
+PTB_S3_REGION = os.environ.get("PTB_S3_REGION") or os.environ.get("AWS_REGION", "us-east-1")
+PTB_S3_URL_STYLE = os.environ.get("PTB_S3_URL_STYLE", "vhost")
+PTB_S3_USE_SSL = os.environ.get("PTB_S3_USE_SSL", "1") == "1"
+AWS_ACCESS_KEY_ID = os.environ.get("AWS_ACCESS_KEY_ID", "")
+AWS_SECRET_ACCESS_KEY = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+AWS_SESSION_TOKEN = os.environ.get("AWS_SESSION_TOKEN", "")
 # The suite a page or command uses when none is named (a suites/<id>.json file).
 DEFAULT_SUITE = os.environ.get("PTB_DEFAULT_SUITE", "posttrainbench")
 # How long a unit of work is retried on a lock or commit conflict before the page answers 503 (seconds).

@@ -27,7 +27,7 @@ def _quote(text: str) -> str:
 
 
 def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    # The duckdb-extension-<name> packages carry the binaries, so nothing is downloaded (DESIGN.md).
+    # The duckdb-extension-<name> packages carry the binaries, so nothing is downloaded (requirements.txt).
     try:
         package = importlib.import_module(f"duckdb_extension_{name}")
     except ImportError:
@@ -47,13 +47,33 @@ def _sqlite_wal(path: str) -> None:
             con.execute("PRAGMA journal_mode=WAL")
 
 
+def _object_storage_secret(con: duckdb.DuckDBPyConnection) -> None:
+    """Load httpfs and give this DuckDB instance the S3 credentials and endpoint of the ``PTB_S3_*`` and ``AWS_*``
+    settings as a temporary secret (in memory only, never in a file or a log). Without a key id, DuckDB's default
+    (anonymous) access is used: a public bucket can be read, not written."""
+    _load_extension(con, "httpfs")
+    options = {"REGION": settings.PTB_S3_REGION, "URL_STYLE": settings.PTB_S3_URL_STYLE}
+    if settings.PTB_S3_ENDPOINT:
+        options["ENDPOINT"] = settings.PTB_S3_ENDPOINT
+    if settings.AWS_ACCESS_KEY_ID:
+        options["KEY_ID"] = settings.AWS_ACCESS_KEY_ID
+        options["SECRET"] = settings.AWS_SECRET_ACCESS_KEY
+    if settings.AWS_SESSION_TOKEN:
+        options["SESSION_TOKEN"] = settings.AWS_SESSION_TOKEN
+    fields = ", ".join(f"{name} {_quote(value)}" for name, value in options.items())
+    con.execute(f"CREATE OR REPLACE TEMPORARY SECRET ptb_s3 (TYPE s3, {fields}, "
+                f"USE_SSL {'true' if settings.PTB_S3_USE_SSL else 'false'})")
+
+
 def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
-    """A new in-memory DuckDB with the DuckLake catalog attached as ``wh``."""
+    """A new in-memory DuckDB with the DuckLake catalog attached as ``wh``; its data folder local or in object
+    storage (``s3://``, through httpfs: :func:`_object_storage_secret`)."""
     assert spec.data is not None  # a DuckLake spec always names its data folder (parse_spec)
     if spec.kind == "ducklake-sqlite":
         Path(spec.catalog).parent.mkdir(parents=True, exist_ok=True)
         _sqlite_wal(spec.catalog)
-    Path(spec.data).mkdir(parents=True, exist_ok=True)
+    if not spec.data_in_object_storage:
+        Path(spec.data).mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
         # DuckLake's Parquet files never change once written (new data is new files), so their footers may be
@@ -62,6 +82,8 @@ def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
         con.execute("SET parquet_metadata_cache = true")
         if settings.PTB_DUCKDB_THREADS:
             con.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
+        if spec.data_in_object_storage:
+            _object_storage_secret(con)
         _load_extension(con, "ducklake")
         _load_extension(con, "sqlite_scanner" if spec.kind == "ducklake-sqlite" else "postgres_scanner")
         source = ("ducklake:sqlite:" if spec.kind == "ducklake-sqlite" else "ducklake:postgres:") + spec.catalog

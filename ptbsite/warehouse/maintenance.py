@@ -46,14 +46,14 @@ from django.conf import settings
 from . import version
 from .connections import ALIAS
 from .retry import with_retries
-from .spec import parse_spec, warehouse_spec
+from .spec import is_object_url, parse_spec, warehouse_spec
 from .transactions import connect
 
 
 @dataclass(frozen=True)
 class Compaction:
     """What :func:`compact` did. ``live_files_*``: the Parquet data and delete files the current snapshot reads
-    (every table), before and after; ``disk_files_*``: ``*.parquet`` files under the data folder; ``rows_flushed``:
+    (every table), before and after; ``disk_files_*``: ``*.parquet`` files under the data folder (or bucket prefix); ``rows_flushed``:
     catalog-inlined rows written to Parquet; ``files_merged``: small files merged into others;
     ``snapshots_expired``; ``files_deleted``: files removed from disk; ``seconds``: wall time. All zero on a plain
     DuckDB file (``kind`` ``file``)."""
@@ -103,7 +103,7 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
         return Compaction(kind=spec.kind, seconds=time.perf_counter() - started)
     assert spec.data is not None  # a DuckLake spec always names its data folder
 
-    live_before, disk_before = run(_live_files), _disk_files(spec.data)
+    live_before, disk_before = run(_live_files), run(lambda con: _disk_files(con, spec.data))
     flushed = 0
     if keep == 0:  # not while anything reads: an open transaction then misses the rows flushed (module doc)
         flushed = run(lambda con: sum(int(r[2] or 0) for r in _call(con, "ducklake_flush_inlined_data")))
@@ -116,7 +116,7 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
     deleted = run(lambda con: len(_call(con, "ducklake_cleanup_old_files", cutoff)))
     deleted += run(lambda con: len(_call(con, "ducklake_delete_orphaned_files", cutoff)))
     return Compaction(kind=spec.kind, live_files_before=live_before, live_files_after=run(_live_files),
-                      disk_files_before=disk_before, disk_files_after=_disk_files(spec.data), rows_flushed=flushed,
+                      disk_files_before=disk_before, disk_files_after=run(lambda con: _disk_files(con, spec.data)), rows_flushed=flushed,
                       files_merged=merged, snapshots_expired=expired, files_deleted=deleted,
                       seconds=time.perf_counter() - started)
 
@@ -130,8 +130,12 @@ def _live_files(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0] or 0) if row else 0
 
 
-def _disk_files(data: str) -> int:
-    return sum(1 for _ in Path(data).rglob("*.parquet"))
+def _disk_files(con: duckdb.DuckDBPyConnection, data: str) -> int:
+    """The ``*.parquet`` files under the data folder, local or in object storage (DuckDB's ``glob``)."""
+    if not is_object_url(data):
+        return sum(1 for _ in Path(data).rglob("*.parquet"))
+    row = con.execute("SELECT count(*) FROM glob(?)", [data.rstrip("/") + "/**/*.parquet"]).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _expire(con: duckdb.DuckDBPyConnection, keep: float) -> int:

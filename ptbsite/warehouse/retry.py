@@ -1,4 +1,4 @@
-"""Retries (DESIGN.md, "Decisions"): a unit of work is a whole function, a selector (``@retrying``) or a service's
+"""Retries: a unit of work is a whole function, a selector (``@retrying``) or a service's
 writes (``run_in_transaction``); when it fails on a lock or a commit conflict ("Could not set lock", "database
 is locked", "Transaction conflict", a failed DuckLake commit) the whole unit runs again, with exponential backoff
 from 20 ms capped at 1 s, until ``settings.PTB_WAREHOUSE_RETRY_SECONDS`` (default 10 s) have passed. An

@@ -10,7 +10,11 @@
 - ``ducklake:postgres:<libpq conninfo or URL>?data=<folder>``: DuckLake with its catalog in PostgreSQL, e.g.
   ``ducklake:postgres:dbname=ptb host=127.0.0.1 user=postgres?data=/srv/ptb/lake`` (production).
 
-The text after the last ``?data=`` is the data folder (relative paths are taken from the working directory).
+The text after the last ``?data=`` is the data folder (relative paths are taken from the working directory), or
+an S3 URL, ``s3://<bucket>/<prefix>``: the Parquet files then live in S3-compatible object storage, read and
+written through DuckDB's httpfs extension with the credentials and endpoint of the ``PTB_S3_*`` settings
+(``ptbsite.warehouse.connections``). Several machines can then share one warehouse: a PostgreSQL catalog, one
+bucket (README, "Deployment").
 """
 from __future__ import annotations
 
@@ -37,6 +41,16 @@ class WarehouseSpec:
     def is_ducklake(self) -> bool:
         return self.kind != "file"
 
+    @property
+    def data_in_object_storage(self) -> bool:
+        """Whether the DuckLake data folder is an ``s3://`` URL (object storage) rather than a local folder."""
+        return self.data is not None and is_object_url(self.data)
+
+
+def is_object_url(path: str) -> bool:
+    """Whether ``path`` names object storage (``s3://bucket/prefix``), which DuckDB's httpfs reads and writes."""
+    return path.startswith("s3://")
+
 
 def parse_spec(text: str) -> WarehouseSpec:
     """Parse a warehouse setting (syntax in the module docstring). Memoised per text and working directory
@@ -62,6 +76,11 @@ def _parse_spec(text: str, cwd: str) -> WarehouseSpec:
         raise ValueError(f"PTB_WAREHOUSE {text!r}: a DuckLake warehouse needs its data folder, ...?data=<folder>")
     if catalog_kind == "sqlite":
         catalog = str(Path(catalog).resolve())
+    if is_object_url(data):
+        bucket = data[len("s3://"):].split("/", 1)[0]
+        if not bucket:
+            raise ValueError(f"PTB_WAREHOUSE {text!r}: an object-storage data folder is s3://<bucket>/<prefix>")
+        return WarehouseSpec(f"ducklake-{catalog_kind}", catalog, data.rstrip("/"))
     return WarehouseSpec(f"ducklake-{catalog_kind}", catalog, str(Path(data).resolve()))
 
 

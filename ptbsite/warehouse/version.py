@@ -55,9 +55,13 @@ def _digest(text: str) -> str:
 
 def version_path(text: str | None = None) -> Path:
     """The version file of the warehouse ``text`` (default: the configured one): beside the DuckDB file or the
-    SQLite catalog, or in the data folder of a PostgreSQL catalog (in ``settings.DATA_DIR`` for ``:memory:``)."""
+    SQLite catalog, or in the data folder of a PostgreSQL catalog (in ``settings.DATA_DIR`` for ``:memory:`` and
+    for a data folder in object storage: that machine's own file, the other machines learning of a write from the
+    version's copy in the shared page cache, which such a deployment needs: ``check_shared_cache``)."""
     text = text or warehouse_spec()
     spec = parse_spec(text)
+    if spec.data_in_object_storage:
+        return Path(settings.DATA_DIR) / f"warehouse-{_digest(text)}.version"
     if spec.kind == "ducklake-postgres":
         assert spec.data is not None
         return Path(spec.data) / f"warehouse-{_digest(text)}.version"
