@@ -120,6 +120,9 @@ PTB_WAREHOUSE = os.environ.get(
 # DuckDB threads of each process's DuckLake instance (0: DuckDB's default, one per core). `serve` runs its workers
 # with 1: their concurrency is the requests' threads, and one query per request on all cores made pages slower.
 PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
+# Runs an ingest's reading processes parsed that it stores in one transaction (traces.ingest.tree): 1 is one
+# transaction per run (bench/ingest_batch.py measures both).
+PTB_INGEST_BATCH_RUNS = max(1, int(os.environ.get("PTB_INGEST_BATCH_RUNS", "32")))
 # A DuckLake data folder in S3-compatible object storage (`?data=s3://bucket/prefix`): the endpoint (host:port; empty:
 # AWS itself), region, addressing (`path` for MinIO, Ceph and most self-hosted servers; `vhost` for AWS), TLS, and the
 # credentials, read from the usual AWS variables (ptbsite.warehouse.connections makes them a DuckDB secret).

@@ -1,6 +1,6 @@
 """The word index of trace text (``step_words``), so that a search of a long trace reads a few rows, not every step.
 
-**What is stored.** For each batch of steps written (``traces.services.StepWriter``, ``store_run``), one row per
+**What is stored.** For each batch of steps written (``traces.services.StepWriter``, ``write_runs``), one row per
 (run, trace, word) with the indices of the batch's steps whose lower-cased input or output holds the word:
 ``step_words(run_id, trace, word, steps INTEGER[])``, in the transaction that writes the steps (a word has a row
 per batch that holds it). DuckDB finds the words itself (``regexp_extract_all``, RE2) in the batch's Arrow table,

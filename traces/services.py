@@ -1,7 +1,7 @@
-"""Writes of the traces app: storing one ingested run (``store_run``, called by ``traces.ingest``), and the
-writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
+"""Writes of the traces app: storing ingested runs (``write_runs``, ``write_run``, ``StepWriter``, called by
+``traces.ingest``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 
-A run is stored in one transaction: with all its steps or not at all. A step's input or output longer than
+A run is stored in one transaction (with the other runs of its ingest batch): with all its steps or not at all. A step's input or output longer than
 :data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
 bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
 bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
@@ -11,6 +11,7 @@ transaction. Reading results trees is ``traces.ingest``.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -33,18 +34,6 @@ STEP_TYPES = [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float
               pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
               pa.string(), pa.string(), pa.int64(), pa.int64()]
 TEXT_TYPES = [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()]
-
-
-def store_run(rows: dict, *, method_row: tuple, replace: bool = True, method_stored: bool = False,
-              alone: bool = False) -> None:
-    """Replace one run (and upsert its method) in one transaction; recompute the latest-run flags of its cell.
-
-    ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them; ``replace``, ``method_stored`` and ``alone`` as
-    :func:`write_run`. Raises:
-        warehouse.WarehouseUnavailable, duckdb.Error: nothing of the run is stored then.
-    """
-    warehouse.run_in_transaction(lambda con: write_run(con, rows, method_row=method_row, replace=replace,
-                                                       method_stored=method_stored, alone=alone))
 
 
 def delete_run(con, run_id: str) -> None:
@@ -107,9 +96,21 @@ class StepWriter:
         self.steps, self.texts, self._bytes = [], [], 0
 
 
+@dataclass(frozen=True)
+class RunWrite:
+    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, its method's row
+    (``methods`` column order), and what the caller knows of the warehouse (see :func:`write_run`)."""
+
+    rows: dict
+    method_row: tuple
+    replace: bool = True
+    method_stored: bool = False
+    alone: bool = False
+
+
 def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True, method_stored: bool = False,
               alone: bool = False) -> None:
-    """The body of :func:`store_run`, inside the caller's transaction: upsert the method, (``replace``: delete
+    """Store one run inside the caller's transaction: upsert the method, (``replace``: delete
     the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
     (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
     latest-run flags of its cell. Raises duckdb.Error.
@@ -119,31 +120,55 @@ def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True, metho
     ``method_row`` is stored as it is (an earlier run of the same ingest wrote it); ``alone``, no other run of
     the run's cell (method, benchmark, base model) is stored, so it is the cell's latest and no flag changes.
     """
-    run = rows["run"]
-    columns = list(run)
-    if not method_stored:
-        con.execute("DELETE FROM methods WHERE id = ?", [method_row[0]])
-        con.execute(f"INSERT INTO methods VALUES ({', '.join('?' * len(method_row))})", list(method_row))
-    if replace:
-        delete_run(con, run["id"])
-    con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                [run[c] for c in columns])
-    _insert_steps(con, rows["steps"], rows.get("texts") or [])
-    for tokens_in, tokens_out, trace, idx in rows.get("late_usage", []):
-        con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
-                    [tokens_in, tokens_out, run["id"], trace, idx])
-    warehouse.insert_rows(con, "verdicts", rows["verdicts"])
-    warehouse.insert_rows(con, "evaluations", rows["evaluations"])
-    _store_analysis(con, run["id"], rows)
-    if alone and run["is_latest"]:
+    write_runs(con, [RunWrite(rows, method_row, replace=replace, method_stored=method_stored, alone=alone)])
+
+
+def write_runs(con, batch: list[RunWrite]) -> None:
+    """Store several runs inside the caller's transaction with one statement per table for the whole batch
+    (each :class:`RunWrite` as :func:`write_run` would, in order; a later method row of the same method wins):
+    the per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a batch of N
+    runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is
+    stored once the caller rolls back."""
+    if not batch:
         return
-    # The latest run of the cell is the one with the highest cluster id; only rows whose flag changes are written
-    # (DuckLake writes every updated row again).
+    methods = {w.method_row[0]: w.method_row for w in batch if not w.method_stored}
+    if methods:
+        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", list(methods))
+        warehouse.insert_rows(con, "methods", list(methods.values()))
+    for w in batch:
+        if w.replace:
+            delete_run(con, w.rows["run"]["id"])
+    runs = [w.rows["run"] for w in batch]
+    columns = list(runs[0])
+    table = pa.Table.from_pylist([{c: run[c] for c in columns} for run in runs])
+    con.register("new_runs", table)
+    try:
+        con.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT * FROM new_runs")
+    finally:
+        con.unregister("new_runs")
+    _insert_steps(con, [step for w in batch for step in w.rows["steps"]],
+                  [text for w in batch for text in w.rows.get("texts") or []])
+    for w in batch:
+        for tokens_in, tokens_out, trace, idx in w.rows.get("late_usage", []):
+            con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
+                        [tokens_in, tokens_out, w.rows["run"]["id"], trace, idx])
+    warehouse.insert_rows(con, "verdicts", [v for w in batch for v in w.rows["verdicts"]])
+    warehouse.insert_rows(con, "evaluations", [e for w in batch for e in w.rows["evaluations"]])
+    _store_analysis(con, {table: [r for w in batch for r in w.rows.get(table) or []] for table in _ANALYSIS_TYPES})
+    cells = sorted({(w.rows["run"]["method"], w.rows["run"]["benchmark"], w.rows["run"]["base_model"])
+                    for w in batch if not (w.alone and w.rows["run"]["is_latest"])})
+    if not cells:
+        return
+    # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
+    # (DuckLake writes every updated row again). One statement for every cell of the batch.
+    values = ", ".join("(?, ?, ?)" for _ in cells)
     con.execute(
-        "UPDATE runs SET is_latest = (cluster_id = (SELECT max(cluster_id) FROM runs WHERE method = $1 AND "
-        "benchmark = $2 AND base_model = $3)) WHERE method = $1 AND benchmark = $2 AND base_model = $3 AND "
-        "is_latest IS DISTINCT FROM (cluster_id = (SELECT max(cluster_id) FROM runs WHERE method = $1 AND "
-        "benchmark = $2 AND base_model = $3))", [run["method"], run["benchmark"], run["base_model"]])
+        f"UPDATE runs SET is_latest = (runs.cluster_id = top.cluster_id) FROM ("
+        f"SELECT r.method, r.benchmark, r.base_model, max(r.cluster_id) AS cluster_id FROM runs r "
+        f"JOIN (VALUES {values}) AS cell(method, benchmark, base_model) USING (method, benchmark, base_model) "
+        f"GROUP BY ALL) AS top WHERE runs.method = top.method AND runs.benchmark = top.benchmark AND "
+        f"runs.base_model = top.base_model AND runs.is_latest IS DISTINCT FROM (runs.cluster_id = top.cluster_id)",
+        [value for cell in cells for value in cell])
 
 
 _ANALYSIS_TYPES = {
@@ -153,9 +178,9 @@ _ANALYSIS_TYPES = {
 }
 
 
-def _store_analysis(con, run_id: str, rows: dict) -> None:
-    """Insert the run's facets, phases and monitor samples (inside ``store_run``'s transaction, which has
-    deleted an earlier version of the run).
+def _store_analysis(con, rows: dict[str, list[tuple]]) -> None:
+    """Insert facets, phases and monitor samples (``rows``: table -> rows of any number of runs), inside the
+    caller's transaction, which has deleted earlier versions of those runs.
 
     Rows go in as Arrow tables: a 50-hour run has 3,000 monitor samples, too many for row-by-row inserts.
     """

@@ -1,4 +1,4 @@
-"""Reading one run directory into the rows the warehouse stores (``traces.services.store_run``).
+"""Reading one run directory into the rows the warehouse stores (``traces.services.write_runs``).
 
 Every text is redacted (``traces.redaction``) before it is parsed or stored, and the run records how many
 secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD
@@ -452,7 +452,7 @@ def _naive(moment: datetime | None) -> datetime | None:
 
 def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
                    counts: _Counts) -> dict:
-    """The run's facets, phases and monitor samples as rows for ``store_run`` (``traces.facets``, ``.monitor``);
+    """The run's facets, phases and monitor samples as rows for ``write_runs`` (``traces.facets``, ``.monitor``);
     ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since

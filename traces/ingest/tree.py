@@ -1,10 +1,13 @@
 """Walking a results tree (spec section 1) and storing each of its runs, each in its own transaction.
 
 Runs are read (parsed, redacted, facets and evidence derived) by a pool of worker processes, one per core, and
-stored by this process alone, one transaction per run: a plain DuckDB file admits one writing process, and on
-DuckLake one writer never meets a commit conflict between runs (DuckLake retries those, but each retry runs the
-whole unit again). A run's rows travel from its worker as one pickled dict: the runs of a results tree are
-0.3-1.3 MB of trace each. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
+stored by this process alone: a plain DuckDB file admits one writing process, and on DuckLake one writer never
+meets a commit conflict between runs (DuckLake retries those, but each retry runs the whole unit again). A run's
+rows travel from its worker as one pickled dict: the runs of a results tree are 0.3-1.3 MB of trace each. The
+pool's runs are stored in batches (``settings.PTB_INGEST_BATCH_RUNS`` runs or :data:`BATCH_BYTES` of trace, one
+transaction and one statement per table for the whole batch: ``traces.services.write_runs``), since on DuckLake a
+run's fixed cost is its statements and its commit; a batch that fails is stored again run by run, so a broken run is
+reported and skipped and the others of its batch are stored. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
 instead, as a stream: its steps are parsed, redacted, derived and written in batches inside its transaction, so
 memory is bounded by a batch and the facts it holds, not by the trace (``traces.ingest.reader``). With one
 process (``workers=1``) every run is read so.
@@ -26,13 +29,14 @@ from ptbsite import warehouse
 
 from .. import layout
 from ..redaction import Redactor
-from ..services import StepWriter, delete_run, record_dir_times, refresh_agent, store_run, write_run
+from ..services import RunWrite, StepWriter, delete_run, record_dir_times, refresh_agent, write_run, write_runs
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
 
 log = logging.getLogger(__name__)
 
 SYNTHETIC_MARKER = "SYNTHETIC"  # a file at the results root that marks a generated (demo) tree
 IN_PROCESS_BYTES = 32 * 1024 * 1024  # bytes of agent trace above which a run is read in the storing process
+BATCH_BYTES = 64 * 1024 * 1024  # a batch of runs is stored once it holds this many bytes of agent trace
 
 
 @dataclass
@@ -171,6 +175,20 @@ class _Stored:
         self.methods.add(job.method.raw)
         self.cells.setdefault(job.method.raw, set()).add((run["benchmark"], run["base_model"]))
 
+    def plan(self, batch: list[tuple[_Job, dict]]) -> list[RunWrite]:
+        """The writes of ``batch`` (jobs and their rows) in one transaction, each run's hints as if the runs
+        before it in the batch were stored (nothing here changes until the batch commits: :meth:`stored`)."""
+        methods, cells = set(self.methods), {m: set(c) for m, c in self.cells.items()}
+        writes = []
+        for job, rows in batch:
+            run, method = rows["run"], job.method.raw
+            cell, known = (run["benchmark"], run["base_model"]), cells.setdefault(method, set())
+            writes.append(RunWrite(rows, job.method_row, replace=job.stored_before, method_stored=method in methods,
+                                   alone=not job.stored_before and cell not in known))
+            methods.add(method)
+            known.add(cell)
+        return writes
+
 
 def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, stored: _Stored) -> list[_Job]:
     """The runs under ``root`` that changed since they were stored, in tree order (methods, then runs, sorted by
@@ -264,27 +282,56 @@ def ingest_tree(
         done = {"runs": 0, "bytes": 0}
         total_bytes = sum(j.trace_bytes for j in jobs)
 
-        def finish(job: _Job, outcome: str, value: object) -> None:
-            if outcome in ("rows", "stored"):
+        pending: list[tuple[_Job, dict]] = []
+
+        def record(job: _Job, outcome: str, value: object) -> None:
+            """A run's end: stored (``value`` its rows) or failed (``value`` the message)."""
+            if outcome == "stored":
                 rows = value
-                try:
-                    if outcome == "rows":
-                        store_run(rows, method_row=job.method_row, **stored.hints(job, rows["run"]))
-                except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
-                    outcome, value = "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
-                    log.exception("ingest of %s failed", job.run_dir)
-                else:
-                    stored.stored(job, rows["run"])
-                    report.stored += 1
-                    report.steps += rows["stored_steps"]
-                    report.bytes_read += rows["run"]["trace_bytes"]
-                    problems[job.index] = rows["problems"]
-                    if progress:
-                        progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
-                                 f"{rows['run']['step_count']} steps")
-            if outcome not in ("rows", "stored"):
+                assert isinstance(rows, dict)
+                stored.stored(job, rows["run"])
+                report.stored += 1
+                report.steps += rows["stored_steps"]
+                report.bytes_read += rows["run"]["trace_bytes"]
+                problems[job.index] = rows["problems"]
+                if progress:
+                    progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
+                             f"{rows['run']['step_count']} steps")
+            else:
                 report.failed += 1
                 problems[job.index] = [str(value)]
+
+        def store_pending() -> None:
+            """Store the runs read so far in one transaction; if it fails, each on its own (one broken run must
+            not take its batch with it)."""
+            batch = list(pending)
+            pending.clear()
+            if not batch:
+                return
+            try:
+                warehouse.run_in_transaction(lambda con: write_runs(con, stored.plan(batch)))
+            except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+                if len(batch) == 1:
+                    log.exception("ingest of %s failed", batch[0][0].run_dir)
+                    record(batch[0][0], "error",
+                           f"{batch[0][0].run_dir}: not stored: {type(exc).__name__}: {exc}")
+                    return
+                for one in batch:
+                    pending.append(one)
+                    store_pending()
+            else:
+                for job, rows in batch:
+                    record(job, "stored", rows)
+
+        def finish(job: _Job, outcome: str, value: object) -> None:
+            if outcome == "rows":
+                assert isinstance(value, dict)
+                pending.append((job, value))
+                if (len(pending) >= settings.PTB_INGEST_BATCH_RUNS
+                        or sum(j.trace_bytes for j, _ in pending) >= BATCH_BYTES):
+                    store_pending()
+            else:
+                record(job, outcome, value)
             done["runs"] += 1
             done["bytes"] += job.trace_bytes
             if ticker:
@@ -302,6 +349,7 @@ def ingest_tree(
                     finish(job, *_store_here(job, ingester, stored))
                 for index, outcome, value in results:
                     finish(jobs[index], outcome, value)
+                store_pending()
         else:
             for job in here:
                 finish(job, *_store_here(job, ingester, stored))

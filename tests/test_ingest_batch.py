@@ -1,0 +1,104 @@
+"""Batched ingest (``traces.ingest.tree``: the pool's runs stored several per transaction by
+``traces.services.write_runs``): the same rows as one run per transaction, fewer transactions, and a run whose
+write fails is reported while the rest of its batch is stored."""
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from ptbsite import warehouse
+from traces import layout, services
+from traces.ingest import ingest_tree
+
+TABLES = ("runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases", "monitor",
+          "methods")
+# Columns that differ between two ingests of the same tree by design (when they ran).
+VOLATILE = {"runs": ("ingested_at",), "methods": ("ingested_at",)}
+
+
+def _dump(path) -> dict[str, list[tuple]]:
+    con = duckdb.connect(str(path))
+    try:
+        out = {}
+        for table in TABLES:
+            columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()
+                       if r[0] not in VOLATILE.get(table, ())]
+            out[table] = sorted(con.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(), key=repr)
+        return out
+    finally:
+        con.close()
+
+
+def _ingest(demo_tree, path, settings, **kwargs):
+    settings.PTB_WAREHOUSE = str(path)
+    warehouse.reset_migration_cache()
+    return ingest_tree(root=demo_tree.root, **kwargs)
+
+
+def test_batches_store_what_one_run_per_transaction_stores(demo_tree, tmp_path, settings, monkeypatch):
+    transactions = []
+    real = warehouse.run_in_transaction
+    monkeypatch.setattr(warehouse, "run_in_transaction", lambda unit: transactions.append(1) or real(unit))
+    batched = _ingest(demo_tree, tmp_path / "batched.duckdb", settings, workers=2)
+    batched_transactions = len(transactions)
+    settings.PTB_INGEST_BATCH_RUNS = 1
+    transactions.clear()
+    single = _ingest(demo_tree, tmp_path / "single.duckdb", settings, workers=2)
+    assert (batched.stored, batched.failed) == (single.stored, single.failed) == (len(demo_tree.runs) +
+                                                                                 len(demo_tree.baseline_runs), 0)
+    assert batched.problems == single.problems
+    assert len(transactions) == single.stored  # one run, one transaction
+    assert batched_transactions < single.stored / 4, batched_transactions
+    assert _dump(tmp_path / "batched.duckdb") == _dump(tmp_path / "single.duckdb")
+    # the latest run of every cell, whichever batch its retries landed in
+    con = duckdb.connect(str(tmp_path / "batched.duckdb"))
+    try:
+        latest = {r[0]: r[1] for r in con.execute("SELECT id, is_latest FROM runs").fetchall()}
+    finally:
+        con.close()
+    for demo in demo_tree.runs:
+        assert latest[layout.run_id(*demo.run_dir.split("/"))] == demo.is_latest, demo.run_dir
+
+
+def test_a_run_that_cannot_be_written_loses_nothing_of_its_batch(demo_tree, tmp_path, settings, monkeypatch):
+    victim = demo_tree.runs[3]
+    victim_id = layout.run_id(*victim.run_dir.split("/"))
+    real_insert = services._insert_steps
+
+    def failing_insert(con, steps, texts):
+        # fault injection: the warehouse refuses this run's steps (a full disk, a constraint), nothing else's
+        if any(step[0] == victim_id for step in steps):
+            raise duckdb.IOException("injected write failure")
+        real_insert(con, steps, texts)
+
+    monkeypatch.setattr(services, "_insert_steps", failing_insert)
+    report = _ingest(demo_tree, tmp_path / "one-broken.duckdb", settings, workers=2)
+    total = len(demo_tree.runs) + len(demo_tree.baseline_runs)
+    assert (report.stored, report.failed) == (total - 1, 1)
+    assert [p for p in report.problems if "injected write failure" in p] == [
+        f"{demo_tree.root / victim.run_dir}: not stored: IOException: injected write failure"]
+    con = duckdb.connect(str(tmp_path / "one-broken.duckdb"))
+    try:
+        stored = {r[0] for r in con.execute("SELECT id FROM runs").fetchall()}
+        orphans = con.execute("SELECT count(*) FROM steps WHERE run_id = ?", [victim_id]).fetchone()[0]
+    finally:
+        con.close()
+    assert victim_id not in stored and len(stored) == total - 1
+    assert orphans == 0
+    # the next ingest stores it, once the warehouse takes it again
+    monkeypatch.setattr(services, "_insert_steps", real_insert)
+    again = ingest_tree(root=demo_tree.root)
+    assert (again.stored, again.unchanged, again.failed) == (1, total - 1, 0)
+
+
+@pytest.mark.parametrize("batch_runs", [2, 5])
+def test_batch_boundaries_do_not_change_the_latest_flags(demo_tree, tmp_path, settings, batch_runs):
+    settings.PTB_INGEST_BATCH_RUNS = batch_runs
+    _ingest(demo_tree, tmp_path / f"b{batch_runs}.duckdb", settings, workers=2)
+    con = duckdb.connect(str(tmp_path / f"b{batch_runs}.duckdb"))
+    try:
+        latest = dict(con.execute("SELECT id, is_latest FROM runs").fetchall())
+    finally:
+        con.close()
+    for demo in demo_tree.runs:
+        assert latest[layout.run_id(*demo.run_dir.split("/"))] == demo.is_latest, demo.run_dir
