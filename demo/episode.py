@@ -319,16 +319,34 @@ def _finish(rng: random.Random, task: str, flavour: EpisodeFlavour) -> list[Acti
     return acts
 
 
+def action_chars(actions: list[Action]) -> int:
+    """Characters of text in ``actions`` (reasoning, messages, commands, file contents, outputs): what a trace
+    writer renders, before its per-format framing and JSON escaping."""
+    return sum(len(a.think) + len(a.say) + len(a.command) + len(a.content) + len(a.output) for a in actions)
+
+
 def plan_episode(*, rng: random.Random, task: str, base_model: str, hours: int,
-                 flavour: EpisodeFlavour) -> list[Action]:
+                 flavour: EpisodeFlavour, target_chars: int | None = None) -> list[Action]:
     """Invent the actions of one agent run (scaffold-neutral).
 
     Returns a list of :class:`Action` ending in a text-only action (the agent's final message). ``seconds`` are
     relative weights; the trace writer rescales them to the run's wall time. A normal run has ~40-150 tool calls;
     ``flavour.long`` gives 20,000+ tool calls with large training-log outputs (~50 MB as Claude stream-json).
+    ``target_chars`` (ignored with ``flavour.long``): add training cycles until :func:`action_chars` reaches it
+    (at least one cycle, so ~10,000 characters is the floor); above 5 M characters the cycles are the long run's
+    (hundreds of monitoring calls with big training logs).
     """
     acts = _explore(rng, task, base_model, hours, flavour) + _data_actions(rng, task, flavour)
-    if flavour.long:
+    if target_chars is not None and not flavour.long:
+        size, cycle, big = action_chars(acts), 0, target_chars > 5_000_000
+        while cycle == 0 or size < target_chars:
+            more = _train_cycle(rng, task, base_model, cycle, flavour,
+                                monitors=rng.randint(250, 400) if big else rng.randint(6, 25),
+                                log_lines=rng.randint(60, 110) if big else 40)
+            acts += more
+            size += action_chars(more)
+            cycle += 1
+    elif flavour.long:
         target = rng.randint(20_300, 21_500)
         cycle = 0
         while len(acts) < target:

@@ -11,6 +11,7 @@ Deterministic: the same seed gives byte-identical files (``random.Random(seed)``
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -251,6 +252,148 @@ def _model_safe(hf_id: str, chars: str = "/:[]") -> str:
     return hf_id
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Methods mode: K method dirs of the real benchmark's naming, one latest run per cell each (issue 24)
+
+# The method dirs the published website and upstream's agent map name (suites/posttrainbench.json: published.agents
+# and agent_groups, as of 2026-05), after the nine of _METHODS. The real benchmark has ~90 method dirs.
+_REAL_METHOD_NAMES: tuple[str, ...] = (
+    "claude_non_api_claude-opus-4-6_1m__10h_run2", "claude_non_api_claude-opus-4-6_1m__10h_run3",
+    "claude_claude-opus-4-6_10h_run3", "opencode_opencode_gemini-3.1-pro_10h_run1",
+    "opencode_opencode_gemini-3.1-pro_10h_run2", "opencode_opencode_gemini-3.1-pro_10h_run3",
+    "codex_gpt-5.2_10h_v4", "codex_gpt-5.2_10h_v6_seed1", "codex_gpt-5.2_10h_v6_seed2",
+    "codex_non_api_high_gpt-5.4_10h_run2", "codex_non_api_high_gpt-5.4_10h_run3",
+    "codex_gpt-5.1-codex-max_10h_v4_seed2", "gemini_models_gemini-3-pro-preview_10h_final_v3",
+    "gemini_models_gemini-3-pro-preview_10h_v6_seed1", "codex_non_api_high_gpt-5.3-codex_10h_run1",
+    "codex_non_api_high_gpt-5.3-codex_10h_run2", "codex_non_api_high_gpt-5.3-codex_10h_run3",
+    "codex_gpt-5.2-codex_10h_v6", "codex_gpt-5.2-codex_10h_v6_seed1", "codex_gpt-5.2-codex_10h_v6_seed2",
+    "claude_claude-opus-4-5_10h_final_v3", "claude_claude-opus-4-5_10h_v5", "claude_claude-opus-4-5_10h_v6_seed1",
+    "codex_non_api_gpt-5.3-codex_10h_run1", "codex_non_api_gpt-5.3-codex_10h_run2",
+    "codex_non_api_gpt-5.3-codex_10h_run3", "claude_non_api_claude-sonnet-4-6_10h",
+    "claude_claude-sonnet-4-5_10h_final_v3", "opencode_zai_glm-5_10h_run2", "qwen3max_qwen3-max-2026-01-23_10h",
+    "opencode_opencode_minimax-m2.5-free_10h_run2", "opencode_anthropic_claude-opus-4-5_10h",
+    "opencode_opencode_gemini-3-pro_10h", "opencode_opencode_gpt-5.1-codex-max_10h",
+    "opencode_opencode_kimi-k2-thinking_10h", "opencode_opencode_glm-4.7-free_10h",
+    "opencode_opencode_minimax-m2.1-free_10h", "codexlow_gpt-5.1-codex-max_10h_v7",
+    "codexlow_gpt-5.1-codex-max_10h_v7_seed1", "codexhigh_gpt-5.1-codex-max_10h_v7",
+    "codexhigh_gpt-5.1-codex-max_10h_v7_seed1", "claude_non_api_claude-opus-4-7_10h",
+    "claude_non_api_claude-opus-4-7_10h_run2", "claude_non_api_claude-opus-4-7_10h_run3",
+    "codex_non_api_xhigh_gpt-5.5_10h_run1", "codex_non_api_xhigh_gpt-5.5_10h_run2",
+)
+# Agent folders (traces/data/harness_agents.json), longest first so a method name splits at the longest prefix.
+_AGENT_PREFIXES: tuple[str, ...] = (
+    "claude_non_api_max", "codex_non_api_xhigh", "codex_non_api_high", "codex_non_api_max", "claude_non_api",
+    "codex_non_api", "codexhigh", "codexlow", "qwen3max", "opencode", "gemini", "claude", "codex")
+# Configurations beyond the published ones (agent folder, model with {v} for a version, effort-free), in the
+# naming of the newest sweeps: ``<agent>_<model>_10h_run<N>``, three repeats each.
+_EXTRA_CONFIGS: tuple[tuple[str, str], ...] = (
+    ("claude_non_api", "claude-opus-4-{v}"), ("codex_non_api_high", "gpt-5.{v}"),
+    ("opencode", "opencode/glm-5.{v}"), ("gemini", "models/gemini-3.{v}-pro-preview"),
+    ("codex_non_api_xhigh", "gpt-5.{v}-codex"), ("claude_non_api_max", "claude-sonnet-4-{v}"),
+    ("opencode", "opencode/kimi-k2.{v}"), ("codexlow", "gpt-5.{v}-codex-max"),
+)
+# solve_out.txt bytes per character of episode text (demo.episode.action_chars), per format: the framing and
+# JSON escaping each writer adds (measured on 0.6 MB episodes of demo.writers; sizes land within ~15 %).
+_FORMAT_OVERHEAD = {"claude_code": 4.7, "codex_exec": 1.9, "codex_protocol": 3.7, "codex_text": 1.85,
+                    "gemini": 2.2, "opencode": 4.3}
+TRACE_MEDIAN_BYTES = 600_000
+"""Median solve_out.txt of a real run (0.3-1.3 MB for most; issue 24 from the public trajectories)."""
+GIANT_TRACE_SHARE = 0.002
+"""Share of runs whose trace is 50-200 MB (a few per thousand: the long runs that print training logs)."""
+
+
+def trace_size(rng: random.Random, scale: float = 1.0) -> int:
+    """Draw one run's ``solve_out.txt`` size in bytes: log-normal around :data:`TRACE_MEDIAN_BYTES`
+    (sigma 0.4, so ~95 % fall in 0.27-1.3 MB), clipped to 0.2-2 MB; with probability :data:`GIANT_TRACE_SHARE`
+    uniform in 50-200 MB instead. Times ``scale``."""
+    if rng.random() < GIANT_TRACE_SHARE:
+        return int(rng.uniform(50e6, 200e6) * scale)
+    return int(min(2e6, max(2e5, TRACE_MEDIAN_BYTES * math.exp(rng.gauss(0.0, 0.4)))) * scale)
+
+
+def _real_method(name: str, index: int) -> _Method:
+    """A _Method for a real method dir name: agent folder by longest prefix, scaffold format by agent, sweep date
+    (which decides the era's files) by its suffix (``final_v3`` Dec 2025, ``v4``/``v5`` Feb, ``v6``/``v7`` Mar,
+    ``runN`` or none Apr, OpenCode May)."""
+    agent = next(a for a in _AGENT_PREFIXES if name.startswith(a + "_"))
+    rest = name[len(agent) + 1:].split("_10h")[0]
+    config = rest.replace("_1m_", "[1m]").rstrip("_")
+    if agent in ("opencode", "gemini"):
+        config = config.replace("_", "/", 1)
+    if agent.startswith("codex"):
+        fmt = "codex_protocol" if "final_v3" in name else "codex_exec"
+    elif agent == "gemini":
+        fmt = "gemini"
+    elif agent == "opencode":
+        fmt = "opencode"
+    else:
+        fmt = "claude_code"
+    if "final_v3" in name:
+        start = datetime(2025, 12, 2)
+    elif "_v4" in name or "_v5" in name:
+        start = datetime(2026, 2, 1)
+    elif "_v6" in name or "_v7" in name:
+        start = datetime(2026, 3, 1)
+    elif agent == "opencode":
+        start = datetime(2026, 5, 2)
+    else:
+        start = datetime(2026, 4, 5)
+    start += timedelta(days=index % 20, hours=7 * index % 24)
+    verdicts: Literal["txt", "txt+migration", "judgement_json"] = (
+        "judgement_json" if start >= datetime(2026, 5, 1) else "txt+migration" if "_v4_seed" in name else "txt")
+    return _Method(name, agent, config, fmt, start, verdicts)
+
+
+def _extra_method(index: int) -> _Method:
+    """The ``index``-th method past the real names: configurations of _EXTRA_CONFIGS, three ``_runN`` each."""
+    config_no, repeat = divmod(index, 3)
+    agent, model = _EXTRA_CONFIGS[config_no % len(_EXTRA_CONFIGS)]
+    model = model.format(v=8 + config_no // len(_EXTRA_CONFIGS))
+    name = f"{agent}_{model.replace('/', '_')}_10h_run{repeat + 1}"
+    return _real_method(name, index)
+
+
+def method_catalogue(k: int) -> list[_Method]:
+    """The first ``k`` method dirs of the real shape: the nine of the classic demo (every scaffold format and
+    verdict era), then the published method dirs, then more configurations of the newest sweeps' naming."""
+    out = list(_METHODS[:k])
+    out += [_real_method(n, i) for i, n in enumerate(_REAL_METHOD_NAMES[:max(0, k - len(_METHODS))])]
+    out += [_extra_method(i) for i in range(max(0, k - len(_METHODS) - len(_REAL_METHOD_NAMES)))]
+    return out
+
+
+def _method_slots(rng: random.Random, k: int, long_run: bool, scale: float) -> list[_Slot]:
+    """Slots of the methods mode: per method one latest run for each of the 28 (benchmark, base model) cells, plus
+    ~4 % superseded retries (an older failed run dir of the same cell); the first nine methods carry the classic
+    tree's mandatory features (every state, flag, verdict era, planted secrets, the long run)."""
+    catalogue = method_catalogue(k)
+    cells = len(TASKS) * len(BASE_MODELS)
+    slots: dict[int, list[_Slot]] = {}
+    for m, method in enumerate(catalogue):
+        ss = [_Slot(method) for _ in range(cells + (1 if m == 2 else 0))]  # method 2's mandatory retry pair
+        for s in ss:
+            s.state = _random_state(rng, method)
+            s.contamination = s.state == "scored" and rng.random() < 0.06
+            s.disallowed_model = s.state == "scored" and not s.contamination and rng.random() < 0.04
+            s.rerun_files = rng.random() < 0.15
+            s.migration_only = method.verdicts == "txt+migration" and rng.random() < 0.3
+            s.trace_bytes = trace_size(rng, scale)
+        slots[m] = ss
+    _mandatory(slots, long_run)
+    for m, ss in slots.items():
+        out: list[_Slot] = []
+        for i, s in enumerate(ss):
+            if i >= 3 and s.retry_of is None and rng.random() < 0.04:
+                old = _Slot(s.method, state=rng.choice(("cuda_failure", "never_finished")), superseded=True,
+                            trace_bytes=trace_size(rng, scale))
+                s.retry_of = old
+                out.append(old)
+            out.append(s)
+        slots[m] = out
+        _assign_cells(rng, out)
+    return [s for m in sorted(slots) for s in slots[m]]
+
+
 def _cluster_id(when: datetime, rng: random.Random) -> int:
     """HTCondor cluster ids grow with time: ~16.70M on 2025-12-01, ~17.35M by late May 2026 (spec 1.2)."""
     days = (when - datetime(2025, 12, 1)).total_seconds() / 86400
@@ -281,6 +424,7 @@ class _Slot:
     superseded: bool = False
     start: datetime | None = None     # set when written
     cluster: int = 0
+    trace_bytes: int | None = None    # methods mode: solve_out.txt size to aim for (None: the classic episode)
 
 
 def _mandatory(slots: dict[int, list[_Slot]], long_run: bool) -> None:
@@ -673,7 +817,9 @@ def _solve_out(rng: random.Random, s: _Slot, start: datetime, prompt: str, secre
                              if s.env_secrets else {})
     actions: list[Action] = []
     if agent_started:
-        actions = plan_episode(rng=rng, task=s.task, base_model=s.base_model, hours=10, flavour=flavour)
+        target = None if s.trace_bytes is None else int(s.trace_bytes / _FORMAT_OVERHEAD[m.trace_format])
+        actions = plan_episode(rng=rng, task=s.task, base_model=s.base_model, hours=10, flavour=flavour,
+                               target_chars=target)
     ending: TraceEnding = "normal"
     if s.state in ("timed_out", "never_finished"):
         keep = len(actions) * (85 if s.state == "timed_out" else rng.randint(40, 70)) // 100
@@ -829,7 +975,8 @@ def _write_aggregated(tree: _Tree, runs: list[DemoRun]) -> None:
 # Entry point
 
 
-def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True) -> DemoReport:
+def make_demo_results(*, root: Path, runs: int | None = None, seed: int, long_run: bool = True,
+                      methods: int | None = None, trace_scale: float = 1.0) -> DemoReport:
     """Write a seeded, realistic PostTrainBench results tree under ``root`` and describe it.
 
     Args:
@@ -838,12 +985,24 @@ def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True
             format, every RunState, both flag kinds, every verdict era, a retry and the planted secrets.
         seed: seeds ``random.Random``; the same seed gives byte-identical files.
         long_run: make the first Claude run a ~10 h run with 20,000+ tool calls and a ~50 MB solve_out.txt.
+        methods: instead of ``runs``, the real benchmark's shape: this many method dirs of the real naming
+            (:func:`method_catalogue`), each with one latest run per (benchmark, base model) cell, so
+            28 x ``methods`` latest runs, plus ~4 % superseded retries; solve_out.txt sizes drawn by
+            :func:`trace_size` (median ~0.6 MB, a few 50-200 MB). From 9 on it covers what ``runs=12`` covers.
+        trace_scale: methods mode only: multiplies every drawn trace size (0.05 gives a ~30 KB median; a trace
+            never gets below one training cycle, ~20-50 KB).
 
     Returns:
         DemoReport with one DemoRun per agent run dir (the ground truth for tests and ingest checks).
     """
-    if runs < 1:
+    if (runs is None) == (methods is None):
+        raise ValueError("give exactly one of runs and methods")
+    if runs is not None and runs < 1:
         raise ValueError("runs must be >= 1")
+    if methods is not None and methods < 1:
+        raise ValueError("methods must be >= 1")
+    if trace_scale <= 0:
+        raise ValueError("trace_scale must be > 0")
     rng = random.Random(seed)
     tree = _Tree(root)
     secrets = _Secrets(openai="sk-proj-" + rand_chars(rng, 156, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -855,7 +1014,9 @@ def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True
     written: list[DemoRun] = []
     used_ids: set[int] = set()
     long_dir: str | None = None
-    for slot in _assign_slots(rng, runs, long_run):
+    slots = (_assign_slots(rng, runs, long_run) if runs is not None
+             else _method_slots(rng, methods or 0, long_run, trace_scale))
+    for slot in slots:
         start = slot.method.start + timedelta(minutes=rng.randint(0, 36 * 60))
         cluster = _cluster_id(start, rng)
         if slot.retry_of is not None and slot.retry_of.start is not None:  # resubmitted after the failure

@@ -203,3 +203,91 @@ def test_management_command_prints_a_summary(tmp_path: Path) -> None:
                           "--seed", "3", "--no-long-run"], cwd=REPO, capture_output=True, text=True, check=True)
     assert re.match(r"Wrote 12 runs in 9 methods .* MB to ", out.stdout)
     assert len(out.stdout.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The real benchmark's shape: --methods K (issue 24)
+
+
+def test_methods_mode_writes_one_latest_run_per_cell_of_every_method(tmp_path: Path) -> None:
+    from demo.tree import BASE_MODELS, TASKS, method_catalogue
+
+    report = make_demo_results(root=tmp_path / "k10", methods=10, seed=2, long_run=False, trace_scale=0.02)
+    names = [m.name for m in method_catalogue(10)]
+    assert report.methods == sorted(names)
+    assert sorted(p.name for p in report.root.iterdir() if p.is_dir() and p.name in names) == sorted(names)
+    latest = [r for r in report.runs if r.is_latest]
+    assert len(latest) == 28 * 10
+    cells = {(r.method, r.benchmark, r.base_model) for r in latest}
+    assert cells == {(m, t, b) for m in names for t in TASKS for b in BASE_MODELS}
+    old = [r for r in report.runs if not r.is_latest]
+    assert old, "the real tree has superseded retries"
+    for r in old:  # a retry of the same cell, started earlier, failed
+        newer = next(x for x in latest if (x.method, x.benchmark, x.base_model) == (r.method, r.benchmark,
+                                                                                    r.base_model))
+        assert newer.cluster_id > r.cluster_id and r.state in ("cuda_failure", "never_finished")
+    # the first nine methods keep the classic tree's coverage
+    assert {r.trace_format for r in report.runs} == set(TRACE_FORMATS)
+    assert {r.state for r in report.runs} == set(RUN_STATES)
+    assert report.planted_secrets and report.hostile_run_dirs
+
+
+def test_methods_mode_is_deterministic_and_trace_scale_shrinks_traces(tmp_path: Path) -> None:
+    a = make_demo_results(root=tmp_path / "a", methods=1, seed=9, long_run=False, trace_scale=0.05)
+    b = make_demo_results(root=tmp_path / "b", methods=1, seed=9, long_run=False, trace_scale=0.05)
+    assert tree_digest(a.root) == tree_digest(b.root)
+    full = make_demo_results(root=tmp_path / "full", methods=1, seed=9, long_run=False)
+    started = [r.solve_out_bytes for r in full.runs if r.state != "cuda_failure"]
+    small = [r.solve_out_bytes for r in a.runs if r.state != "cuda_failure"]
+    import statistics
+
+    assert 350_000 <= statistics.median(started) <= 900_000  # the real median, ~0.6 MB (cut runs are smaller)
+    assert statistics.median(small) < statistics.median(started) / 5
+
+
+def test_trace_sizes_follow_the_real_distribution() -> None:
+    import random
+    import statistics
+
+    from demo.tree import trace_size
+
+    rng = random.Random(0)
+    sizes = [trace_size(rng) for _ in range(20_000)]
+    giants = [s for s in sizes if s >= 50e6]
+    body = [s for s in sizes if s < 50e6]
+    assert 0.56e6 <= statistics.median(sizes) <= 0.64e6
+    assert sum(0.27e6 <= s <= 1.35e6 for s in body) / len(body) >= 0.93
+    assert 10 <= len(giants) <= 80 and max(giants) <= 200e6  # ~0.2 %, 50-200 MB
+    rng = random.Random(0)
+    scaled = [trace_size(rng, 0.1) for _ in range(50)]
+    assert all(abs(x - s * 0.1) <= 1 for x, s in zip(scaled, sizes[:50]))  # same draws, scaled
+
+
+def test_catalogue_uses_the_real_method_naming() -> None:
+    import json as _json
+
+    from demo.tree import method_catalogue
+    from traces.layout import parse_method_name
+
+    suite = _json.loads((REPO / "suites" / "posttrainbench.json").read_text())
+    published = {m for a in suite["published"]["agents"] + suite["agent_groups"] for m in a["methods"]}
+    catalogue = method_catalogue(90)
+    names = [m.name for m in catalogue]
+    assert len(set(names)) == 90
+    assert published <= set(names)  # every published method dir, then more of the newest sweeps' naming
+    for m in catalogue:
+        parsed = parse_method_name(m.name)
+        assert parsed.harness_agent == m.agent, m.name
+        assert re.search(r"_10h(_|$)", m.name)
+    assert sum(bool(re.search(r"_run[123]$", n)) for n in names) >= 55
+
+
+def test_management_command_methods_mode(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "manage.py", "make_demo_results", str(tmp_path / "r"), "--methods", "2",
+                          "--seed", "3", "--no-long-run", "--trace-scale", "0.02"],
+                         cwd=REPO, capture_output=True, text=True, check=True)
+    m = re.match(r"Wrote (\d+) runs in 2 methods .* MB to ", out.stdout)
+    assert m and 56 <= int(m.group(1)) <= 70  # 2 x 28 latest runs and a few superseded retries
+    bad = subprocess.run([sys.executable, "manage.py", "make_demo_results", str(tmp_path / "s"), "--methods", "2",
+                          "--runs", "3"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode != 0 and "not both" in bad.stderr
