@@ -26,6 +26,7 @@ rules this rule set replaced, for 16 families).
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Mapping
@@ -150,6 +151,12 @@ RULES: tuple[Rule, ...] = (
              "api_key", "apikey", "api-key", "access_token", "auth_token", "token", "key", "secret", "client_secret",
              "password", "sig", "signature")],
                r"[^&\s\"'#\\<>]{8,}")),
+    Rule("url_userinfo", "RFC 3986 section 3.2.1 userinfo (``scheme://user:password@host``, deprecated for the "
+         "password but still written by git and database clients): the password replaced, the user kept; a user of "
+         "16+ characters holding a digit (``https://<token>@github.com``) is a token and replaced whole. "
+         "detect-secrets BasicAuthDetector (``://user:password@``), the user-only form added",
+         _keep([r"://[^\s/?#@:\"'\\<>]{1,128}:"], r"[^\s/?#@\"'\\<>]{1,256}(?=@)")
+         + (r"://(?P<value{n}>(?=[^\s/?#@:\"'\\<>]{0,256}\d)[^\s/?#@:\"'\\<>]{16,256})(?=@)",)),
     Rule("env_assignment", "detect-secrets KeywordDetector denylist (api_?key, secret, password, token) for "
          "upper-case variable assignments NAME=value / \"NAME\": \"value\"; value 12+ characters holding a digit, "
          "not a $VAR reference",
@@ -158,6 +165,13 @@ RULES: tuple[Rule, ...] = (
                r"(?![$<])(?=[^\s\"'\\,;&<>(){}\[\]]{0,200}\d)[^\s\"'\\,;&<>(){}\[\]]{12,}")),
 )
 SHAPES: tuple[str, ...] = tuple(p for rule in RULES for p in rule.patterns)
+# The rest of a secret glued to a placeholder: a key whose first part was redacted alone (one streamed delta, or
+# the part before a ``\\u002d`` escape in a raw line) and whose second part joined it once decoded or merged.
+# Replaced with the placeholder, not counted again (the secret was counted when its first part was replaced).
+_TAIL = re.escape(PLACEHOLDER) + r"[A-Za-z0-9_/+=.-]*[A-Za-z0-9_/+=-]"
+# JSON escapes, at any depth of nesting (a JSON string holding JSON), that may spell a key's characters: the
+# decoded form of a field is searched again with these resolved (:func:`unescaped`).
+_NESTED_ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|/)")
 _RESIDUAL = re.compile("|".join(map(re.escape, RESIDUAL_PREFIXES)))
 
 
@@ -233,7 +247,7 @@ class Redactor:
         literal = [f"{re.escape(v)}{_KEY_CHAR}*" for v in self.values]
         prefixes = sorted({v[:PARTIAL_PREFIX_LEN] for v in self.values}, key=len, reverse=True)
         partial = [f"{re.escape(p)}{_KEY_CHAR}+" for p in prefixes]
-        self.pattern = re.compile(_combined([*literal, *partial, *_SHAPE_PATTERNS]))
+        self.pattern = re.compile(_combined([*literal, *partial, *_SHAPE_PATTERNS, _TAIL]))
 
     def may_match(self, text: str, pos: int = 0) -> bool:
         """Whether the pattern may match in ``text`` from ``pos`` on: False only when it surely does not. One RE2
@@ -273,10 +287,71 @@ class Redactor:
         return self.redact_counted(text)[0]
 
     def redact_counted(self, text: str) -> tuple[str, int]:
-        """``(redacted text, number of secrets replaced)``; see :meth:`redact`. Raises nothing."""
+        """``(redacted text, number of secrets replaced)``; see :meth:`redact`. The rest of a key glued to a
+        placeholder (``<omitted-api-key>`` + key characters) is replaced too but not counted. Raises nothing."""
         if not self.may_match(text):
             return text, 0
-        return self.pattern.subn(self._replace, text)
+        tails = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal tails
+            if match.group()[:1] == "<":  # the tail rule: the only alternative that starts with "<"
+                tails += 1
+                return PLACEHOLDER
+            return Redactor._replace(match)
+
+        redacted, n = self.pattern.subn(replace, text)
+        return redacted, n - tails
+
+    def redact_decoded(self, text: str) -> tuple[str, int]:
+        """``(text, secrets replaced)`` for a text decoded from JSON (a step's input or output after its deltas
+        were merged, a verdict's text, a metrics note): :meth:`redact_counted`, then, when the text still holds
+        JSON escapes (``\\uXXXX``, ``\\/``: a JSON string holding JSON, such as a tool call's ``arguments``,
+        shown decoded by the trace viewer), the same on its :func:`unescaped` form, which is kept when that
+        replaced anything. Raises nothing."""
+        redacted, n = self.redact_counted(text)
+        if "\\" in redacted and _NESTED_ESCAPE.search(redacted) is not None:
+            view = unescaped(redacted)
+            again, more = self.redact_counted(view)
+            if again != view:
+                return again, n + more
+        return redacted, n
+
+    def redact_many(self, texts: list[str | None]) -> tuple[list[str | None], int]:
+        """``(texts, secrets replaced)``: :meth:`redact_decoded` of each text (None stays None), with one RE2 pass
+        over all of them joined as the gate: only the texts a match of the relaxed pattern (or a JSON escape)
+        touches are redacted one by one. A match of the relaxed pattern in one text is a match in the joined
+        text, so no text that may hold a secret is skipped. Raises nothing."""
+        gate = _decoded_gate(self.pattern.pattern)
+        present = [(i, t) for i, t in enumerate(texts) if t]
+        if not present:
+            return list(texts), 0
+        out = list(texts)
+        flagged: set[int] = set()
+        if gate is None:
+            flagged = {i for i, _ in present}
+        else:
+            joined = "\n".join(t for _, t in present)
+            try:
+                matches = [(m.start(), m.end()) for m in gate.finditer(joined)]
+            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for RE2 to read
+                matches = [(0, len(joined))]
+            if matches:
+                starts, at = [], 0
+                for _, t in present:
+                    starts.append(at)
+                    at += len(t) + 1
+                for start, end in matches:
+                    first = bisect.bisect_right(starts, start) - 1
+                    last = bisect.bisect_right(starts, max(start, end - 1)) - 1
+                    flagged.update(present[k][0] for k in range(first, last + 1))
+        total = 0
+        for i in sorted(flagged):
+            text = texts[i]
+            assert text is not None
+            out[i], n = self.redact_decoded(text)
+            total += n
+        return out, total
 
     def residual_warnings(self, text: str) -> list[str]:
         """Warnings for key prefixes still in (already redacted) ``text``: ``sk-proj``, ``sk-ant``, ``AIzaSy``,
@@ -299,6 +374,35 @@ class Redactor:
 # before a "\n" that ends the text read so far cannot reach it, so it gives what it gives on the whole text.
 STREAM_REACH = 20_000
 _LOOKBEHIND = 64  # characters before a resumed scan that the pattern's lookbehind assertions may read
+
+
+def unescaped(text: str) -> str:
+    """``text`` with its JSON escapes that may spell a key resolved, at any depth of backslashes: ``\\uXXXX``
+    (any number of backslashes before the ``u``) to its character when that is printable and not a quote or a
+    backslash, ``\\/`` to ``/``; everything else kept. A JSON text stays JSON with the same meaning. Raises
+    nothing."""
+
+    def resolve(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return "/"
+        char = chr(int(match.group(1), 16))
+        if not char.isprintable() or char in "\"\\" or "\ud800" <= char <= "\udfff":
+            return match.group()
+        return char
+
+    return _NESTED_ESCAPE.sub(resolve, text)
+
+
+@functools.lru_cache(maxsize=8)
+def _decoded_gate(pattern: str) -> Any:
+    """:func:`_gate` widened to every JSON escape that :func:`unescaped` resolves (:meth:`Redactor.redact_many`);
+    None when the pattern has no RE2 form."""
+    options = re2.Options()
+    options.max_mem = rules.RE2_MAX_MEM
+    try:
+        return re2.compile(rules.relax(re.compile(pattern)) + r"|\\(?:u[0-9a-fA-F]{4}|/)", options)
+    except (rules.Unsupported, re2.error):
+        return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -337,9 +441,10 @@ class StreamRedactor:
                 if match.start() >= limit:
                     break
                 out.append(text[pos:match.start()])
-                out.append(Redactor._replace(match))
+                tail = match.group()[:1] == "<"  # the rest of a key glued to a placeholder: not counted again
+                out.append(PLACEHOLDER if tail else Redactor._replace(match))
                 pos = match.end()
-                self.secrets += 1
+                self.secrets += 0 if tail else 1
         cut = max(pos, limit, start)
         out.append(text[pos:cut])
         self._behind, self._held = text[max(0, cut - _LOOKBEHIND):cut], text[cut:]

@@ -217,9 +217,15 @@ class Ingester:
             if m or path.name == "judgement.log":
                 judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
                 judge_parsed = parse_trace(_read(path, self.redactor, counts) or "", source=path.name)
+                counts.secrets += redact_steps(judge_parsed.steps, self.redactor)
                 replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
                 steps += list(self._step_rows(rid, judge, judge_parsed, {}, texts))
+
+        def redact_decoded(text: str) -> str:
+            redacted, n = self.redactor.redact_decoded(text)
+            counts.secrets += n
+            return redacted
 
         def redact_verdict(text: str) -> str:
             redacted, n = self.redactor.redact_counted(text)
@@ -238,7 +244,7 @@ class Ingester:
             "cluster_id": run_name.cluster_id, "is_latest": True, "state": state, "state_detail": detail,
             "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
             "budget_hours": method.budget_hours, "accuracy": accuracy,
-            "metrics_json": json.dumps(metrics) if metrics is not None else None,
+            "metrics_json": redact_decoded(json.dumps(metrics)) if metrics is not None else None,
             "prompt": _read(run_dir / "prompt.txt", self.redactor, counts),
             "has_final_model": (run_dir / "final_model").is_dir(), "eval_attempts": eval_attempts,
             "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
@@ -265,6 +271,7 @@ class Ingester:
                 "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts),
                 "late_usage": [(t_in, t_out, "agent", idx) for idx, (t_in, t_out) in parsed.late_usage.items()]}
         rows["stored_steps"] = len(steps) + agent.streamed
+        counts.secrets += _redact_rows(rows, self.redactor)
         replaced += _make_rows_storable(rows)
         run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
         return rows
@@ -275,6 +282,7 @@ class Ingester:
         trace_text = _read(path, self.redactor, counts) if path else ""
         parsed = parse_trace(trace_text, source=path.name if path else "", scaffold=method.harness_agent) \
             if path else ParsedTrace(format="none")
+        counts.secrets += redact_steps(parsed.steps, self.redactor)
         warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
         # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
         calls = facets.tool_calls(parsed.steps)
@@ -339,6 +347,7 @@ class Ingester:
 
         def on_step(step: Step) -> None:
             nonlocal start
+            counts.secrets += redact_steps([step], self.redactor)
             call = collector.add(step)
             marked = None
             if call is not None:
@@ -415,6 +424,57 @@ def _capped(text: str | None, key: tuple, texts: list[tuple]) -> tuple[str | Non
     for n in range(0, len(data), TEXT_CHUNK):
         texts.append((*key, n // TEXT_CHUNK, zlib.compress(data[n:n + TEXT_CHUNK], 6)))
     return data[:STEP_TEXT_CAP].decode("utf-8", "ignore"), size
+
+
+STEP_TEXT_FIELDS = ("tool", "input", "output", "call_id", "label")  # the strings of a Step
+# The run row's columns that are names the tree or the code gave (ids, hashes, formats), not text from a file.
+_RUN_NAMES = frozenset({"id", "method", "run_dir", "suite", "benchmark", "base_model", "base_model_hf", "state",
+                        "trace_file", "trace_format", "content_hash", "rules_version", "dir_time_source"})
+
+
+def redact_steps(steps: list[Step], redactor: Redactor) -> int:
+    """Redact every string of ``steps`` (:data:`STEP_TEXT_FIELDS`) in place as decoded text, deltas merged
+    (``Redactor.redact_many``: one RE2 gate over them all); returns the secrets replaced. The raw lines were
+    redacted before parsing; this pass sees what decoding JSON (``\\uXXXX``, ``\\/``) and merging streamed
+    deltas made of them."""
+    if not steps:
+        return 0
+    values = [getattr(step, name) for step in steps for name in STEP_TEXT_FIELDS]
+    redacted, total = redactor.redact_many(values)
+    if total or redacted != values:
+        width = len(STEP_TEXT_FIELDS)
+        for k, step in enumerate(steps):
+            for j, name in enumerate(STEP_TEXT_FIELDS):
+                value = redacted[k * width + j]
+                if value is not values[k * width + j]:
+                    setattr(step, name, value if name != "output" else value or "")
+    return total
+
+
+def _redact_rows(rows: dict, redactor: Redactor) -> int:
+    """Redact, as decoded text, every string of the run's rows that did not come from a step (the run's texts
+    but its names, verdicts, evaluations, facets, phases, problems); returns the secrets replaced."""
+    problems, total = redactor.redact_many(list(rows["problems"]))
+    rows["problems"] = [p or "" for p in problems]
+    run = rows["run"]
+    run["problems"] = json.dumps(rows["problems"])
+    keys = [k for k, v in run.items() if isinstance(v, str) and k not in _RUN_NAMES and k != "problems"]
+    values, n = redactor.redact_many([run[k] for k in keys])
+    run.update(zip(keys, values, strict=True))
+    total += n
+    for table in ("verdicts", "evaluations", "facets", "phases"):
+        table_rows = rows.get(table, [])
+        flat = [v if isinstance(v, str) else None for row in table_rows for v in row]
+        if not any(flat):
+            continue
+        redacted, n = redactor.redact_many(flat)
+        total += n
+        at, fixed = 0, []
+        for row in table_rows:
+            fixed.append(tuple(redacted[at + j] if isinstance(v, str) else v for j, v in enumerate(row)))
+            at += len(row)
+        rows[table] = fixed
+    return total
 
 
 def _make_rows_storable(rows: dict) -> int:
