@@ -96,14 +96,16 @@ def read_txt_verdict(kind: str, text: str) -> tuple[str, bool | None, str | None
     return "malformed", None, f"not exactly {clean!r} or {flagged!r}"
 
 
-def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s) -> list[Verdict]:
-    """Every verdict file in ``run_dir`` as Verdict records, in a stable order.
+def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s,
+                  readable: Callable[[Path], bool] = Path.is_file) -> list[Verdict]:
+    """Every verdict file in ``run_dir`` as Verdict records, in a stable order; ``readable`` says which entries
+    may be read (the ingest's: regular files inside the results root, ``traces.ingest.files``).
 
     A run with no verdict file at all gets ``missing`` contamination and disallowed-model verdicts (the judge
     never produced one). Unreadable JSON becomes a ``malformed`` verdict naming the file; nothing raises.
     """
     found: list[Verdict] = []
-    names = sorted(p.name for p in run_dir.iterdir() if p.is_file())
+    names = sorted(p.name for p in run_dir.iterdir() if readable(p))
     stems = {stem: kind for kind, (stem, _, _) in TXT_KINDS.items()}
     for name in names:
         path = run_dir / name
