@@ -243,6 +243,9 @@ def test_planted_secrets_of_every_family_never_leave_ingest(tmp_path, settings, 
 # streamed deltas): only the pass over decoded, merged text can find it. WANDB_VALUE is the known value of
 # WANDB_API_KEY in the ingest's environment, with no shape a rule knows.
 WANDB_VALUE = "5be1" + "c0ffee0123456789abcdef0123456789ab"[:36]
+# The value of a key variable that only the run itself reveals (an `env` dump in its judge's trace): no shape,
+# unknown to the ingest's environment.
+LEARNED_VALUE = "lrn-7Qp2" + _k(20, "mnbvcxzlkjhgfdsa")
 DECODED: dict[str, str] = {
     "anthropic": "sk-ant-api03-" + _k(93) + "AA",
     "huggingface": "hf_" + "QwErTyUiOpAsDfGhJkLzXcVbNmPoIuYtRp",
@@ -250,6 +253,7 @@ DECODED: dict[str, str] = {
     "github_url": "ghp_" + _k(36, "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xYz"),
     "db_password": "Tr0ub4dor-" + _k(14, "plmoknijbuhvygc"),
     "wandb": WANDB_VALUE,
+    "learned": LEARNED_VALUE,
 }
 DECODED_CANARY = "CANARY-25d-NOT-A-SECRET"
 
@@ -355,7 +359,10 @@ def _codex_protocol_trace() -> str:
 
 
 def _decoded_judge_trace() -> str:
-    events = [_j({"type": "thread.started", "thread_id": "j"}), _j({"type": "turn.started"})]
+    events = [_j({"type": "thread.started", "thread_id": "j"}), _j({"type": "turn.started"}),
+              _j({"type": "item.completed", "item": {"id": "env", "type": "command_execution", "command": "env",
+                  "aggregated_output": f"HOME=/root\nSERVICE_API_KEY={LEARNED_VALUE}\nPATH=/usr/bin",
+                  "exit_code": 0, "status": "completed"}})]
     for i, (_, written) in enumerate(DECODED_WRITTEN):
         events.append(_line({"type": "item.completed", "item": {
             "id": f"item_{i}", "type": "command_execution", "command": "bash -lc 'cat ../solve_out.txt'",

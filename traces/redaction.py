@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import re2
@@ -241,7 +241,8 @@ class Redactor:
     """
 
     def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
-        values = {v.strip() for v in (secrets or {}).values() if isinstance(v, str)}
+        self.secrets = {k: v for k, v in (secrets or {}).items() if isinstance(v, str)}
+        values = {v.strip() for v in self.secrets.values()}
         self.values = sorted((v for v in values if len(v) >= MIN_SECRET_LEN and not v.startswith("your-")),
                              key=len, reverse=True)
         literal = [f"{re.escape(v)}{_KEY_CHAR}*" for v in self.values]
@@ -261,6 +262,14 @@ class Redactor:
             return gate.search(text, pos) is not None
         except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for RE2 to read
             return True
+
+    def with_known(self, secrets: Mapping[str, str]) -> Redactor:
+        """This redactor with more known values (``secrets``: name -> value), e.g. those a run's own files
+        assigned to key variables (:func:`learn_values`); ``self`` when they add none."""
+        merged = {**self.secrets, **{f"learned:{k}": v for k, v in secrets.items()}}
+        if {v.strip() for v in merged.values()} == {v.strip() for v in self.secrets.values()}:
+            return self
+        return Redactor(merged)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Redactor:
@@ -374,6 +383,56 @@ class Redactor:
 # before a "\n" that ends the text read so far cannot reach it, so it gives what it gives on the whole text.
 STREAM_REACH = 20_000
 _LOOKBEHIND = 64  # characters before a resumed scan that the pattern's lookbehind assertions may read
+
+
+# A key variable assigned a value in a file (``export WANDB_API_KEY=...``, ``env`` output, ``"HF_TOKEN": "..."``,
+# a .env file cat). RE2 over bytes finds the name's last word and the value (a literal start: fast); the whole name
+# is read backwards from there and checked against _KEY_NAME.
+_ASSIGNED = re2.compile(rb"(KEY|TOKEN|SECRET|PASSWORD)\\?[\"']?[ \t]*[=:][ \t]*\\?[\"']?([A-Za-z0-9_./+=:-]{12,256})")
+_KEY_NAME = re.compile(r"[A-Z][A-Z0-9_]*_(?:API_KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD)")
+_NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+LEARN_OVERLAP = 1024  # bytes of a block kept for the next one (an assignment is shorter)
+_LEARN_DEFER = 300  # a match ending this close to a block's end may be cut: taken from the next block instead
+
+
+def learn_values(blocks: Iterable[bytes]) -> dict[str, str]:
+    """``{name: value}`` of the key variables the raw text assigns (``NAME=value``, ``NAME: value``, quoted or
+    not; names: :data:`SECRET_NAMES` and upper-case names ending in ``_API_KEY``, ``_TOKEN``, ``_SECRET``,
+    ``_SECRET_KEY``, ``_ACCESS_KEY``, ``_PASSWORD``), so that the value is redacted wherever else it appears (an
+    ``env`` dump early in a trace, the same key bare in a later ``.netrc`` or log). ``blocks``: the text's bytes
+    in order (a file read in blocks; matches across two blocks are found within :data:`LEARN_OVERLAP`). A value
+    is 12-256 key characters holding a letter and a digit (``$VAR``, ``<placeholder>``, ``your-key`` and words
+    are not keys). A name assigned twice keeps both values (``NAME``, ``NAME#2``). Raises nothing."""
+    found: dict[str, str] = {}
+    held = b""
+    pending = iter(blocks)
+    block = next(pending, None)
+    while block is not None:
+        following = next(pending, None)
+        data = held + block
+        for match in _ASSIGNED.finditer(data):
+            if following is not None and match.end() > len(data) - _LEARN_DEFER:
+                break  # the next block's data starts LEARN_OVERLAP earlier: it finds this one whole
+            at = match.start()
+            while at > 0 and data[at - 1] in _NAME_CHARS:
+                at -= 1
+            glued = at > 0 and (chr(data[at - 1]).isalnum() or data[at - 1] == 0x5F)
+            if glued and data[at - 2:at] not in (b"\\n", b"\\t", b"\\r"):  # a JSON escape is a boundary
+                continue
+            name_text = data[at:match.end(1)].decode("ascii")
+            if name_text not in SECRET_NAMES and _KEY_NAME.fullmatch(name_text) is None:
+                continue
+            value = match.group(2).decode("ascii")
+            if (value.startswith("your-") or not any(c.isdigit() for c in value)
+                    or not any(c.isalpha() for c in value) or value in found.values()):
+                continue
+            n = 1
+            while (key := name_text if n == 1 else f"{name_text}#{n}") in found:
+                n += 1
+            found[key] = value
+        held = data[-LEARN_OVERLAP:]
+        block = following
+    return found
 
 
 def unescaped(text: str) -> str:

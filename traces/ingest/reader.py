@@ -40,7 +40,7 @@ from .. import evidence, facets, layout
 from ..monitor import parse_monitor
 from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
 from ..parsers.framing import decode, loads
-from ..redaction import Redactor, ResidualScanner, StreamRedactor
+from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
 from ..steps import ParsedTrace, Step
 from ..verdicts import read_verdicts
@@ -125,6 +125,23 @@ def agent_trace_path(run_dir: Path, files: RunFiles | None = None) -> Path | Non
     return next((run_dir / n for n in TRACE_NAMES if present(run_dir / n)), None)
 
 
+def learn_run_values(run_dir: Path, files: RunFiles) -> dict[str, str]:
+    """``traces.redaction.learn_values`` over every readable regular file at the top of the run directory, read
+    in :data:`READ_BLOCK` blocks (a trace of any size in bounded memory)."""
+    def blocks(path: Path) -> Iterator[bytes]:
+        with open_regular(path, files.root) as handle:
+            while block := handle.read(READ_BLOCK):
+                yield block
+
+    found: dict[str, str] = {}
+    for path in sorted(run_dir.iterdir()):
+        if files.is_file(path):
+            for name, value in learn_values(blocks(path)).items():
+                if value not in found.values():
+                    found[name if name not in found else f"{path.name}:{name}"] = value
+    return found
+
+
 def content_hash(run_dir: Path, files: RunFiles | None = None) -> str:
     """The run's content hash (64 hex chars): sha256 over the run's top-level files (names and bytes) and the
     names under task/ and final_model/. An entry ``files`` (default: the run's, its root two levels up) refuses
@@ -197,11 +214,23 @@ class Ingester:
             raise RunIngestError(f"{run_dir}: unknown base model {run_name.model_safe!r}")
         if run_name.benchmark not in self.datasets:
             raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
+        files = RunFiles(run_dir, self.root or run_dir.parent.parent)
+        # Values the run's own files assign to key variables (an `env` dump, an export) are known secrets for
+        # the whole run, wherever else and in whatever decoded form they appear (traces.redaction.learn_values).
+        shared = self.redactor
+        self.redactor = shared.with_known(learn_run_values(run_dir, files))
+        try:
+            return self._parse_run(method, run_dir, run_name, model, baseline=baseline, known_hash=known_hash,
+                                   step_writer=step_writer, files=files)
+        finally:
+            self.redactor = shared
+
+    def _parse_run(self, method: layout.MethodName, run_dir: Path, run_name: layout.RunName, model: dict, *,
+                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None, files: RunFiles) -> dict:
         is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
         rid = layout.run_id(method.raw, run_dir.name)
         problems: list[str] = []
         counts = _Counts()
-        files = RunFiles(run_dir, self.root or run_dir.parent.parent)
 
         metrics_text = _read(run_dir / "metrics.json", self.redactor, counts, files)
         metrics = None
