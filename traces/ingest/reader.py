@@ -521,16 +521,16 @@ def _redact_rows(rows: dict, redactor: Redactor) -> int:
     values, n = redactor.redact_many([run[k] for k in keys])
     run.update(zip(keys, values, strict=True))
     total += n
-    for table in ("verdicts", "evaluations", "facets", "phases"):
-        table_rows = rows.get(table, [])
-        flat = [v if isinstance(v, str) else None for row in table_rows for v in row]
+    for table, ids in (("verdicts", 1), ("evaluations", 2), ("facets", 1), ("phases", 1)):
+        table_rows = rows.get(table, [])  # the first ``ids`` columns are the run's and the row's ids: kept
+        flat = [v if isinstance(v, str) and j >= ids else None for row in table_rows for j, v in enumerate(row)]
         if not any(flat):
             continue
         redacted, n = redactor.redact_many(flat)
         total += n
         at, fixed = 0, []
         for row in table_rows:
-            fixed.append(tuple(redacted[at + j] if isinstance(v, str) else v for j, v in enumerate(row)))
+            fixed.append(tuple(redacted[at + j] if isinstance(v, str) and j >= ids else v for j, v in enumerate(row)))
             at += len(row)
         rows[table] = fixed
     return total
