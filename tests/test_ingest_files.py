@@ -277,3 +277,33 @@ def test_a_streamed_run_over_the_time_limit_is_reported_and_not_stored(tree, fre
     assert (report.stored, report.failed) == (0, 2), report.problems
     assert f"{root / METHOD / BAD}: not stored: reading it took longer than PTB_INGEST_RUN_SECONDS (0 s)" \
         in report.problems
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_run_page_names_each_refused_file(tree, fresh_warehouse, live_server, page):
+    """What a visitor sees of a run with refused files: the run page's problems name each one by its path under
+    the results root, and nothing it pointed to (screenshots at 1440 and 390 px in test-artifacts/pages/)."""
+    from .conftest import ARTIFACTS
+
+    root, outside = tree
+    bad = _run(root / METHOD / BAD)
+    (bad / "solve_out.txt").unlink()
+    (bad / "solve_out.txt").symlink_to(outside / "passwd")
+    (bad / "metrics.json").unlink()
+    os.mkfifo(bad / "metrics.json")
+    report = ingest_tree(root=root, workers=1)
+    assert (report.stored, report.failed) == (2, 0), report.problems
+    shots = ARTIFACTS / "pages"
+    shots.mkdir(parents=True, exist_ok=True)
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        response = page.goto(f"{live_server.url}/runs/{layout.run_id(METHOD, BAD)}/")
+        assert response is not None and response.status == 200
+        page.locator("#ingest-problems summary").click()
+        shown = page.locator("#ingest-problems").inner_text()
+        assert f"{METHOD}/{BAD}/solve_out.txt: a symbolic link to a path outside the results root: refused" in shown
+        assert f"{METHOD}/{BAD}/metrics.json: a FIFO (named pipe), not a regular file: refused (never opened)" \
+            in shown
+        assert "OUTSIDE-THE-ROOT" not in page.content() and str(outside) not in page.content()
+        page.screenshot(path=shots / f"run-refused-files-{width}.png", full_page=True)
