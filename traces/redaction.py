@@ -19,6 +19,15 @@ Boundaries: raw trace lines are JSON, so a value inside a JSON string can follow
 ``\\n``/``\\r``/``\\t`` escape still counts as a boundary, as gitleaks' ``(?:[\\x60'"\\s;]|\\\\[nr]|$)`` terminators
 do at the other end. Values never swallow ``"`` or ``\\``, so redacting a JSON line keeps it valid JSON.
 
+Decoded text (issue 25): the raw lines of a file are redacted first (a fast gate), and then every string the
+ingest stores passes the same pattern again as decoded text (:meth:`Redactor.redact_many`, one RE2 gate over many
+texts): a key written with JSON escapes (``\\u002d``, ``\\/``) or split across streamed deltas is whole only
+there. A fourth group serves that pass: the rest of a key glued to a placeholder (its first part was redacted
+alone) is replaced too, not counted again; JSON escapes still in a decoded text (JSON inside a JSON string) are
+resolved for a second search (:func:`unescaped`). Known values also come from the run itself
+(:func:`learn_values`: what its files assign to key variables). Not covered, deliberately: other encodings
+(base64, hex, percent-encoding) and keys broken by other characters (a hard wrap over two lines).
+
 All rules are alternatives of ONE compiled pattern, so a 50 MB trace is scanned once; every alternative starts
 with a plain literal character (case variants are spelled out), which lets ``re`` skip ahead by first character,
 and the alternatives are grouped by that character (``bench/redaction.py``: 0.5x the throughput of the nine
