@@ -147,7 +147,10 @@ def _pool_results(pool: Any, jobs: list[_Job], started: Any, limit: float) -> It
     another; the other jobs go on) and yields ``("error", message)`` naming the run and the limit."""
     done: queue.SimpleQueue = queue.SimpleQueue()
     for job in jobs:
-        pool.apply_async(_read_job, (job,), callback=done.put)
+        def failed(exc: BaseException, job: _Job = job) -> None:  # the result could not come back (pickling)
+            done.put((job.index, "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"))
+
+        pool.apply_async(_read_job, (job,), callback=done.put, error_callback=failed)
 
     def collect() -> Iterator[tuple[int, str, object]]:
         left = {job.index: job for job in jobs}
