@@ -286,6 +286,9 @@ def test_redact_many_redacts_exactly_the_texts_that_hold_a_secret():
     # one text per secret or not: the count is the same as redacting each alone
     many = [f"{i} {known}" if i % 7 == 0 else f"line {i}" for i in range(200)]
     assert r.redact_many(many)[1] == sum(r.redact_counted(t)[1] for t in many) == 29
+    # offsets are characters: texts of many-byte characters before the secret do not shift it to another text
+    wide = ["é" * 5000, "日本語" * 300, f"the key {known}", "€" * 10]
+    assert r.redact_many(wide) == (["é" * 5000, "日本語" * 300, f"the key {PLACEHOLDER}", "€" * 10], 1)
 
 
 def test_learn_values_finds_key_variables_a_text_assigns():
