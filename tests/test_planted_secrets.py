@@ -429,9 +429,19 @@ def test_secrets_in_decoded_forms_never_leave_ingest(tmp_path, settings, uncompr
     assert (report.stored, report.failed) == (len(DECODED_RUNS), 0), report.problems
     warehouse.close_connections()
     probes = _decoded_probes()
-    data = b"".join(p.read_bytes() for p in _files(plain.parent))
-    assert DECODED_CANARY.encode() in data and PLACEHOLDER.encode() in data, "the byte search sees no text"
-    _assert_no_decoded("duckdb", data, probes)
+    lake = tmp_path / "lake"
+    settings.PTB_WAREHOUSE = f"ducklake:sqlite:{lake / 'catalog.sqlite'}?data={lake / 'data'}"
+    warehouse.reset_migration_cache()
+    with warehouse.connect() as con:  # migrates, then: Parquet files written without a codec
+        con.execute(f"CALL {warehouse.ALIAS}.set_option('parquet_compression', 'uncompressed')")
+    report = ingest_tree(root=root, redactor=Redactor.from_environ({"WANDB_API_KEY": WANDB_VALUE}))
+    assert (report.stored, report.failed) == (len(DECODED_RUNS), 0), report.problems
+    warehouse.close_connections()
+    for files, what in ((_files(plain.parent), "duckdb"), (_files(lake), "ducklake")):
+        data = b"".join(p.read_bytes() for p in files)
+        assert DECODED_CANARY.encode() in data and PLACEHOLDER.encode() in data, f"{what}: the byte search sees no text"
+        _assert_no_decoded(what, data, probes)
+    settings.PTB_WAREHOUSE = str(plain)
 
     warehouse.reset_migration_cache()
     anonymous, staff = Client(), Client()
