@@ -345,7 +345,8 @@ def _gemini_trace() -> str:
 
 
 def _codex_protocol_trace() -> str:
-    """Legacy codex protocol: each secret split across two ``agent_message_delta`` events."""
+    """Legacy codex protocol: each secret split across two ``agent_message_delta`` events, and across two
+    ``exec_command_output_delta`` chunks of a command's output (the second written as byte values)."""
     lines = [_j({"model": "gpt-5-codex", "provider": "openai"}),
              _j({"id": "0", "msg": {"type": "session_configured", "session_id": "c", "model": "gpt-5-codex"}}),
              _j({"id": "1", "msg": {"type": "task_started"}})]
@@ -354,6 +355,12 @@ def _codex_protocol_trace() -> str:
         lines.append(_j({"id": "1", "msg": {"type": "agent_message_delta", "delta": f"{DECODED_CANARY} {first}"}}))
         lines.append(_j({"id": "1", "msg": {"type": "agent_message_delta", "delta": f"{second} end"}}))
         lines.append(_j({"id": "1", "msg": {"type": "exec_command_begin", "call_id": "c1", "command": ["true"]}}))
+        # the command's output streamed in two chunks, the second as a list of byte values (merged into one output)
+        lines.append(_j({"id": "1", "msg": {"type": "exec_command_output_delta", "call_id": "c1", "stream": "stdout",
+                                            "chunk": f"{DECODED_CANARY} {first}"}}))
+        lines.append(_j({"id": "1", "msg": {"type": "exec_command_output_delta", "call_id": "c1", "stream": "stdout",
+                                            "chunk": list(f"{second}\n".encode())}}))
+        lines.append(_j({"id": "1", "msg": {"type": "exec_command_end", "call_id": "c1", "exit_code": 0}}))
     lines.append(_j({"id": "1", "msg": {"type": "task_complete"}}))
     return "\n".join(lines) + "\n"
 
