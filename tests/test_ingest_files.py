@@ -99,13 +99,15 @@ def test_a_file_linked_out_of_the_root_is_refused_and_named(tree, fresh_warehous
     (bad / "metrics.json").symlink_to(outside / "metrics.json")
     (bad / "prompt.txt").unlink()
     (bad / "prompt.txt").symlink_to("../../../outside/passwd")  # relative, leaving the root by ..
+    (bad / "final_model").symlink_to(outside, target_is_directory=True)  # a checkpoint a rerun would load
     report = ingest_tree(root=root, workers=1)
     assert (report.stored, report.failed) == (2, 0), report.problems
     expected = {f"{METHOD}/{BAD}/{name}: a symbolic link to a path outside the results root: refused"
-                for name in ("metrics.json", "prompt.txt", "solve_out.txt")}
+                for name in ("final_model", "metrics.json", "prompt.txt", "solve_out.txt")}
     assert expected <= set(report.problems), report.problems
     row = _run_row(fresh_warehouse, BAD)
     assert (row["step_count"], row["accuracy"], row["trace_file"], row["prompt"]) == (0, None, None, None)
+    assert row["has_final_model"] is False
     assert expected <= set(json.loads(row["problems"]))
     assert "OUTSIDE-THE-ROOT" not in _everything(fresh_warehouse)
     assert "0.99" not in _everything(fresh_warehouse)
