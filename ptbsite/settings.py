@@ -245,6 +245,11 @@ PTB_EVAL_JUDGE_MODEL = os.environ.get("PTB_EVAL_JUDGE_MODEL", "")
 # ["python", "judge.py", "{run_dir}"]; empty: no re-runs. Read by the server (to offer it) and by workers.
 PTB_JUDGE_COMMAND: list[str] = json.loads(os.environ.get("PTB_JUDGE_COMMAND") or "[]")
 PTB_JUDGE_TIMEOUT_SECONDS = int(os.environ.get("PTB_JUDGE_TIMEOUT_SECONDS", "900"))
+# Ingest limits (traces.ingest.files, traces.ingest.tree): a file of a run larger than PTB_MAX_TRACE_BYTES is not
+# read (refused, reported); a run whose reading takes longer than PTB_INGEST_RUN_SECONDS is stopped and reported,
+# and the other runs are stored.
+PTB_MAX_TRACE_BYTES = int(os.environ.get("PTB_MAX_TRACE_BYTES", "2000000000"))
+PTB_INGEST_RUN_SECONDS = float(os.environ.get("PTB_INGEST_RUN_SECONDS", "600"))
 
 LOGGING = {
     "version": 1,

@@ -236,3 +236,71 @@ def test_the_re2_gate_lets_every_planted_secret_through_and_skips_clean_text():
         assert redactor.redact(text) != text, family
     clean = '{"type": "assistant", "message": {"content": [{"type": "text", "text": "Training loss 0.42"}]}}\n' * 50
     assert not redactor.may_match(clean) and redactor.redact_counted(clean) == (clean, 0)
+
+
+# --- issue 25: decoded text, URL userinfo, values a run reveals ----------------------------------------------------
+
+def test_url_userinfo_password_and_token_user_are_redacted_and_plain_urls_survive():
+    r = Redactor()
+    assert r.redact("git clone https://ci-bot:S3cretPass-word@git.example.com/org/repo.git") == \
+        f"git clone https://ci-bot:{PLACEHOLDER}@git.example.com/org/repo.git"
+    assert r.redact("postgres://admin:hunter2@db:5432/x") == f"postgres://admin:{PLACEHOLDER}@db:5432/x"
+    assert r.redact("https://x7Zq8Xw2Vb4Nm6Lk0Jh3Gf5Dd7@github.com/org/repo") == \
+        f"https://{PLACEHOLDER}@github.com/org/repo"
+    for plain in ("ssh://git@github.com/org/repo", "postgres://postgres@localhost/db", "http://localhost:8080/a@b",
+                  "https://example.com/users/@alice", "mailto:someone@example.com"):
+        assert r.redact(plain) == plain
+
+
+def test_the_rest_of_a_key_glued_to_a_placeholder_is_replaced_but_not_counted():
+    r = Redactor({"X": "qz-known-value-0042xyz"})
+    # the first half of a known value, alone in one delta, was replaced; the second half joins it when merged
+    first, count = r.redact_counted("key qz-known-va")
+    assert (first, count) == (f"key {PLACEHOLDER}", 1)
+    assert r.redact_counted(first + "lue-0042xyz. done") == (f"key {PLACEHOLDER}. done", 0)
+
+
+def test_decoded_text_is_searched_again_with_nested_json_escapes_resolved():
+    key = "sk-ant-api03-" + _key(60)
+    r = Redactor()
+    nested = '{"cmd": "echo ' + key.replace("-", "\\u002d") + '"}'  # JSON text inside a decoded string
+    assert key.replace("-", "\\u002d") not in r.redact_decoded(nested)[0]
+    assert r.redact_decoded(nested) == ('{"cmd": "echo ' + PLACEHOLDER + '"}', 1)
+    doubly = nested.replace("\\", "\\\\")  # two levels of JSON: the escape's backslash escaped again
+    assert r.redact_decoded(doubly)[1] == 1
+    aws = "aws_secret_access_key=" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYZQ8XW2VBQQ".replace("/", "\\/")
+    assert r.redact_decoded(aws) == (f"aws_secret_access_key={PLACEHOLDER}", 1)
+    # escapes that spell no key are left as they are
+    assert r.redact_decoded('{"path": "a\\/b", "e": "caf\\u00e9"}') == ('{"path": "a\\/b", "e": "caf\\u00e9"}', 0)
+
+
+def test_redact_many_redacts_exactly_the_texts_that_hold_a_secret():
+    known = "qz-known-value-0042xyz"
+    r = Redactor({"X": known})
+    texts = ["plain text", None, f"the key {known}", "", "https://u:pa55word@h/", "more plain text"]
+    out, count = r.redact_many(texts)
+    assert out == ["plain text", None, f"the key {PLACEHOLDER}", "", f"https://u:{PLACEHOLDER}@h/",
+                   "more plain text"]
+    assert count == 2
+    assert out[0] is texts[0] and out[5] is texts[5]  # untouched texts are the same objects
+    # one text per secret or not: the count is the same as redacting each alone
+    many = [f"{i} {known}" if i % 7 == 0 else f"line {i}" for i in range(200)]
+    assert r.redact_many(many)[1] == sum(r.redact_counted(t)[1] for t in many) == 29
+    # offsets are characters: texts of many-byte characters before the secret do not shift it to another text
+    wide = ["é" * 5000, "日本語" * 300, f"the key {known}", "€" * 10]
+    assert r.redact_many(wide) == (["é" * 5000, "日本語" * 300, f"the key {PLACEHOLDER}", "€" * 10], 1)
+
+
+def test_learn_values_finds_key_variables_a_text_assigns():
+    from traces.redaction import learn_values
+
+    text = (b'$ env\\nHOME=/root\\nWANDB_API_KEY=9f8e7d6c5b4a0123456789abcdef0123456789ab\\nPATH=/usr/bin\n'
+            b'export MY_SERVICE_TOKEN="tok-7Qp2mnbvcxzlkjhg"; {"HF_TOKEN": "hf_Zq8Xw2Vb4Nm6Lk0Jh3"}\n'
+            b'HF_TOKEN=$HF_TOKEN OPENAI_API_KEY=your-key-goes-here1 EOS_TOKEN=151643 MAX_TOKENS=4096 '
+            b'PAD_TOKEN=<|endoftext|> SOME_SECRET=justwordsnodigits lowercase_api_key=abc123def456ghi\n')
+    found = learn_values([text[:70], text[70:]])  # an assignment across two blocks
+    assert found == {"WANDB_API_KEY": "9f8e7d6c5b4a0123456789abcdef0123456789ab",
+                     "MY_SERVICE_TOKEN": "tok-7Qp2mnbvcxzlkjhg", "HF_TOKEN": "hf_Zq8Xw2Vb4Nm6Lk0Jh3"}
+    r = Redactor().with_known(found)
+    assert r.redact("netrc: password tok-7Qp2mnbvcxzlkjhg") == f"netrc: password {PLACEHOLDER}"
+    assert Redactor().with_known({}).values == []

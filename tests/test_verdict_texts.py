@@ -123,3 +123,19 @@ def test_the_run_page_shows_unreadable_judge_output_with_its_text(tmp_path, fres
     data = client.get(f"/api/runs/{run_id}").json()
     (verdict,) = [v for v in data["verdicts"] if v["kind"] == "contamination"]
     assert (verdict["value"], verdict["value_text"]) == ("malformed", "unreadable judge output")
+
+
+def test_json_verdict_texts_are_redacted_after_decoding(tmp_path):
+    """A key spelled with JSON escapes in a judge's verdict JSON is whole only once decoded: ``redact`` sees the
+    decoded text too (issue 25), for the ingest and for a judge re-run's files alike."""
+    from traces.redaction import PLACEHOLDER, Redactor
+
+    key = "sk-ant-api03-" + "Zq8Xw2Vb4Nm6Lk0Jh3Gf5Dd7Sa9Pe1Rt" * 2
+    escaped = key.replace("-", "\\u002d")
+    (tmp_path / "judgement_codex.json").write_text(
+        '{"contamination": false, "justification_contamination": "the agent printed ' + escaped + '"}')
+    (tmp_path / "judge_result.json").write_text(
+        '{"contamination_detected": false, "justification_contamination": "' + escaped + '"}')
+    verdicts = read_verdicts(tmp_path, Redactor().redact)
+    texts = sorted(v.text for v in verdicts if v.source_file)
+    assert texts == [PLACEHOLDER, f"the agent printed {PLACEHOLDER}"]

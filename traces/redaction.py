@@ -19,6 +19,15 @@ Boundaries: raw trace lines are JSON, so a value inside a JSON string can follow
 ``\\n``/``\\r``/``\\t`` escape still counts as a boundary, as gitleaks' ``(?:[\\x60'"\\s;]|\\\\[nr]|$)`` terminators
 do at the other end. Values never swallow ``"`` or ``\\``, so redacting a JSON line keeps it valid JSON.
 
+Decoded text (issue 25): the raw lines of a file are redacted first (a fast gate), and then every string the
+ingest stores passes the same pattern again as decoded text (:meth:`Redactor.redact_many`, one RE2 gate over many
+texts): a key written with JSON escapes (``\\u002d``, ``\\/``) or split across streamed deltas is whole only
+there. A fourth group serves that pass: the rest of a key glued to a placeholder (its first part was redacted
+alone) is replaced too, not counted again; JSON escapes still in a decoded text (JSON inside a JSON string) are
+resolved for a second search (:func:`unescaped`). Known values also come from the run itself
+(:func:`learn_values`: what its files assign to key variables). Not covered, deliberately: other encodings
+(base64, hex, percent-encoding) and keys broken by other characters (a hard wrap over two lines).
+
 All rules are alternatives of ONE compiled pattern, so a 50 MB trace is scanned once; every alternative starts
 with a plain literal character (case variants are spelled out), which lets ``re`` skip ahead by first character,
 and the alternatives are grouped by that character (``bench/redaction.py``: 0.5x the throughput of the nine
@@ -26,9 +35,10 @@ rules this rule set replaced, for 16 families).
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import re2
@@ -150,6 +160,12 @@ RULES: tuple[Rule, ...] = (
              "api_key", "apikey", "api-key", "access_token", "auth_token", "token", "key", "secret", "client_secret",
              "password", "sig", "signature")],
                r"[^&\s\"'#\\<>]{8,}")),
+    Rule("url_userinfo", "RFC 3986 section 3.2.1 userinfo (``scheme://user:password@host``, deprecated for the "
+         "password but still written by git and database clients): the password replaced, the user kept; a user of "
+         "16+ characters holding a digit (``https://<token>@github.com``) is a token and replaced whole. "
+         "detect-secrets BasicAuthDetector (``://user:password@``), the user-only form added",
+         _keep([r"://[^\s/?#@:\"'\\<>]{1,128}:"], r"[^\s/?#@\"'\\<>]{1,256}(?=@)")
+         + (r"://(?P<value{n}>(?=[^\s/?#@:\"'\\<>]{0,256}\d)[^\s/?#@:\"'\\<>]{16,256})(?=@)",)),
     Rule("env_assignment", "detect-secrets KeywordDetector denylist (api_?key, secret, password, token) for "
          "upper-case variable assignments NAME=value / \"NAME\": \"value\"; value 12+ characters holding a digit, "
          "not a $VAR reference",
@@ -158,6 +174,13 @@ RULES: tuple[Rule, ...] = (
                r"(?![$<])(?=[^\s\"'\\,;&<>(){}\[\]]{0,200}\d)[^\s\"'\\,;&<>(){}\[\]]{12,}")),
 )
 SHAPES: tuple[str, ...] = tuple(p for rule in RULES for p in rule.patterns)
+# The rest of a secret glued to a placeholder: a key whose first part was redacted alone (one streamed delta, or
+# the part before a ``\\u002d`` escape in a raw line) and whose second part joined it once decoded or merged.
+# Replaced with the placeholder, not counted again (the secret was counted when its first part was replaced).
+_TAIL = re.escape(PLACEHOLDER) + r"[A-Za-z0-9_/+=.-]*[A-Za-z0-9_/+=-]"
+# JSON escapes, at any depth of nesting (a JSON string holding JSON), that may spell a key's characters: the
+# decoded form of a field is searched again with these resolved (:func:`unescaped`).
+_NESTED_ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|/)")
 _RESIDUAL = re.compile("|".join(map(re.escape, RESIDUAL_PREFIXES)))
 
 
@@ -227,13 +250,14 @@ class Redactor:
     """
 
     def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
-        values = {v.strip() for v in (secrets or {}).values() if isinstance(v, str)}
+        self.secrets = {k: v for k, v in (secrets or {}).items() if isinstance(v, str)}
+        values = {v.strip() for v in self.secrets.values()}
         self.values = sorted((v for v in values if len(v) >= MIN_SECRET_LEN and not v.startswith("your-")),
                              key=len, reverse=True)
         literal = [f"{re.escape(v)}{_KEY_CHAR}*" for v in self.values]
         prefixes = sorted({v[:PARTIAL_PREFIX_LEN] for v in self.values}, key=len, reverse=True)
         partial = [f"{re.escape(p)}{_KEY_CHAR}+" for p in prefixes]
-        self.pattern = re.compile(_combined([*literal, *partial, *_SHAPE_PATTERNS]))
+        self.pattern = re.compile(_combined([*literal, *partial, *_SHAPE_PATTERNS, _TAIL]))
 
     def may_match(self, text: str, pos: int = 0) -> bool:
         """Whether the pattern may match in ``text`` from ``pos`` on: False only when it surely does not. One RE2
@@ -247,6 +271,14 @@ class Redactor:
             return gate.search(text, pos) is not None
         except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for RE2 to read
             return True
+
+    def with_known(self, secrets: Mapping[str, str]) -> Redactor:
+        """This redactor with more known values (``secrets``: name -> value), e.g. those a run's own files
+        assigned to key variables (:func:`learn_values`); ``self`` when they add none."""
+        merged = {**self.secrets, **{f"learned:{k}": v for k, v in secrets.items()}}
+        if {v.strip() for v in merged.values()} == {v.strip() for v in self.secrets.values()}:
+            return self
+        return Redactor(merged)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Redactor:
@@ -273,10 +305,71 @@ class Redactor:
         return self.redact_counted(text)[0]
 
     def redact_counted(self, text: str) -> tuple[str, int]:
-        """``(redacted text, number of secrets replaced)``; see :meth:`redact`. Raises nothing."""
+        """``(redacted text, number of secrets replaced)``; see :meth:`redact`. The rest of a key glued to a
+        placeholder (``<omitted-api-key>`` + key characters) is replaced too but not counted. Raises nothing."""
         if not self.may_match(text):
             return text, 0
-        return self.pattern.subn(self._replace, text)
+        tails = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal tails
+            if match.group()[:1] == "<":  # the tail rule: the only alternative that starts with "<"
+                tails += 1
+                return PLACEHOLDER
+            return Redactor._replace(match)
+
+        redacted, n = self.pattern.subn(replace, text)
+        return redacted, n - tails
+
+    def redact_decoded(self, text: str) -> tuple[str, int]:
+        """``(text, secrets replaced)`` for a text decoded from JSON (a step's input or output after its deltas
+        were merged, a verdict's text, a metrics note): :meth:`redact_counted`, then, when the text still holds
+        JSON escapes (``\\uXXXX``, ``\\/``: a JSON string holding JSON, such as a tool call's ``arguments``,
+        shown decoded by the trace viewer), the same on its :func:`unescaped` form, which is kept when that
+        replaced anything. Raises nothing."""
+        redacted, n = self.redact_counted(text)
+        if "\\" in redacted and _NESTED_ESCAPE.search(redacted) is not None:
+            view = unescaped(redacted)
+            again, more = self.redact_counted(view)
+            if again != view:
+                return again, n + more
+        return redacted, n
+
+    def redact_many(self, texts: list[str | None]) -> tuple[list[str | None], int]:
+        """``(texts, secrets replaced)``: :meth:`redact_decoded` of each text (None stays None), with one RE2 pass
+        over all of them joined as the gate: only the texts a match of the relaxed pattern (or a JSON escape)
+        touches are redacted one by one. A match of the relaxed pattern in one text is a match in the joined
+        text, so no text that may hold a secret is skipped. Raises nothing."""
+        gate = _decoded_gate(self.pattern.pattern)
+        present = [(i, t) for i, t in enumerate(texts) if t]
+        if not present:
+            return list(texts), 0
+        out = list(texts)
+        flagged: set[int] = set()
+        if gate is None:
+            flagged = {i for i, _ in present}
+        else:
+            joined = "\n".join(t for _, t in present)
+            try:
+                matches = [(m.start(), m.end()) for m in gate.finditer(joined)]
+            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for RE2 to read
+                matches = [(0, len(joined))]
+            if matches:
+                starts, at = [], 0
+                for _, t in present:
+                    starts.append(at)
+                    at += len(t) + 1
+                for start, end in matches:
+                    first = bisect.bisect_right(starts, start) - 1
+                    last = bisect.bisect_right(starts, max(start, end - 1)) - 1
+                    flagged.update(present[k][0] for k in range(first, last + 1))
+        total = 0
+        for i in sorted(flagged):
+            text = texts[i]
+            assert text is not None
+            out[i], n = self.redact_decoded(text)
+            total += n
+        return out, total
 
     def residual_warnings(self, text: str) -> list[str]:
         """Warnings for key prefixes still in (already redacted) ``text``: ``sk-proj``, ``sk-ant``, ``AIzaSy``,
@@ -299,6 +392,85 @@ class Redactor:
 # before a "\n" that ends the text read so far cannot reach it, so it gives what it gives on the whole text.
 STREAM_REACH = 20_000
 _LOOKBEHIND = 64  # characters before a resumed scan that the pattern's lookbehind assertions may read
+
+
+# A key variable assigned a value in a file (``export WANDB_API_KEY=...``, ``env`` output, ``"HF_TOKEN": "..."``,
+# a .env file cat). RE2 over bytes finds the name's last word and the value (a literal start: fast); the whole name
+# is read backwards from there and checked against _KEY_NAME.
+_ASSIGNED = re2.compile(rb"(KEY|TOKEN|SECRET|PASSWORD)\\?[\"']?[ \t]*[=:][ \t]*\\?[\"']?([A-Za-z0-9_./+=:-]{12,256})")
+_KEY_NAME = re.compile(r"[A-Z][A-Z0-9_]*_(?:API_KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD)")
+_NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+LEARN_OVERLAP = 1024  # bytes of a block kept for the next one (an assignment is shorter)
+_LEARN_DEFER = 300  # a match ending this close to a block's end may be cut: taken from the next block instead
+
+
+def learn_values(blocks: Iterable[bytes]) -> dict[str, str]:
+    """``{name: value}`` of the key variables the raw text assigns (``NAME=value``, ``NAME: value``, quoted or
+    not; names: :data:`SECRET_NAMES` and upper-case names ending in ``_API_KEY``, ``_TOKEN``, ``_SECRET``,
+    ``_SECRET_KEY``, ``_ACCESS_KEY``, ``_PASSWORD``), so that the value is redacted wherever else it appears (an
+    ``env`` dump early in a trace, the same key bare in a later ``.netrc`` or log). ``blocks``: the text's bytes
+    in order (a file read in blocks; matches across two blocks are found within :data:`LEARN_OVERLAP`). A value
+    is 12-256 key characters holding a letter and a digit (``$VAR``, ``<placeholder>``, ``your-key`` and words
+    are not keys). A name assigned twice keeps both values (``NAME``, ``NAME#2``). Raises nothing."""
+    found: dict[str, str] = {}
+    held = b""
+    pending = iter(blocks)
+    block = next(pending, None)
+    while block is not None:
+        following = next(pending, None)
+        data = held + block
+        for match in _ASSIGNED.finditer(data):
+            if following is not None and match.end() > len(data) - _LEARN_DEFER:
+                break  # the next block's data starts LEARN_OVERLAP earlier: it finds this one whole
+            at = match.start()
+            while at > 0 and data[at - 1] in _NAME_CHARS:
+                at -= 1
+            glued = at > 0 and (chr(data[at - 1]).isalnum() or data[at - 1] == 0x5F)
+            if glued and data[at - 2:at] not in (b"\\n", b"\\t", b"\\r"):  # a JSON escape is a boundary
+                continue
+            name_text = data[at:match.end(1)].decode("ascii")
+            if name_text not in SECRET_NAMES and _KEY_NAME.fullmatch(name_text) is None:
+                continue
+            value = match.group(2).decode("ascii")
+            if (value.startswith("your-") or not any(c.isdigit() for c in value)
+                    or not any(c.isalpha() for c in value) or value in found.values()):
+                continue
+            n = 1
+            while (key := name_text if n == 1 else f"{name_text}#{n}") in found:
+                n += 1
+            found[key] = value
+        held = data[-LEARN_OVERLAP:]
+        block = following
+    return found
+
+
+def unescaped(text: str) -> str:
+    """``text`` with its JSON escapes that may spell a key resolved, at any depth of backslashes: ``\\uXXXX``
+    (any number of backslashes before the ``u``) to its character when that is printable and not a quote or a
+    backslash, ``\\/`` to ``/``; everything else kept. A JSON text stays JSON with the same meaning. Raises
+    nothing."""
+
+    def resolve(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return "/"
+        char = chr(int(match.group(1), 16))
+        if not char.isprintable() or char in "\"\\" or "\ud800" <= char <= "\udfff":
+            return match.group()
+        return char
+
+    return _NESTED_ESCAPE.sub(resolve, text)
+
+
+@functools.lru_cache(maxsize=8)
+def _decoded_gate(pattern: str) -> Any:
+    """:func:`_gate` widened to every JSON escape that :func:`unescaped` resolves (:meth:`Redactor.redact_many`);
+    None when the pattern has no RE2 form."""
+    options = re2.Options()
+    options.max_mem = rules.RE2_MAX_MEM
+    try:
+        return re2.compile(rules.relax(re.compile(pattern)) + r"|\\(?:u[0-9a-fA-F]{4}|/)", options)
+    except (rules.Unsupported, re2.error):
+        return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -337,9 +509,10 @@ class StreamRedactor:
                 if match.start() >= limit:
                     break
                 out.append(text[pos:match.start()])
-                out.append(Redactor._replace(match))
+                tail = match.group()[:1] == "<"  # the rest of a key glued to a placeholder: not counted again
+                out.append(PLACEHOLDER if tail else Redactor._replace(match))
                 pos = match.end()
-                self.secrets += 1
+                self.secrets += 0 if tail else 1
         cut = max(pos, limit, start)
         out.append(text[pos:cut])
         self._behind, self._held = text[max(0, cut - _LOOKBEHIND):cut], text[cut:]

@@ -96,14 +96,17 @@ def read_txt_verdict(kind: str, text: str) -> tuple[str, bool | None, str | None
     return "malformed", None, f"not exactly {clean!r} or {flagged!r}"
 
 
-def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s) -> list[Verdict]:
-    """Every verdict file in ``run_dir`` as Verdict records, in a stable order.
+def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s,
+                  readable: Callable[[Path], bool] = Path.is_file) -> list[Verdict]:
+    """Every verdict file in ``run_dir`` as Verdict records, in a stable order; ``readable`` says which entries
+    may be read (the ingest's: regular files inside the results root, ``traces.ingest.files``).
 
     A run with no verdict file at all gets ``missing`` contamination and disallowed-model verdicts (the judge
-    never produced one). Unreadable JSON becomes a ``malformed`` verdict naming the file; nothing raises.
+    never produced one). ``redact`` is applied to each file's raw text and again to each text decoded from a JSON
+    file (a key written with ``\\uXXXX`` escapes is whole only there). Unreadable JSON becomes a ``malformed`` verdict naming the file; nothing raises.
     """
     found: list[Verdict] = []
-    names = sorted(p.name for p in run_dir.iterdir() if p.is_file())
+    names = sorted(p.name for p in run_dir.iterdir() if readable(p))
     stems = {stem: kind for kind, (stem, _, _) in TXT_KINDS.items()}
     for name in names:
         path = run_dir / name
@@ -149,13 +152,13 @@ def _json_verdicts(path: Path, judge: str, attempt: str, redact) -> list[Verdict
         if field not in data:
             continue
         value = data[field]
-        text = str(data.get(f"justification_{field}", ""))
+        text = redact(str(data.get(f"justification_{field}", "")))  # decoded: a key spelled with JSON escapes
         if isinstance(value, bool):
             out.append(Verdict(judge, attempt, "judgement_json", kind, "flagged" if value else "clean", value, text,
                                None, path.name))
         else:
             out.append(Verdict(judge, attempt, "judgement_json", kind, "malformed", None, text,
-                               f"{field} is {value!r}, not a boolean", path.name))
+                               redact(f"{field} is {value!r}, not a boolean"), path.name))
     return out
 
 
@@ -168,7 +171,7 @@ def _result_verdicts(path: Path, attempt: str, redact) -> list[Verdict]:
                         ("contamination", "contamination"), ("disallowed_model", "disallowed_model"),
                         ("disallowed_api_usage", "disallowed_api_usage")):
         if field in data and isinstance(data[field], bool):
-            text = str(data.get(f"justification_{kind}", ""))
+            text = redact(str(data.get(f"justification_{kind}", "")))  # decoded text, redacted again
             out.append(Verdict("aggregate", attempt, "judge_result", kind, "flagged" if data[field] else "clean",
                                data[field], text, None, path.name))
     return out

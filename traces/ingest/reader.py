@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,17 +32,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import re2
+from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
 
 from .. import evidence, facets, layout
 from ..monitor import parse_monitor
-from ..parsers import StreamFailed, parse_trace, storable, stream_trace
+from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
 from ..parsers.framing import decode, loads
-from ..redaction import Redactor, ResidualScanner, StreamRedactor
+from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
 from ..steps import ParsedTrace, Step
 from ..verdicts import read_verdicts
+from .files import RunFiles, open_regular
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 
@@ -49,6 +52,7 @@ _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
 STREAM_BYTES = 16 * 1024 * 1024  # an agent trace larger than this is read as a stream when a StepWriter is given
 READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
+MAX_LINE_BYTES = 256 * 1024 * 1024  # a streamed trace with a longer line is refused (memory stays bounded)
 _MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
 _MARKERS = re2.compile("|".join(map(re.escape, API_LIMIT_MARKERS)))
 TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")  # the agent trace, first present wins
@@ -57,6 +61,11 @@ _HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 
 class RunIngestError(RuntimeError):
     """One run could not be stored; the message names its directory."""
+
+
+class ReadLimit(RunIngestError, StopReading):
+    """Reading a run's trace went over a limit (time, line length): the run is not stored; the message names its
+    directory and the limit."""
 
 
 def _hours_minutes_seconds(text: str) -> int | None:
@@ -72,12 +81,13 @@ class _Counts:
     replaced: int = 0
 
 
-def _read(path: Path, redactor: Redactor, counts: _Counts | None = None) -> str | None:
+def _read(path: Path, redactor: Redactor, counts: _Counts | None = None, files: RunFiles | None = None) -> str | None:
     """The file's text, decoded (invalid UTF-8 -> U+FFFD) and redacted, counting both into ``counts``; None when
-    it is not a file."""
-    if not path.is_file():
+    it is not a file, or ``files`` (the run's readable entries) refuses it."""
+    data = files.read_bytes(path) if files is not None else (path.read_bytes() if path.is_file() else None)
+    if data is None:
         return None
-    text, replaced = decode(path.read_bytes())
+    text, replaced = decode(data)
     text, secrets = redactor.redact_counted(text)
     if counts is not None:
         counts.secrets += secrets
@@ -86,39 +96,64 @@ def _read(path: Path, redactor: Redactor, counts: _Counts | None = None) -> str 
 
 
 
-def dir_time(run_dir: Path) -> tuple[datetime | None, str | None]:
+def dir_time(run_dir: Path, files: RunFiles | None = None) -> tuple[datetime | None, str | None]:
     """The run directory's own time (naive UTC) and where it came from, the run's date when its trace has no
     timestamps: the ISO 8601 stamp in ``timestamp.txt`` (baseline runs, spec 1.4; a stamp without a zone is UTC),
     else the earliest modification time of the files directly in the directory (``"file times"``: the first file
     the harness wrote, e.g. ``prompt.txt`` before the agent starts). ``(None, None)`` for a directory without
     files. Modification times are what the copy of the tree kept: a copy that did not preserve them dates the
     run to the copy."""
-    stamp = run_dir / "timestamp.txt"
-    if stamp.is_file():
+    files = files or RunFiles(run_dir, run_dir.parent.parent)
+    stamp = files.read_bytes(run_dir / "timestamp.txt")
+    if stamp is not None:
         try:
-            moment = datetime.fromisoformat(stamp.read_text(errors="replace").strip())
+            moment = datetime.fromisoformat(stamp.decode(errors="replace").strip())
         except ValueError:
             moment = None
         if moment is not None:
             return _naive(moment), "timestamp.txt"
-    times = [p.stat().st_mtime for p in run_dir.iterdir() if p.is_file()]
+    times = [p.stat().st_mtime for p in run_dir.iterdir() if files.is_file(p)]
     if not times:
         return None, None
     return datetime.fromtimestamp(min(times), timezone.utc).replace(tzinfo=None), "file times"
 
 
-def agent_trace_path(run_dir: Path) -> Path | None:
-    """The run's agent trace: ``solve_out.txt``, else ``trace.txt``, else ``solve_parsed.txt``; None without one."""
-    return next((run_dir / n for n in TRACE_NAMES if (run_dir / n).is_file()), None)
+def agent_trace_path(run_dir: Path, files: RunFiles | None = None) -> Path | None:
+    """The run's agent trace: ``solve_out.txt``, else ``trace.txt``, else ``solve_parsed.txt``; None without one
+    (a trace ``files`` refuses is absent)."""
+    present = files.is_file if files is not None else Path.is_file
+    return next((run_dir / n for n in TRACE_NAMES if present(run_dir / n)), None)
 
 
-def content_hash(run_dir: Path) -> str:
-    """The run's content hash (64 hex chars): sha256 over the run's top-level files (names and bytes) and the names under task/ and final_model/."""
+def learn_run_values(run_dir: Path, files: RunFiles) -> dict[str, str]:
+    """``traces.redaction.learn_values`` over every readable regular file at the top of the run directory, read
+    in :data:`READ_BLOCK` blocks (a trace of any size in bounded memory)."""
+    def blocks(path: Path) -> Iterator[bytes]:
+        with open_regular(path, files.root) as handle:
+            while block := handle.read(READ_BLOCK):
+                yield block
+
+    found: dict[str, str] = {}
+    for path in sorted(run_dir.iterdir()):
+        if files.is_file(path):
+            for name, value in learn_values(blocks(path)).items():
+                if value not in found.values():
+                    found[name if name not in found else f"{path.name}:{name}"] = value
+    return found
+
+
+def content_hash(run_dir: Path, files: RunFiles | None = None) -> str:
+    """The run's content hash (64 hex chars): sha256 over the run's top-level files (names and bytes) and the
+    names under task/ and final_model/. An entry ``files`` (default: the run's, its root two levels up) refuses
+    counts by its name and refusal only: it is never opened."""
+    files = files or RunFiles(run_dir, run_dir.parent.parent)
     digest = hashlib.sha256()
     for path in sorted(run_dir.iterdir()):
         digest.update(path.name.encode() + b"\0")
-        if path.is_file():
-            with path.open("rb") as handle:
+        if not files.ok(path):
+            digest.update(b"refused\0")
+        elif path.is_file():
+            with open_regular(path, files.root) as handle:
                 while chunk := handle.read(1 << 20):
                     digest.update(chunk)
         elif path.is_dir():
@@ -131,7 +166,9 @@ def content_hash(run_dir: Path) -> str:
 class Ingester:
     """Ingest state for one tree: the suite's models and agents, the redactor, the evidence contexts."""
 
-    def __init__(self, *, suite_id: str, redactor: Redactor, synthetic: bool):
+    def __init__(self, *, suite_id: str, redactor: Redactor, synthetic: bool, root: Path | None = None):
+        self.root = root  # the results root (files.py: nothing outside it is read); None: each run's, two levels up
+        self.deadline: float | None = None  # time.monotonic() past which reading a run stops (settings.PTB_INGEST_RUN_SECONDS)
         self.suite = load_suite(suite_id)
         self.suite_id = suite_id
         self.redactor = redactor
@@ -177,12 +214,25 @@ class Ingester:
             raise RunIngestError(f"{run_dir}: unknown base model {run_name.model_safe!r}")
         if run_name.benchmark not in self.datasets:
             raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
+        files = RunFiles(run_dir, self.root or run_dir.parent.parent)
+        # Values the run's own files assign to key variables (an `env` dump, an export) are known secrets for
+        # the whole run, wherever else and in whatever decoded form they appear (traces.redaction.learn_values).
+        shared = self.redactor
+        self.redactor = shared.with_known(learn_run_values(run_dir, files))
+        try:
+            return self._parse_run(method, run_dir, run_name, model, baseline=baseline, known_hash=known_hash,
+                                   step_writer=step_writer, files=files)
+        finally:
+            self.redactor = shared
+
+    def _parse_run(self, method: layout.MethodName, run_dir: Path, run_name: layout.RunName, model: dict, *,
+                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None, files: RunFiles) -> dict:
         is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
         rid = layout.run_id(method.raw, run_dir.name)
         problems: list[str] = []
         counts = _Counts()
 
-        metrics_text = _read(run_dir / "metrics.json", self.redactor, counts)
+        metrics_text = _read(run_dir / "metrics.json", self.redactor, counts, files)
         metrics = None
         if metrics_text is not None:
             try:
@@ -196,38 +246,45 @@ class Ingester:
         if accuracy_problem:
             problems.append(accuracy_problem)
 
-        trace_path = agent_trace_path(run_dir)
+        trace_path = agent_trace_path(run_dir, files)
         raw_size = trace_path.stat().st_size if trace_path else 0
         context = self.contexts[run_name.benchmark]
         if step_writer is not None and trace_path is not None and raw_size > STREAM_BYTES:
-            agent = self._stream_agent(rid, trace_path, method, context, step_writer, counts)
+            agent = self._stream_agent(rid, trace_path, method, context, step_writer, counts, files)
         else:
-            agent = self._whole_agent(rid, trace_path, method, context, counts)
+            agent = self._whole_agent(rid, trace_path, method, context, counts, files)
         parsed = agent.parsed
         problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
         warnings = agent.warnings
         replaced = counts.replaced + parsed.replaced_chars
 
-        state, detail = ("scored", "baseline evaluation") if baseline and metrics else derive_state(run_dir, agent.text, metrics)
+        state, detail = (("scored", "baseline evaluation") if baseline and metrics
+                         else derive_state(run_dir, agent.text, metrics, files))
         calls = agent.calls
         texts: list[tuple] = agent.texts
         steps = agent.rows
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
-            if m or path.name == "judgement.log":
+            if (m or path.name == "judgement.log") and files.is_file(path):
                 judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
-                judge_parsed = parse_trace(_read(path, self.redactor, counts) or "", source=path.name)
+                judge_parsed = parse_trace(_read(path, self.redactor, counts, files) or "", source=path.name)
+                counts.secrets += redact_steps(judge_parsed.steps, self.redactor)
                 replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
                 steps += list(self._step_rows(rid, judge, judge_parsed, {}, texts))
+
+        def redact_decoded(text: str) -> str:
+            redacted, n = self.redactor.redact_decoded(text)
+            counts.secrets += n
+            return redacted
 
         def redact_verdict(text: str) -> str:
             redacted, n = self.redactor.redact_counted(text)
             counts.secrets += n
             return redacted
 
-        verdicts = [] if baseline else read_verdicts(run_dir, redact_verdict)
-        time_taken = _read(run_dir / "time_taken.txt", self.redactor, counts)
+        verdicts = [] if baseline else read_verdicts(run_dir, redact_verdict, readable=files.is_file)
+        time_taken = _read(run_dir / "time_taken.txt", self.redactor, counts, files)
         times = [s.time for s in agent.steps if s.time is not None]
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
@@ -238,16 +295,16 @@ class Ingester:
             "cluster_id": run_name.cluster_id, "is_latest": True, "state": state, "state_detail": detail,
             "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
             "budget_hours": method.budget_hours, "accuracy": accuracy,
-            "metrics_json": json.dumps(metrics) if metrics is not None else None,
-            "prompt": _read(run_dir / "prompt.txt", self.redactor, counts),
-            "has_final_model": (run_dir / "final_model").is_dir(), "eval_attempts": eval_attempts,
+            "metrics_json": redact_decoded(json.dumps(metrics)) if metrics is not None else None,
+            "prompt": _read(run_dir / "prompt.txt", self.redactor, counts, files),
+            "has_final_model": files.is_dir(run_dir / "final_model"), "eval_attempts": eval_attempts,
             "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
             "trace_bytes": raw_size, "step_count": agent.count,
             "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
             "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
             "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
-            "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir), "ingested_at": now,
-            **dict(zip(("dir_time", "dir_time_source"), dir_time(run_dir), strict=True)),
+            "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir, files), "ingested_at": now,
+            **dict(zip(("dir_time", "dir_time_source"), dir_time(run_dir, files), strict=True)),
             "trace_incomplete": parsed.incomplete, "rules_version": self.rules_version,
             "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
         }
@@ -262,19 +319,22 @@ class Ingester:
         verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
                         for v in verdicts]
         rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
-                "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts),
+                "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts, files),
                 "late_usage": [(t_in, t_out, "agent", idx) for idx, (t_in, t_out) in parsed.late_usage.items()]}
         rows["stored_steps"] = len(steps) + agent.streamed
+        problems[:0] = files.problems  # the refused entries first (files.py), each naming its path
+        counts.secrets += _redact_rows(rows, self.redactor)
         replaced += _make_rows_storable(rows)
         run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
         return rows
 
     def _whole_agent(self, rid: str, path: Path | None, method: layout.MethodName,
-                     context: evidence.EvidenceContext, counts: _Counts) -> _Agent:
+                     context: evidence.EvidenceContext, counts: _Counts, files: RunFiles) -> _Agent:
         """The agent trace read whole: every step held, its rows returned."""
-        trace_text = _read(path, self.redactor, counts) if path else ""
+        trace_text = (_read(path, self.redactor, counts, files) or "") if path else ""
         parsed = parse_trace(trace_text, source=path.name if path else "", scaffold=method.harness_agent) \
             if path else ParsedTrace(format="none")
+        counts.secrets += redact_steps(parsed.steps, self.redactor)
         warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
         # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
         calls = facets.tool_calls(parsed.steps)
@@ -284,7 +344,7 @@ class Ingester:
         return _Agent(parsed, parsed.steps, calls, rows, texts, warnings, trace_text, len(parsed.steps), 0)
 
     def _stream_agent(self, rid: str, path: Path, method: layout.MethodName, context: evidence.EvidenceContext,
-                      writer: StepWriter, counts: _Counts) -> _Agent:
+                      writer: StepWriter, counts: _Counts, files: RunFiles) -> _Agent:
         """The agent trace read as a stream: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded,
         redacted (``StreamRedactor``), scanned for residual key prefixes and API-limit markers, parsed
         (``stream_trace``); each step's call scanned, classified and marked as it comes, its row handed to
@@ -292,7 +352,7 @@ class Ingester:
         before = _Counts(counts.secrets, counts.replaced)
         written = writer.written + len(writer.steps)
         try:
-            return self._stream_agent_once(rid, path, method, context, writer, counts)
+            return self._stream_agent_once(rid, path, method, context, writer, counts, files)
         except StreamFailed:
             # Rows handed on are taken back; the whole text is then parsed as parse_trace does (plain text).
             writer.flush()
@@ -301,10 +361,11 @@ class Ingester:
             writer.con.execute("DELETE FROM step_words WHERE run_id = ? AND trace = 'agent'", [rid])
             writer.written = written
             counts.secrets, counts.replaced = before.secrets, before.replaced
-            return self._whole_agent(rid, path, method, context, counts)
+            return self._whole_agent(rid, path, method, context, counts, files)
 
     def _stream_agent_once(self, rid: str, path: Path, method: layout.MethodName,
-                           context: evidence.EvidenceContext, writer: StepWriter, counts: _Counts) -> _Agent:
+                           context: evidence.EvidenceContext, writer: StepWriter, counts: _Counts,
+                           files: RunFiles) -> _Agent:
         redactor = StreamRedactor(self.redactor)
         residual = ResidualScanner()
         markers: set[str] = set()
@@ -323,12 +384,18 @@ class Ingester:
             return redacted
 
         def pieces() -> Iterator[str]:
-            with path.open("rb") as handle:
+            with open_regular(path, files.root) as handle:
                 held = b""
                 while block := handle.read(READ_BLOCK):
+                    if self.deadline is not None and time.monotonic() > self.deadline:
+                        raise ReadLimit(f"{files.run_dir}: not stored: reading it took longer than "
+                                             f"PTB_INGEST_RUN_SECONDS ({settings.PTB_INGEST_RUN_SECONDS:g} s)")
                     data = held + block
                     cut = data.rfind(b"\n") + 1
                     held = data[cut:]
+                    if len(held) > MAX_LINE_BYTES:  # bounded memory: a file without newlines is not a trace
+                        raise ReadLimit(f"{files.run_dir}: not stored: {path.name} has a line longer than "
+                                             f"{MAX_LINE_BYTES:,} bytes")
                     if cut:
                         yield cleaned(data[:cut], False)
                 yield cleaned(held, True)
@@ -339,6 +406,7 @@ class Ingester:
 
         def on_step(step: Step) -> None:
             nonlocal start
+            counts.secrets += redact_steps([step], self.redactor)
             call = collector.add(step)
             marked = None
             if call is not None:
@@ -417,6 +485,57 @@ def _capped(text: str | None, key: tuple, texts: list[tuple]) -> tuple[str | Non
     return data[:STEP_TEXT_CAP].decode("utf-8", "ignore"), size
 
 
+STEP_TEXT_FIELDS = ("tool", "input", "output", "call_id", "label")  # the strings of a Step
+# The run row's columns that are names the tree or the code gave (ids, hashes, formats), not text from a file.
+_RUN_NAMES = frozenset({"id", "method", "run_dir", "suite", "benchmark", "base_model", "base_model_hf", "state",
+                        "trace_file", "trace_format", "content_hash", "rules_version", "dir_time_source"})
+
+
+def redact_steps(steps: list[Step], redactor: Redactor) -> int:
+    """Redact every string of ``steps`` (:data:`STEP_TEXT_FIELDS`) in place as decoded text, deltas merged
+    (``Redactor.redact_many``: one RE2 gate over them all); returns the secrets replaced. The raw lines were
+    redacted before parsing; this pass sees what decoding JSON (``\\uXXXX``, ``\\/``) and merging streamed
+    deltas made of them."""
+    if not steps:
+        return 0
+    values = [getattr(step, name) for step in steps for name in STEP_TEXT_FIELDS]
+    redacted, total = redactor.redact_many(values)
+    if total or redacted != values:
+        width = len(STEP_TEXT_FIELDS)
+        for k, step in enumerate(steps):
+            for j, name in enumerate(STEP_TEXT_FIELDS):
+                value = redacted[k * width + j]
+                if value is not values[k * width + j]:
+                    setattr(step, name, value if name != "output" else value or "")
+    return total
+
+
+def _redact_rows(rows: dict, redactor: Redactor) -> int:
+    """Redact, as decoded text, every string of the run's rows that did not come from a step (the run's texts
+    but its names, verdicts, evaluations, facets, phases, problems); returns the secrets replaced."""
+    problems, total = redactor.redact_many(list(rows["problems"]))
+    rows["problems"] = [p or "" for p in problems]
+    run = rows["run"]
+    run["problems"] = json.dumps(rows["problems"])
+    keys = [k for k, v in run.items() if isinstance(v, str) and k not in _RUN_NAMES and k != "problems"]
+    values, n = redactor.redact_many([run[k] for k in keys])
+    run.update(zip(keys, values, strict=True))
+    total += n
+    for table, ids in (("verdicts", 1), ("evaluations", 2), ("facets", 1), ("phases", 1)):
+        table_rows = rows.get(table, [])  # the first ``ids`` columns are the run's and the row's ids: kept
+        flat = [v if isinstance(v, str) and j >= ids else None for row in table_rows for j, v in enumerate(row)]
+        if not any(flat):
+            continue
+        redacted, n = redactor.redact_many(flat)
+        total += n
+        at, fixed = 0, []
+        for row in table_rows:
+            fixed.append(tuple(redacted[at + j] if isinstance(v, str) and j >= ids else v for j, v in enumerate(row)))
+            at += len(row)
+        rows[table] = fixed
+    return total
+
+
 def _make_rows_storable(rows: dict) -> int:
     """Make every string of the run's rows but the steps (already made storable by the parsers) storable
     (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
@@ -451,7 +570,7 @@ def _naive(moment: datetime | None) -> datetime | None:
 
 
 def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
-                   counts: _Counts) -> dict:
+                   counts: _Counts, files: RunFiles) -> dict:
     """The run's facets, phases and monitor samples as rows for ``write_runs`` (``traces.facets``, ``.monitor``);
     ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
@@ -461,9 +580,9 @@ def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_di
     facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
     phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
                   for p in facets.phases(steps, calls=calls)]
-    path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log") if p.is_file()),
-                None)
-    samples = parse_monitor(_read(path, redactor, counts) or "") if path else []
+    path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log")
+                 if files.is_file(p)), None)
+    samples = parse_monitor(_read(path, redactor, counts, files) or "") if path else []
     origin = next((s.time for s in steps if s.time is not None), None) or (samples[0].time if samples else None)
     monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
                      s.gpu_mem_total_mib) for s in samples]

@@ -9,6 +9,8 @@ import json
 import math
 from pathlib import Path
 
+from .files import RunFiles
+
 # Strings in solve_out.txt that mean the agent's API account ran dry (spec 1.3).
 API_LIMIT_MARKERS = ("You've hit your limit", "spending_limit", "billing_hard_limit", "insufficient_quota",
                      "budget_exceeded", "plan does not yet include", "token_expired", "Failed to refresh token")
@@ -41,20 +43,23 @@ def read_accuracy(metrics: dict | None, path: Path) -> tuple[float | None, str |
 
 
 
-def derive_state(run_dir: Path, trace_text: str, metrics: dict | None) -> tuple[str, str]:
+def derive_state(run_dir: Path, trace_text: str, metrics: dict | None, files: RunFiles | None = None) -> tuple[str, str]:
     """(state, human-readable detail) of a run from its files (spec section 1.3, "Run-level states").
 
     Precedence: CUDA failure, timed out (``error.log`` starts with ``Terminated`` or the diagnostics say so),
     never finished (no ``time_taken.txt``), scored (an ``accuracy`` :func:`read_accuracy` accepts), API limit
-    (marker strings in the trace), evaluation failed (``final_model/`` present), no final model.
+    (marker strings in the trace), evaluation failed (``final_model/`` present), no final model. ``files``: the
+    run's readable entries (``traces.ingest.files``; default: those under its root two levels up); a refused
+    entry counts as absent.
     """
-    error_log = (run_dir / "error.log").read_text(errors="replace") if (run_dir / "error.log").is_file() else ""
-    output_log = (run_dir / "output.log").read_text(errors="replace") if (run_dir / "output.log").is_file() else ""
-    if (run_dir / "task" / "cuda_not_available").exists():
+    files = files or RunFiles(run_dir, run_dir.parent.parent)
+    error_log = (files.read_bytes(run_dir / "error.log") or b"").decode(errors="replace")
+    output_log = (files.read_bytes(run_dir / "output.log") or b"").decode(errors="replace")
+    if files.ok(run_dir / "task" / "cuda_not_available") and (run_dir / "task" / "cuda_not_available").exists():
         return "cuda_failure", "the CUDA check failed; the agent never started"
     if error_log.lstrip().startswith("Terminated") or "killed by timeout" in output_log:
         return "timed_out", "the job was killed at its time limit"
-    if not (run_dir / "time_taken.txt").is_file():
+    if not files.is_file(run_dir / "time_taken.txt"):
         detail = "killed (out of memory)" if "Killed" in error_log else "no time_taken.txt"
         return "never_finished", f"the agent never finished: {detail}"
     if read_accuracy(metrics, run_dir / "metrics.json")[0] is not None:
@@ -62,7 +67,7 @@ def derive_state(run_dir: Path, trace_text: str, metrics: dict | None) -> tuple[
     marker = next((m for m in API_LIMIT_MARKERS if m in trace_text), None)
     if marker:
         return "api_limit", f"the agent hit its API limit ({marker!r} in the trace)"
-    if (run_dir / "final_model").is_dir():
+    if files.is_dir(run_dir / "final_model"):
         return "eval_failed", "final_model/ exists but every evaluation attempt failed"
     return "no_final_model", "the agent left no final_model/"
 

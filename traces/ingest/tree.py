@@ -17,11 +17,14 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import queue
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -30,6 +33,7 @@ from ptbsite import warehouse
 from .. import layout
 from ..redaction import Redactor
 from ..services import RunWrite, StepWriter, delete_run, record_dir_times, refresh_agent, write_run, write_runs
+from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
 
 log = logging.getLogger(__name__)
@@ -87,11 +91,12 @@ class _Job:
 
 
 _worker_ingester: Ingester | None = None
+_worker_started: Any = None  # a worker's queue of (job index, pid, time.monotonic()) as it starts each job
 
 
-def _init_worker(ingester: Ingester) -> None:
-    global _worker_ingester
-    _worker_ingester = ingester
+def _init_worker(ingester: Ingester, started: Any = None) -> None:
+    global _worker_ingester, _worker_started
+    _worker_ingester, _worker_started = ingester, started
 
 
 def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, object]:
@@ -99,9 +104,11 @@ def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, ob
     suite refuses, ``("error", message)`` for any other failure (logged). Raises nothing."""
     ingester = ingester or _worker_ingester
     assert ingester is not None
+    if _worker_started is not None:
+        _worker_started.put((job.index, os.getpid(), time.monotonic()))
     try:
         rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash)
-    except (layout.LayoutError, RunIngestError) as exc:
+    except (layout.LayoutError, RunIngestError, RefusedFile) as exc:
         return job.index, "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
         log.exception("ingest of %s failed", job.run_dir)
@@ -116,6 +123,7 @@ def _store_here(job: _Job, ingester: Ingester, stored: _Stored) -> tuple[str, ob
     rid = layout.run_id(job.method.raw, job.run_dir.name)
 
     def unit(con) -> dict:
+        ingester.deadline = time.monotonic() + settings.PTB_INGEST_RUN_SECONDS  # checked between streamed blocks
         if job.stored_before:
             delete_run(con, rid)
         writer = StepWriter(con)
@@ -127,11 +135,74 @@ def _store_here(job: _Job, ingester: Ingester, stored: _Stored) -> tuple[str, ob
 
     try:
         return "stored", warehouse.run_in_transaction(unit)
-    except (layout.LayoutError, RunIngestError) as exc:
+    except (layout.LayoutError, RunIngestError, RefusedFile) as exc:
         return "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
         log.exception("ingest of %s failed", job.run_dir)
         return "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
+    finally:
+        ingester.deadline = None
+
+
+def _pool_results(pool: Any, jobs: list[_Job], started: Any, limit: float) -> Iterator[tuple[int, str, object]]:
+    """Submit ``jobs`` to ``pool`` now; the returned iterator yields ``(job index, outcome, value)`` as
+    :func:`_read_job` does, as they finish. A job still running ``limit`` seconds after its worker started it
+    (``started``: the workers' queue of ``(index, pid, time.monotonic())``) has its worker killed (the pool starts
+    another; the other jobs go on) and yields ``("error", message)`` naming the run and the limit."""
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    for job in jobs:
+        def failed(exc: BaseException, job: _Job = job) -> None:  # the result could not come back (pickling)
+            done.put((job.index, "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"))
+
+        pool.apply_async(_read_job, (job,), callback=done.put, error_callback=failed)
+
+    def collect() -> Iterator[tuple[int, str, object]]:
+        left = {job.index: job for job in jobs}
+        running: dict[int, tuple[int, float]] = {}
+        while left:
+            try:
+                index, outcome, value = done.get(timeout=0.2)
+            except queue.Empty:
+                pass
+            else:
+                if left.pop(index, None) is not None:
+                    running.pop(index, None)
+                    yield index, outcome, value
+            while True:
+                try:
+                    index, pid, since = started.get_nowait()
+                except queue.Empty:
+                    break
+                if index in left:
+                    running[index] = (pid, since)
+            now = time.monotonic()
+            for index, (pid, since) in list(running.items()):
+                if now - since > limit:
+                    del running[index]
+                    job = left.pop(index)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    log.warning("ingest of %s stopped after %.0f s", job.run_dir, now - since)
+                    yield index, "error", (f"{job.run_dir}: not stored: reading it took longer than "
+                                           f"PTB_INGEST_RUN_SECONDS ({limit:g} s); its worker was stopped")
+
+    return collect()
+
+
+def _readable_dirs(folder: Path, root: Path, report: IngestReport) -> list[Path]:
+    """The subdirectories of ``folder`` (method or run directories) the ingest may read, sorted by name: a
+    symbolic link out of ``root``, a FIFO, socket or device is refused, with a problem naming it in ``report``
+    (``traces.ingest.files.refusal``); other files are not directories and are left alone."""
+    out = []
+    for path in sorted(folder.iterdir()):
+        problem = refusal(path, root, size_limit=False)
+        if problem is not None:
+            report.problems.append(problem)
+        elif path.is_dir():
+            out.append(path)
+    return out
 
 
 def default_workers() -> int:
@@ -196,7 +267,7 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, s
     methods already stored (an edited suite file regroups them), and records the directory's time of unchanged
     runs stored without one (``reader.dir_time``)."""
     jobs: list[_Job] = []
-    for method_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+    for method_dir in (p for p in _readable_dirs(root, root, report) if not p.name.startswith(("_", "."))):
         baseline = layout.is_baseline_dir(method_dir.name)
         if baseline:
             method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
@@ -215,15 +286,16 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, s
         if known:
             refresh_agent(method_row)
         undated = []
-        for run_dir in sorted(p for p in method_dir.iterdir() if p.is_dir()):
-            digest = content_hash(run_dir)
+        for run_dir in _readable_dirs(method_dir, root, report):
+            files = RunFiles(run_dir, root)
+            digest = content_hash(run_dir, files)
             stored_hash, dated, _ = known.get(run_dir.name, (None, False, None))
             if stored_hash == digest:
                 report.unchanged += 1
                 if not dated:  # stored before the runs had their directory's time
-                    undated.append((layout.run_id(method.raw, run_dir.name), *dir_time(run_dir)))
+                    undated.append((layout.run_id(method.raw, run_dir.name), *dir_time(run_dir, files)))
                 continue
-            trace = agent_trace_path(run_dir)
+            trace = agent_trace_path(run_dir, files)
             jobs.append(_Job(len(jobs), method, method_row, run_dir, baseline, digest,
                              trace.stat().st_size if trace else 0, stored_hash is not None))
         record_dir_times(undated)
@@ -266,6 +338,7 @@ def ingest_tree(
         raise FileNotFoundError(f"{root}: not a directory")
     report = IngestReport(root=str(root))
     ingester = Ingester(
+        root=root,
         suite_id=suite_id,
         redactor=redactor or Redactor.from_environ(os.environ),
         synthetic=(root / SYNTHETIC_MARKER).exists() if synthetic is None else synthetic,
@@ -343,8 +416,9 @@ def ingest_tree(
         if pooled:
             # fork: the workers start with this process's modules and the ingester; they touch no warehouse.
             context = multiprocessing.get_context("fork")
-            with context.Pool(workers, initializer=_init_worker, initargs=(ingester,)) as pool:
-                results = pool.imap_unordered(_read_job, pooled, chunksize=1)
+            started_queue = context.Queue()
+            with context.Pool(workers, initializer=_init_worker, initargs=(ingester, started_queue)) as pool:
+                results = _pool_results(pool, pooled, started_queue, settings.PTB_INGEST_RUN_SECONDS)
                 for job in here:  # the large runs, read here while the workers read the rest
                     finish(job, *_store_here(job, ingester, stored))
                 for index, outcome, value in results:

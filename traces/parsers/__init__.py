@@ -19,7 +19,7 @@ from .framing import Line, LineFramer, frame_lines, frame_trace
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PARSERS", "StreamFailed", "detect_format", "parse_trace", "storable", "stream_trace"]
+__all__ = ["PARSERS", "StopReading", "StreamFailed", "detect_format", "parse_trace", "storable", "stream_trace"]
 
 PARSERS: dict[str, Callable[[Iterable[Line], str], ParsedTrace]] = {
     "claude_code": claude_code.parse,
@@ -83,6 +83,12 @@ class StreamFailed(RuntimeError):
     them and parses the whole text with :func:`parse_trace` (which shows it as plain text)."""
 
 
+class StopReading(RuntimeError):
+    """Raised by the pieces :func:`stream_trace` reads to stop reading altogether (a limit of the caller's, e.g.
+    the ingest's time or line length): it passes through :func:`stream_trace` as it is, never taken for a
+    parser's failure (which falls back to plain text)."""
+
+
 STREAMED_FORMATS = {"claude_code": claude_code.parse}  # formats whose steps are final a window of steps later
 
 
@@ -120,6 +126,8 @@ def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], sour
     if fmt in STREAMED_FORMATS:
         try:
             trace = STREAMED_FORMATS[fmt](chain(head, lines), source, sink=hand_on)
+        except StopReading:
+            raise
         except Exception as exc:  # noqa: BLE001 - as parse_trace, but the steps handed on must be taken back
             log.exception("the %s parser failed on %s", fmt, source)
             if handed:
