@@ -136,6 +136,7 @@ class Leaderboard(Model):
     reported: list[ReportedFact] = Field(default_factory=list)
     reported_named_only: list[str] = Field(default_factory=list)  # agents the source gives figures but no score
     fallback_baselines: list[FallbackBaseline] = Field(default_factory=list)
+    runs_ingested: int = 0  # the suite's agent runs in the warehouse (0: no view from runs, no facet to narrow it)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

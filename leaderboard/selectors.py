@@ -81,6 +81,8 @@ def read_leaderboard(
     suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
                             "FROM suites WHERE id = ?", [suite]).fetchone()
     reported = read_reported_facts(con, suite)
+    runs_ingested = con.execute(f"SELECT count(*) FROM runs r WHERE r.suite = ? AND {traces_selectors.AGENT_RUN}",
+                                [suite]).fetchone()[0]
     benchmarks, models = suite_models(con, suite)
     agents = con.execute(
         "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
@@ -182,7 +184,7 @@ def read_leaderboard(
                        base_model=base_model, sort=sort, direction=direction, rows=rows, weights_note=suite_row[1],
                        derived_weights=derived, source=source, apply_flags=apply_flags, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
-                       reported=reported, fallback_baselines=fallback_baselines,
+                       reported=reported, fallback_baselines=fallback_baselines, runs_ingested=runs_ingested,
                        reported_named_only=_named_only(reported, {a[0] for a in agents}))
 
 
