@@ -70,7 +70,7 @@ class Row(Model):
     model_family: str | None
     average: Percent
     std: PercentOrNone
-    runs: int
+    runs: int | None  # None: the source gives the score but not over how many runs (FrogsGame's GPT-5.5)
     cells: dict[str, Cell] = Field(exclude=True)  # served as ``scores``, ``stds`` and ``fallbacks``
     rank: int | None = None
     source: str = "published"       # published | runs

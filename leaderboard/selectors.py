@@ -134,11 +134,12 @@ def read_leaderboard(
             )
         average = aggregation.weighted_score(per_bench, weights)
         published = headline.get(key)
+        runs: int | None
         if base_model is None and published is not None:
-            std, runs = published[1], published[2]
+            std, runs = published[1], published[2] or None  # 0 stored: the source does not say (import_published)
         elif published is not None:
             std = aggregation.combined_std({t: agent_cells[(base_model, t)][1] or 0.0 for t in weights}, weights)
-            runs = published[2]
+            runs = published[2] or None
         else:
             std, runs = None, (0 if kind == "baseline" else 1)
         rows.append(
@@ -366,7 +367,7 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
     if sort == "agent":
         agents.sort(key=lambda r: r.agent.lower(), reverse=reverse)
     elif sort == "runs":
-        agents.sort(key=lambda r: (r.runs, r.average), reverse=reverse)
+        agents.sort(key=lambda r: (r.runs or 0, r.average), reverse=reverse)
     elif rows and sort in rows[0].cells:
         agents.sort(key=lambda r: r.cells[sort].score, reverse=reverse)
     baselines.sort(key=lambda r: -r.average)
