@@ -137,6 +137,15 @@ class Leaderboard(Model):
     reported_named_only: list[str] = Field(default_factory=list)  # agents the source gives figures but no score
     fallback_baselines: list[FallbackBaseline] = Field(default_factory=list)
     runs_ingested: int = 0  # the suite's agent runs in the warehouse (0: no view from runs, no facet to narrow it)
+    # Whether any agent of the suite or row of the view names a scaffold / a reasoning effort: FrogsGame's source
+    # names neither, so its page has no empty Scaffold and Effort columns (every view of a suite has the same ones).
+    has_scaffolds: bool = True
+    has_efforts: bool = True
+
+    @property
+    def cells_per_run(self) -> int:
+        """The cells one run of the whole suite fills in this view: benchmarks x base models (one base model's view: 1)."""
+        return len(self.benchmarks) * (1 if self.base_model else len(self.base_models))
 
     @computed_field  # type: ignore[prop-decorator]
     @property

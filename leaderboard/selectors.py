@@ -186,6 +186,8 @@ def read_leaderboard(
                        derived_weights=derived, source=source, apply_flags=apply_flags, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
                        reported=reported, fallback_baselines=fallback_baselines, runs_ingested=runs_ingested,
+                       has_scaffolds=any(a[3] for a in agents) or any(r.scaffold for r in rows),
+                       has_efforts=any(a[4] for a in agents) or any(r.reasoning_effort for r in rows),
                        reported_named_only=_named_only(reported, {a[0] for a in agents}))
 
 

@@ -165,3 +165,23 @@ def test_the_footer_names_the_source_of_the_suite_shown(frogs, client):
             "49cdae1).") in default_footer
     analysis = client.get("/analysis/?suite=frogsgame").content.decode()
     assert "Reported results: “The State of AI Post-Training Agents”" in analysis
+
+
+def test_pages_of_a_suite_without_runs_show_no_empty_tables(frogs, client):
+    """Issue 29: FrogsGame's analysis page had four empty or all-zero tables and an empty chart, its leaderboard an
+    empty Scaffold and Effort column, a one-row weights table and a legend about 7 benchmarks and 4 base models."""
+    html = client.get("/analysis/?suite=frogsgame").content.decode()
+    for gone in ('id="method-mix"', 'id="score-by-method"', 'id="calibration-chart"', 'id="time-use"'):
+        assert gone not in html, gone
+    notice = html[html.index('id="no-runs"'):html.index("</p>", html.index('id="no-runs"'))]
+    assert "No ingested runs for FrogsGame yet, so this page shows" in notice and "only what its source reports" in notice
+    board = client.get("/?suite=frogsgame").content.decode()
+    head = board[board.index('<table class="leaderboard"'):board.index("</thead>")]
+    assert "<th>Scaffold</th>" not in head and "<th>Effort</th>" not in head
+    assert 'id="derived-weights"' not in board and "One benchmark, FrogsGame (pass@4)" in board
+    assert "56 cells" not in board and "4 base models" not in board
+    assert "(1 cell per run here: 1 benchmark × 1 base model)" in client.get("/?suite=frogsgame&source=all").content.decode()
+    # PostTrainBench keeps them: its agents have scaffolds and efforts, seven weighted benchmarks.
+    import_published()
+    ptb = client.get("/").content.decode()
+    assert "<th>Scaffold</th>" in ptb and "<th>Effort</th>" in ptb and 'id="derived-weights"' in ptb
