@@ -136,7 +136,9 @@ class Leaderboard(Model):
     reported: list[ReportedFact] = Field(default_factory=list)
     reported_named_only: list[str] = Field(default_factory=list)  # agents the source gives figures but no score
     fallback_baselines: list[FallbackBaseline] = Field(default_factory=list)
-    runs_ingested: int = 0  # the suite's agent runs in the warehouse (0: no view from runs, no facet to narrow it)
+    # The suite's agent runs in the warehouse (0: no view from runs, no facet to narrow it). Not served: the
+    # leaderboard JSON is part of the static export's site fingerprint, which a run added or removed must not change.
+    runs_ingested: int = Field(default=0, exclude=True)
     # Whether any agent of the suite or row of the view names a scaffold / a reasoning effort: FrogsGame's source
     # names neither, so its page has no empty Scaffold and Effort columns (every view of a suite has the same ones).
     has_scaffolds: bool = True
