@@ -46,7 +46,7 @@ LIVE_ONLY = "live-only.html"
 # Query parameters whose views exist only on the live site: a link with one of them leads to LIVE_ONLY.
 LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
-_LINK = re.compile(r'(\s(?:href|src|action|data-click-url)=")([^"]*)(")')
+_LINK = re.compile(r'(\s(?:href|src|action|data-click-url|data-plotly)=")([^"]*)(")')  # data-plotly: plots.js loads it
 _HTMX = re.compile(r'\s+hx-[a-z-]+="[^"]*"')  # swaps need the server; the static pages use plain links
 _RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static")
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
@@ -296,6 +296,7 @@ class Exporter:
             if previous.get("search") != search or not (self.outdir / SEARCH_ENTRY).is_file():
                 self.search_bundle(sorted(fingerprints))
         self.copy_static()
+        self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
         self.write_manifest(site, fingerprints, search)
         files = [p for p in self.outdir.rglob("*") if p.is_file()]
         self.report.files = len(files)

@@ -70,7 +70,7 @@ class Row(Model):
     model_family: str | None
     average: Percent
     std: PercentOrNone
-    runs: int
+    runs: int | None  # None: the source gives the score but not over how many runs (FrogsGame's GPT-5.5)
     cells: dict[str, Cell] = Field(exclude=True)  # served as ``scores``, ``stds`` and ``fallbacks``
     rank: int | None = None
     source: str = "published"       # published | runs
@@ -136,6 +136,18 @@ class Leaderboard(Model):
     reported: list[ReportedFact] = Field(default_factory=list)
     reported_named_only: list[str] = Field(default_factory=list)  # agents the source gives figures but no score
     fallback_baselines: list[FallbackBaseline] = Field(default_factory=list)
+    # The suite's agent runs in the warehouse (0: no view from runs, no facet to narrow it). Not served: the
+    # leaderboard JSON is part of the static export's site fingerprint, which a run added or removed must not change.
+    runs_ingested: int = Field(default=0, exclude=True)
+    # Whether any agent of the suite or row of the view names a scaffold / a reasoning effort: FrogsGame's source
+    # names neither, so its page has no empty Scaffold and Effort columns (every view of a suite has the same ones).
+    has_scaffolds: bool = True
+    has_efforts: bool = True
+
+    @property
+    def cells_per_run(self) -> int:
+        """The cells one run of the whole suite fills in this view: benchmarks x base models (one base model's view: 1)."""
+        return len(self.benchmarks) * (1 if self.base_model else len(self.base_models))
 
     @computed_field  # type: ignore[prop-decorator]
     @property

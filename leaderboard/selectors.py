@@ -81,6 +81,8 @@ def read_leaderboard(
     suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
                             "FROM suites WHERE id = ?", [suite]).fetchone()
     reported = read_reported_facts(con, suite)
+    runs_ingested = con.execute(f"SELECT count(*) FROM runs r WHERE r.suite = ? AND {traces_selectors.AGENT_RUN}",
+                                [suite]).fetchone()[0]
     benchmarks, models = suite_models(con, suite)
     agents = con.execute(
         "SELECT key, name, kind, scaffold, reasoning_effort, model_family FROM agents "
@@ -132,11 +134,12 @@ def read_leaderboard(
             )
         average = aggregation.weighted_score(per_bench, weights)
         published = headline.get(key)
+        runs: int | None
         if base_model is None and published is not None:
-            std, runs = published[1], published[2]
+            std, runs = published[1], published[2] or None  # 0 stored: the source does not say (import_published)
         elif published is not None:
             std = aggregation.combined_std({t: agent_cells[(base_model, t)][1] or 0.0 for t in weights}, weights)
-            runs = published[2]
+            runs = published[2] or None
         else:
             std, runs = None, (0 if kind == "baseline" else 1)
         rows.append(
@@ -182,7 +185,9 @@ def read_leaderboard(
                        base_model=base_model, sort=sort, direction=direction, rows=rows, weights_note=suite_row[1],
                        derived_weights=derived, source=source, apply_flags=apply_flags, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
-                       reported=reported, fallback_baselines=fallback_baselines,
+                       reported=reported, fallback_baselines=fallback_baselines, runs_ingested=runs_ingested,
+                       has_scaffolds=any(a[3] for a in agents) or any(r.scaffold for r in rows),
+                       has_efforts=any(a[4] for a in agents) or any(r.reasoning_effort for r in rows),
                        reported_named_only=_named_only(reported, {a[0] for a in agents}))
 
 
@@ -364,7 +369,7 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
     if sort == "agent":
         agents.sort(key=lambda r: r.agent.lower(), reverse=reverse)
     elif sort == "runs":
-        agents.sort(key=lambda r: (r.runs, r.average), reverse=reverse)
+        agents.sort(key=lambda r: (r.runs or 0, r.average), reverse=reverse)
     elif rows and sort in rows[0].cells:
         agents.sort(key=lambda r: r.cells[sort].score, reverse=reverse)
     baselines.sort(key=lambda r: -r.average)

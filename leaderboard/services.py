@@ -329,6 +329,14 @@ def import_suite(*, suite_id: str) -> ImportReport:
             names the suite file.
     """
     path = SUITES_DIR / f"{suite_id}.json"
+
+    def _runs(agent: dict) -> int:
+        """The runs behind the agent's published average: 1 when the file says nothing, 0 for ``"runs": null`` (the
+        source gives the score but not over how many runs; the column is NOT NULL, the leaderboard reads 0 as
+        None and shows "–")."""
+        runs = agent.get("runs", 1)
+        return 0 if runs is None else int(runs)
+
     try:
         suite = load_suite(suite_id)
     except SuiteError as exc:
@@ -351,7 +359,7 @@ def import_suite(*, suite_id: str) -> ImportReport:
             std = agent.get("std")
             scores.append((agent["key"], _fraction(str(agent["average"]), path, 1, f"{agent['key']} average"),
                            None if std is None else _fraction(str(std), path, 1, f"{agent['key']} std"),
-                           int(agent.get("runs", 1)), source))
+                           _runs(agent), source))
     _check_complete(cells, [a[0] for a in agents], base_ids, bench_ids, path)
     names = {a[0]: a[1] for a in agents} | {a["key"]: a["name"] for a in reported.get("named_agents", [])}
     facts = []

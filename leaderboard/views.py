@@ -73,7 +73,9 @@ def _context(request: HttpRequest) -> dict:
         "filter_links": filter_links,
         "source_links": source_links,
         "flag_link": flag_link,
-        "facet_links": facet_links,
+        # The chips narrow rows from runs: none to narrow without runs, and the static export has no such view.
+        "facet_links": facet_links if board.runs_ingested else [],
+        "facet_label": FACET_TEXT.get(params["facet"], params["facet"]),
         "runs_url": reverse("traces:runs"),
         "table_url": reverse("leaderboard:table"),
         "page_url": reverse("leaderboard:index"),

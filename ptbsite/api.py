@@ -4,6 +4,7 @@ The contract the OpenAPI document states, and ``tests/test_api_contract.py`` che
 
 * Times are time-zone aware: the warehouse stores naive UTC, the answers carry the zone (``...Z``), as the
   schema's ``date-time`` format requires (:class:`UTCJSONRenderer`).
+* Numbers carry 15 significant digits at most: no float noise such as ``60.440000000000005`` (:func:`_rounded`).
 * Error answers are documented on every operation that can give them (:meth:`ExplorerAPI.get_openapi_schema`),
   all with the body ``{"detail": <message or list of validation errors>}``: 422 (a parameter or body failed
   validation) on every operation that takes any, 404 (no such run, job, suite or base model) on those that
@@ -39,8 +40,31 @@ class UTCJSONEncoder(NinjaJSONEncoder):
         return super().default(o)
 
 
+# A double holds 15 significant decimal digits exactly (C's DBL_DIG): a source's 0.226536549919078 stays whole, and
+# the 16th and 17th digits that arithmetic leaves (100 * 0.6044 = 60.440000000000005) go.
+SIGNIFICANT_DIGITS = 15
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` (the answer's dicts, lists and scalars) with every float rounded to SIGNIFICANT_DIGITS significant
+    digits: ``60.440000000000005`` is served as ``60.44``, ``1.6749999999999994`` as ``1.675`` (issue 29)."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT_DIGITS}g}") if value == value and abs(value) != float("inf") else value
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
+
+
 class UTCJSONRenderer(JSONRenderer):
+    """Ninja's JSON renderer with :class:`UTCJSONEncoder`, and floats without their arithmetic noise
+    (:func:`_rounded`): the API's one place where every answer's numbers pass."""
+
     encoder_class = UTCJSONEncoder
+
+    def render(self, request, data: Any, *, response_status: int) -> Any:
+        return super().render(request, _rounded(data), response_status=response_status)
 
 
 ERROR_SCHEMA = {

@@ -69,10 +69,20 @@ def test_the_exported_site_works_without_a_server(served, page):
     assert not page.locator('tr[data-agent="opus-4.6"] td.avg').inner_text().startswith("23.2")
     # Sorting runs in the browser: by agent name, then the other way round.
     page.click('a[data-sort="agent"]')
-    names = page.locator("table.leaderboard tbody td.agent").all_inner_texts()
+    names = page.locator("table.leaderboard tbody tr:not(.baseline) td.agent").all_inner_texts()
     assert names == sorted(names, key=str.lower)
+    baseline = "rows => rows.map(r => r.classList.contains('baseline'))"
+    kinds = page.locator("table.leaderboard tbody tr").evaluate_all(baseline)
+    assert True in kinds and kinds == sorted(kinds)  # the grey reference rows after the agents, as live (issue 29)
     page.click('a[data-sort="agent"]')
-    assert page.locator("table.leaderboard tbody td.agent").all_inner_texts() == sorted(names, key=str.lower)[::-1]
+    assert page.locator("table.leaderboard tbody tr:not(.baseline) td.agent").all_inner_texts() == sorted(
+        names, key=str.lower)[::-1]
+    assert page.locator("table.leaderboard tbody tr").evaluate_all(baseline) == kinds
+    # By average, the reference rows sit where their average places them.
+    page.click('a[data-sort="average"]')
+    averages = [float(t.split()[0]) for t in page.locator("table.leaderboard tbody td.avg").all_inner_texts()]
+    kinds = page.locator("table.leaderboard tbody tr").evaluate_all(baseline)
+    assert averages == sorted(averages, reverse=True) and kinds != sorted(kinds)
     page.screenshot(path=ARTIFACTS / "export-leaderboard-qwen3-4b.png", full_page=True)
 
     # The runs list filters in the browser; a run opens with its first page of steps.
@@ -84,6 +94,13 @@ def test_the_exported_site_works_without_a_server(served, page):
     page.wait_for_url(f"**/runs/{run.id}/index.html")
     assert page.locator("#steps li.step").count() == STEPS_PER_PAGE
     page.screenshot(path=ARTIFACTS / "export-run.png")
+    # A link to a step of the same page (evidence, a cited step) makes that step the current one (issue 29).
+    same_page = page.locator('main a[href^="index.html#step-"]:not(.idx)')
+    assert same_page.count() > 0
+    target = same_page.first.get_attribute("href").split("#")[1]
+    same_page.first.click()
+    page.wait_for_selector(f"li#{target}.focus")
+    assert page.locator("#steps li.step.focus").count() == 1
 
     # Step pages: next, then back; j moves the focus.
     page.click("#steps li.load-more a")
@@ -108,6 +125,12 @@ def test_the_exported_site_works_without_a_server(served, page):
     assert page.js_errors == []
 
     assert assert_no_broken_link(outdir) > 1000
+    # issue 29: /favicon.ico is there, and no attribute of any page names a path from the server's root.
+    with urllib.request.urlopen(base + "favicon.ico") as answer:
+        assert answer.read()[:4] == b"\x00\x00\x01\x00"  # an ICO file
+    absolute = [(str(p.relative_to(outdir)), m) for p in outdir.rglob("*.html")
+                for m in re.findall(r'\s[a-z-]+="(/[^"]*)"', p.read_text())]
+    assert absolute == []
 
 
 def hits(page) -> list[dict]:
@@ -145,7 +168,7 @@ def test_the_search_page_finds_a_word_deep_in_a_long_step_across_runs(served, pa
     assert [url for url in requested if url.endswith("/pagefind/pagefind.js")]
     assert len(found) == 1, found
     hit = found[0]
-    assert hit["href"] == f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"
+    assert hit["href"] == f"../runs/{added.deep_run}/steps/2.html?mark={DEEP_WORD}#step-{added.deep_step}"
     assert hit["title"] == deep_title
     assert hit["where"] == f"step {added.deep_step} · tool_result Bash"
     assert hit["marks"] == [DEEP_WORD] and f"note {DEEP_WORD} here" in hit["excerpt"]
@@ -153,21 +176,31 @@ def test_the_search_page_finds_a_word_deep_in_a_long_step_across_runs(served, pa
     page.screenshot(path=ARTIFACTS / "export-search-deep-word.png", full_page=True)
     assert re.search(r"[?&]q=" + DEEP_WORD, page.url)  # the address keeps the search
 
-    # The result opens the step on its pre-rendered page.
+    # The result opens the step on its pre-rendered page (the word is past what the page shows: nothing to mark).
     page.click("#search-results li.search-hit a")
-    page.wait_for_url(f"**/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}")
-    assert page.locator(f"#step-{added.deep_step}").count() == 1
+    page.wait_for_url(f"**/runs/{added.deep_run}/steps/2.html?mark={DEEP_WORD}#step-{added.deep_step}")
+    assert page.locator(f"#step-{added.deep_step}.focus").count() == 1
 
     # A word only the other run holds is found from the same page: the index spans runs. Its step's markup-like
     # text shows as text (no element is made of it).
     page.go_back()
     page.wait_for_url("**/search/index.html?q=*")
     found = search_for(page, OTHER_WORD)
-    assert [h["href"] for h in found] == [f"/runs/{added.other_run}/index.html#step-{added.other_step}"]
+    assert [h["href"] for h in found] == [f"../runs/{added.other_run}/index.html?mark={OTHER_WORD}#step-{added.other_step}"]
     assert found[0]["marks"] == [OTHER_WORD]
     assert '<img src=x onerror="document.title=1"> &amp; <b>bold</b>' in found[0]["excerpt"]
     assert found[0]["elements"] == ["MARK"]
     assert page.title().startswith("Search the traces")
+    # Its page marks the word in the step, as the live site's search does (issue 29).
+    page.click("#search-results li.search-hit a")
+    page.wait_for_url(f"**/runs/{added.other_run}/index.html?mark={OTHER_WORD}#step-{added.other_step}")
+    marks = page.locator(f"#step-{added.other_step} mark")
+    assert marks.count() >= 1 and set(marks.all_inner_texts()) == {OTHER_WORD}
+    assert page.locator("#steps mark").count() == marks.count()  # only the hit's step
+    assert page.locator(f"#step-{added.other_step}.focus").count() == 1
+    page.screenshot(path=ARTIFACTS / "export-search-hit-marked.png")
+    page.go_back()
+    page.wait_for_url("**/search/index.html?q=*")
 
     # The run page's search is this page narrowed to the run: the other run's word is not in the deep run.
     page.goto(base + f"runs/{added.deep_run}/index.html")
@@ -179,7 +212,7 @@ def test_the_search_page_finds_a_word_deep_in_a_long_step_across_runs(served, pa
     assert page.locator("#search-run").is_visible()
     assert "trace=agent" in page.url and f"run={added.deep_run}" in page.url  # the filters the run page sent, kept
     found = search_for(page, DEEP_WORD)
-    assert [h["href"] for h in found] == [f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"]
+    assert [h["href"] for h in found] == [f"../runs/{added.deep_run}/steps/2.html?mark={DEEP_WORD}#step-{added.deep_step}"]
     assert page.locator("#search-run .run-title").inner_text() == deep_title
     page.screenshot(path=ARTIFACTS / "export-search-one-run.png", full_page=True)
     # The filters come from the index: the benchmarks of the exported runs by their display names.

@@ -26,6 +26,9 @@ EXPECTED = [
     ("methods", "gpt-5.5", "trials_without_rl", 2, None, 8, "trials", None),                  # "2 of 8 ... skipped RL"
     ("methods", "opus-4.8", "binary_reward_runs", 3, None, None, "runs", None),               # "3 runs, all from Opus 4.8"
     ("methods", None, "curriculum", None, None, None, None, None),                            # "Almost all trials ..."
+    ("methods", None, "trials_without_curriculum", 2, None, None, "trials", None),           # "The two trials that ..."
+    ("note", None, "rollouts_run", None, None, None, None, None),                             # "more than 100 rollouts"
+    ("training_signal", "fable-5", "error_injected_traces", 0.05, None, None, "fraction", None),  # "into 5% of traces"
     ("training_signal", "fable-5", "rollouts_per_step", 512, None, None, "rollouts", "best trial"),
     ("training_signal", "fable-5", "rl_steps", 95, None, None, "steps", "best trial"),
     ("training_signal", "fable-5", "sft_boards", 6000, None, None, "boards", "best trial"),  # "6,000 balanced boards"
@@ -55,14 +58,14 @@ def test_the_suite_ships_the_report_figures_and_nothing_else(frogs):
     # Fable 5 has figures but no pass@4 in the report: no score fact, no leaderboard row.
     assert not [f for f in facts if f.agent == "fable-5" and f.topic == "score"]
     # "roughly a 3x improvement" is a note: no value. Every quote is a sentence of the report.
-    (note,) = [f for f in facts if f.topic == "note"]
+    (note,) = [f for f in facts if f.quantity == "improvement over previous models"]
     assert note.value is None and note.display == "" and "roughly a 3x improvement" in note.quote
     report = " ".join(REPORT.read_text(encoding="utf-8").split())
     for f in facts:
         assert f.quote in report, f.quote
     assert [f.display for f in facts] == [
         "30.9%", "9.7%", "", "8 of 8 trials", "0 of 8 runs", "8 of 8 trials", "0-4 steps", "2 of 8 trials", "3 runs", "",
-        "512 rollouts", "95 steps", "6,000 boards", "128 rollouts", "64 steps", "3x", "1.2x", "4.9x"]
+        "2 trials", "", "5.0%", "512 rollouts", "95 steps", "6,000 boards", "128 rollouts", "64 steps", "3x", "1.2x", "4.9x"]
 
 
 def test_the_leaderboard_ranks_the_two_reported_scores_without_inventing_a_std(frogs, client):
@@ -72,17 +75,19 @@ def test_the_leaderboard_ranks_the_two_reported_scores_without_inventing_a_std(f
     rows = [(r.key, r.agent, r.rank, 100 * r.average, r.std, r.runs, 100 * r.cells["frogsgame"].score, r.cells["frogsgame"].std)
             for r in board.rows]
     assert rows == [("opus-4.8", "Claude Opus 4.8", 1, pytest.approx(30.9), None, 8, pytest.approx(30.9), None),
-                    ("gpt-5.5", "GPT-5.5", 2, pytest.approx(9.7), None, 8, pytest.approx(9.7), None)]
+                    ("gpt-5.5", "GPT-5.5", 2, pytest.approx(9.7), None, None, pytest.approx(9.7), None)]
     assert board.reported_named_only == ["Claude Fable 5"]
     data = client.get("/api/leaderboard?suite=frogsgame").json()
     assert [(r["key"], r["average"], r["std"], r["runs"], r["stds"]) for r in data["rows"]] == [
         ("opus-4.8", pytest.approx(30.9), None, 8, {"frogsgame": None}),
-        ("gpt-5.5", pytest.approx(9.7), None, 8, {"frogsgame": None})]
+        ("gpt-5.5", pytest.approx(9.7), None, None, {"frogsgame": None})]  # the report gives no runs for 9.7%
     assert [(f["agent"], f["quantity"], f["value"], f["display"]) for f in data["reported"]
             if f["topic"] == "calibration"] == [("fable-5", "overoptimism", 1.2, "1.2x"),
                                                 ("opus-4.8", "overoptimism", 4.9, "4.9x")]
     html = client.get("/?suite=frogsgame").content.decode()
     assert re.search(r'data-agent="opus-4.8".*?30\.9.*?>8<', html, re.S)
+    gpt = html[html.index('data-agent="gpt-5.5"'):html.index("</tr>", html.index('data-agent="gpt-5.5"'))]
+    assert ">8<" not in gpt and 'title="the source gives this score but not over how many runs">–<' in gpt
     assert 'data-quantity="rollouts_per_step" data-agent="fable-5"' in html and "<strong>512 rollouts</strong>" in html
     assert "Claude Fable 5: figures below, but no score in the source, so no leaderboard row." in html
     assert re.search(r'data-quantity="improvement over previous models".*?note, no figure', html, re.S)
@@ -98,7 +103,7 @@ def test_the_analysis_page_and_its_twin_show_the_reported_figures(frogs, client)
     assert "<strong>0-4 steps</strong>" in section and "Claude Fable 5" in section
     twin = client.get("/api/analysis/reported?suite=frogsgame&topic=training_signal").json()
     assert [(f["agent"], f["quantity"], f["value"]) for f in twin] == [
-        ("fable-5", "rollouts_per_step", 512), ("fable-5", "rl_steps", 95), ("fable-5", "sft_boards", 6000),
+        ("fable-5", "error_injected_traces", 0.05), ("fable-5", "rollouts_per_step", 512), ("fable-5", "rl_steps", 95), ("fable-5", "sft_boards", 6000),
         ("opus-4.8", "rollouts_per_step", 128), ("opus-4.8", "rl_steps", 64),
         ("fable-5", "data_generated_vs_best_opus_4.8", 3)]
     assert len(client.get("/api/analysis/reported?suite=frogsgame").json()) == len(EXPECTED)
@@ -119,7 +124,7 @@ def test_a_fact_naming_an_agent_the_suite_does_not_list_is_rejected(fresh_wareho
     (tmp_path / "frogsgame.json").write_text(json.dumps(suite))
     monkeypatch.setattr(suites, "SUITES_DIR", tmp_path)
     monkeypatch.setattr("leaderboard.services.SUITES_DIR", tmp_path)
-    with pytest.raises(PublishedDataError, match=r"reported.facts\[18\]: names unknown agent 'opus-9'"):
+    with pytest.raises(PublishedDataError, match=r"reported.facts\[21\]: names unknown agent 'opus-9'"):
         import_published(suite_id="frogsgame")
 
 
@@ -135,7 +140,7 @@ def test_the_frogsgame_pages_in_a_browser(frogs, live_server, page):
     assert fact.inner_text().strip() == "4.9x"
     page.screenshot(path=ARTIFACTS / "frogsgame-leaderboard.png", full_page=True)
     page.goto(live_server.url + "/analysis/?suite=frogsgame")
-    assert page.locator('#reported table[data-topic="training_signal"] tr').count() == 7  # header + 6 figures
+    assert page.locator('#reported table[data-topic="training_signal"] tr').count() == 8  # header + 7 figures
     page.screenshot(path=ARTIFACTS / "frogsgame-analysis.png", full_page=True)
     assert page.js_errors == []
 
@@ -160,3 +165,23 @@ def test_the_footer_names_the_source_of_the_suite_shown(frogs, client):
             "49cdae1).") in default_footer
     analysis = client.get("/analysis/?suite=frogsgame").content.decode()
     assert "Reported results: “The State of AI Post-Training Agents”" in analysis
+
+
+def test_pages_of_a_suite_without_runs_show_no_empty_tables(frogs, client):
+    """Issue 29: FrogsGame's analysis page had four empty or all-zero tables and an empty chart, its leaderboard an
+    empty Scaffold and Effort column, a one-row weights table and a legend about 7 benchmarks and 4 base models."""
+    html = client.get("/analysis/?suite=frogsgame").content.decode()
+    for gone in ('id="method-mix"', 'id="score-by-method"', 'id="calibration-chart"', 'id="time-use"'):
+        assert gone not in html, gone
+    notice = html[html.index('id="no-runs"'):html.index("</p>", html.index('id="no-runs"'))]
+    assert "No ingested runs for FrogsGame yet, so this page shows" in notice and "only what its source reports" in notice
+    board = client.get("/?suite=frogsgame").content.decode()
+    head = board[board.index('<table class="leaderboard"'):board.index("</thead>")]
+    assert "<th>Scaffold</th>" not in head and "<th>Effort</th>" not in head
+    assert 'id="derived-weights"' not in board and "One benchmark, FrogsGame (pass@4)" in board
+    assert "56 cells" not in board and "4 base models" not in board
+    assert "(1 cell per run here: 1 benchmark × 1 base model)" in client.get("/?suite=frogsgame&source=all").content.decode()
+    # PostTrainBench keeps them: its agents have scaffolds and efforts, seven weighted benchmarks.
+    import_published()
+    ptb = client.get("/").content.decode()
+    assert "<th>Scaffold</th>" in ptb and "<th>Effort</th>" in ptb and 'id="derived-weights"' in ptb

@@ -38,5 +38,5 @@ def test_the_source_cell_explains_runs_beside_ingested_runs(client, hand_tree): 
     assert source.startswith("7 ingested runs for 56 cells (2 runs × 28): 3 scored, 4 flagged or not scored, "
                              "49 without a run")
     assert 'title="repeated runs (seeds) of the whole suite"' in page
-    assert "so 2 runs of a suite of 7 benchmarks and 4 base models are 56 cells" in page
+    assert "(28 cells per run here: 7 benchmarks × 4 base models)" in page
     assert client.get("/api/leaderboard?source=runs").json()["rows"][0].keys() >= {"n_runs", "n_scored", "n_cells"}

@@ -73,3 +73,12 @@ def test_a_server_error_is_a_styled_500_that_needs_no_context():
     assert response.status_code == 500
     assert "<h1>Something went wrong</h1>" in html
     assert 'href="/runs/">Runs</a>' in html
+
+
+@pytest.mark.django_db
+def test_the_site_has_a_favicon(client):
+    """Issue 29: /favicon.ico was a 404 (the export writes the same file at its root: tests/test_browser_export.py)."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200 and response["Content-Type"] == "image/x-icon"
+    assert b"".join(response.streaming_content)[:4] == b"\x00\x00\x01\x00"
+    assert 'rel="icon" href="/static/favicon.ico"' in client.get("/login/").content.decode()

@@ -205,3 +205,13 @@ def test_a_filtered_count_says_when_it_is_capped(client, demo_ingested, monkeypa
     assert capped.capped and capped.total == 3 and [s.index for s in capped.steps] == [s.index for s in calls.steps]
     html = client.get(f"/runs/{run_id}/?kind=tool_call").content.decode()
     assert "More than 3 steps match (counting stopped there)." in html
+
+
+def test_a_capped_count_has_thousands_separators():
+    from types import SimpleNamespace
+
+    from django.template.loader import render_to_string
+
+    page = SimpleNamespace(capped=True, total=10_000, steps=[])
+    html = render_to_string("traces/_trace_results.html", {"page": page, "params": {"q": "loss"}})
+    assert "More than 10,000 steps match (counting stopped there)." in html  # issue 29: it read "10000"

@@ -178,8 +178,11 @@ def test_ranks_names_and_the_link_to_published_rows(upstream_tree, client):
                                                      (5, GEMINI), (6, OPUS45)]
     names = {r["key"]: (r["agent"], r["scaffold"]) for r in runs}
     assert names[GEMINI] == ("Gemini 3.1 Pro", "OpenCode")          # upstream's method names: linked to its row
-    assert names[SWEEP] == ("claude-opus-4-5 (claude)", "Claude Code")
-    assert names[CODEXHIGH] == ("gpt-5.1-codex-max (codexhigh)", "Codex CLI")
+    # A method no agent list names: the name its run pages give it (issue 29: one name per agent everywhere).
+    assert names[SWEEP] == ("Opus 4.5 (unlisted sweep)", "Claude Code")
+    assert names[CODEXHIGH] == ("GPT-5.1 Codex Max (High) (unlisted sweep)", "Codex CLI")
+    listed = {r["method"]: r["agent_display"] for r in client.get("/api/runs?limit=500").json()["runs"]}
+    assert listed[SWEEP] == names[SWEEP][0] and listed[CODEXHIGH] == names[CODEXHIGH][0]  # as the runs list names them
     both = {(r["key"], r["source"]): r for r in client.get("/api/leaderboard?source=all").json()["rows"]}
     # delta = runs row minus published row: Gemini 3.1 Pro's published average is 21.591999424172592.
     assert both[(GEMINI, "runs")]["delta"] == pytest.approx(11.061485548192238 - 21.591999424172592, abs=1e-9)

@@ -42,6 +42,46 @@ def _merge_stretches(phases: list[PhaseStretch]) -> list[tuple]:
     return [tuple(m) for m in merged]
 
 
+MAX_TIMELINE_BARS = 200  # more phase stretches than this: drawn as the phases' shares of 200 equal time bins
+
+
+def bin_stretches(merged: list[tuple], span_s: float, bins: int = MAX_TIMELINE_BARS) -> tuple[list[tuple], float | None]:
+    """(bars, bin width in seconds or None): ``merged`` (``_merge_stretches``' tuples: phase, start_s, end_s, first
+    step, last step) as they are when there are at most ``bins`` of them. Else the run is cut into ``bins`` equal
+    time bins and each bin draws the seconds each phase fills in it side by side, in PHASE_COLOURS order, from the
+    bin's start (a bin 70% training and 30% other: a training bar over its first 70%, an other bar over the rest);
+    a bar that meets the same phase's bar of the bin before is one bar. Each bar names the first and last step of
+    the stretches it stands for. A 42,882-step run has ~3,700 stretches: one SVG path each made a 1.4 MB DOM
+    (issue 29); binned, the page keeps each phase's share of every ~1.5 minutes. The seconds per phase the page
+    prints come from every stretch (``Timeline.split_s``)."""
+    if len(merged) <= bins or span_s <= 0:
+        return merged, None
+    width = span_s / bins
+    filled = [dict.fromkeys(PHASE_COLOURS, 0.0) for _ in range(bins)]
+    steps: list[dict[str, list[int]]] = [{} for _ in range(bins)]
+    for phase, start, end, step_from, step_to in merged:
+        for b in range(max(int(start / width), 0), min(int(end / width), bins - 1) + 1):
+            filled[b][phase] = filled[b].get(phase, 0.0) + max(0.0, min(end, (b + 1) * width) - max(start, b * width))
+            steps[b].setdefault(phase, []).extend((step_from, step_to))
+    bars: list[list] = []
+    for b in range(bins):
+        at = b * width
+        here = [p for p in PHASE_COLOURS if p in steps[b] and filled[b][p] > 0]
+        # The phase the bin before ended with comes first and one the next bin has comes last, so bars join
+        # across bins: a run alternating training and other draws ~1 bar per bin, not 2.
+        after = [p for p in PHASE_COLOURS if b + 1 < bins and p in steps[b + 1] and filled[b + 1][p] > 0]
+        here.sort(key=lambda p: (0 if bars and bars[-1][0] == p and abs(bars[-1][2] - at) < 1e-6
+                                 else 2 if p in after else 1))
+        for phase in here:
+            seconds, first, last = filled[b][phase], min(steps[b][phase]), max(steps[b][phase])
+            if bars and bars[-1][0] == phase and abs(bars[-1][2] - at) < 1e-6:
+                bars[-1][2], bars[-1][4] = at + seconds, max(bars[-1][4], last)
+            else:
+                bars.append([phase, at, at + seconds, first, last])
+            at += seconds
+    return [tuple(bar) for bar in bars], width
+
+
 # Tick spacings of a time axis, seconds: from 1 minute to 10 hours, the first giving at most MAX_TICKS ticks.
 TICK_STEPS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 36000)
 MAX_TICKS = 8
@@ -68,28 +108,33 @@ def timeline(data: Timeline) -> dict:
                         row_heights=[0.4, 0.3, 0.3] if rows == 3 else [1.0])
     traces: list[dict] = []
     merged = _merge_stretches(data.phases)
+    span = max([p[2] for p in merged] + [c.elapsed_s for c in data.calls] + [s.t_s for s in data.monitor], default=0)
+    bars, bar_s = bin_stretches(merged, span)
+    mostly = f" (its share of a {bar_s / 60:.3g}-minute bin)" if bar_s else ""
     for phase, colour in PHASE_COLOURS.items():
-        stretches = [p for p in merged if p[0] == phase]
+        stretches = [p for p in bars if p[0] == phase]
         if stretches:
             traces.append({
                 "type": "bar", "name": phase, "orientation": "h", "y": ["phases"] * len(stretches),
                 "x": [(p[2] - p[1]) / 3600 for p in stretches], "base": [p[1] / 3600 for p in stretches],
                 "marker": {"color": colour}, "legendgroup": phase,
                 "customdata": [[p[3], p[4], hm(p[1]), hm(p[2] - p[1])] for p in stretches],
-                "hovertemplate": f"<b>{phase}</b><br>from %{{customdata[2]}} for %{{customdata[3]}} (h:mm)<br>steps "
-                                 "%{customdata[0]}–%{customdata[1]}<extra></extra>", **_axes(1)})
+                "hovertemplate": f"<b>{phase}</b>{mostly}<br>from %{{customdata[2]}} for %{{customdata[3]}} (h:mm)"
+                                 "<br>steps %{customdata[0]}–%{customdata[1]}<extra></extra>", **_axes(1)})
         calls = [c for c in data.calls if c.phase == phase]
         if calls:
+            binned = (f"<br>the first of %{{customdata[4]:,}} calls in its {data.bin_s / 60:.3g}-minute bin" if data.bin_s
+                      else "")
             traces.append({
                 "type": "scatter", "mode": "markers",
-                "name": f"{phase} calls" + (f" (1 in {-(-data.calls_total // len(data.calls))})"
-                                           if data.calls_total > len(data.calls) else ""),
+                "name": f"{phase} calls" + (" (first of each bin)" if data.bin_s else ""),
                 "x": [c.elapsed_s / 3600 for c in calls], "y": ["tool calls"] * len(calls),
                 "marker": {"color": colour, "size": 9, "symbol": "line-ns-open"}, "legendgroup": phase,
                 "showlegend": False,
-                "customdata": [[c.index, escape(c.tool or ""), escape(c.input[:120]), hm(c.elapsed_s)] for c in calls],
+                "customdata": [[c.index, escape(c.tool or ""), escape(c.input[:120]), hm(c.elapsed_s), c.calls]
+                               for c in calls],
                 "hovertemplate": "step %{customdata[0]} · %{customdata[1]}<br>%{customdata[2]}<br>at %{customdata[3]} "
-                                 "(h:mm)<extra></extra>", **_axes(1)})
+                                 f"(h:mm){binned}<extra></extra>", **_axes(1)})
     if data.monitor:
         hours = [s.t_s / 3600 for s in data.monitor]
         at = [hm(s.t_s) for s in data.monitor]
@@ -102,8 +147,7 @@ def timeline(data: Timeline) -> dict:
                        "hovertemplate": "%{y:.1f} GiB at %{customdata} (h:mm)<extra></extra>", **_axes(3)})
         fig.update_yaxes(title_text="util %", range=[0, 105], row=2, col=1)
         fig.update_yaxes(title_text="GiB", range=[0, max(s.gpu_mem_total_mib for s in data.monitor) / 1024 * 1.05], row=3, col=1)
-    ends = [p[2] for p in merged] + [c.elapsed_s for c in data.calls] + [s.t_s for s in data.monitor]
-    ticks = hour_ticks(max(ends, default=0))
+    ticks = hour_ticks(span)
     fig.update_xaxes(tickvals=[t / 3600 for t in ticks], ticktext=[hm(t) for t in ticks])
     fig.update_xaxes(title_text="time since the trace's start (h:mm)", row=rows, col=1)
     fig.update_layout(template="plotly_white", height=260 + 130 * (rows - 1), font=_FONT, barmode="overlay",
@@ -120,8 +164,8 @@ def calibration(runs: list[RunFacts]) -> dict:
     1 (calibrated). Runs without a base-model score are left out. ``customdata[0]`` = run id."""
     fig = go.Figure()
     points = [f for f in runs if f.ratio is not None and f.base_score is not None]
-    for agent in dict.fromkeys(f.run.agent for f in points):
-        mine = [f for f in points if f.run.agent == agent]
+    for agent in dict.fromkeys(f.run.agent_display or f.run.agent for f in points):  # the name every page uses
+        mine = [f for f in points if (f.run.agent_display or f.run.agent) == agent]
         fig.add_trace(go.Scatter(
             name=escape(agent), mode="markers", x=[100 * f.base_score for f in mine], y=[f.ratio for f in mine],
             marker=dict(size=10),

@@ -279,4 +279,6 @@ def analysis(request: HttpRequest) -> HttpResponse:
         "data": data, "suite": suite, "suites": suite_ids(), "suite_display": suite_name(suite),
         "suite_names": [(s, suite_name(s)) for s in suite_ids()], "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
+        # A chart point's run page ("{0}" = its run id): in the static export, the file beside analysis/index.html.
+        "run_link": "../runs/{0}/index.html" if getattr(request, "static_export", False) else "/runs/{0}/",
     })

@@ -78,6 +78,16 @@
     history.replaceState(null, "", url);
   }
 
+  // A hit's page with ?mark=<query> before its #step-N: the step page wraps the query's words in <mark> (trace.js).
+  // Pagefind's URLs start at the site's root ("/runs/..."): made relative to this page (search/index.html), so the
+  // export works from any folder of a web server.
+  function marked(url, q) {
+    if (url.charAt(0) === "/") url = ".." + url;
+    const at = url.indexOf("#");
+    const page = at < 0 ? url : url.slice(0, at);
+    return page + (page.indexOf("?") < 0 ? "?" : "&") + "mark=" + encodeURIComponent(q) + (at < 0 ? "" : url.slice(at));
+  }
+
   function hit(data) {
     const li = document.createElement("li");
     li.className = "search-hit";
@@ -86,7 +96,7 @@
     const head = li.appendChild(document.createElement("div"));
     head.className = "hit-head";
     const link = head.appendChild(document.createElement("a"));
-    link.href = data.url;
+    link.href = marked(data.url, input.value.trim());
     link.textContent = data.meta.title;
     const where = head.appendChild(document.createElement("span"));
     where.className = "muted";

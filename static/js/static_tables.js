@@ -1,6 +1,7 @@
 // Static export only (the live site does both on the server): sorts a table (the leaderboard, the runs list) by a
 // clicked column header (a[data-sort], first click in data-first's direction, a second click flips it; empty cells
-// stay last; a cell's data-sort-value, when it has one, is what it sorts by: seconds, an ISO date, a fraction),
+// stay last; a cell's data-sort-value, when it has one, is what it sorts by: seconds, an ISO date, a fraction; on the
+// leaderboard, the grey reference rows stay apart from the agents as on the live site),
 // moving the ▲/▼ arrow and aria-sort to that header, and filters the runs list by the page's query
 // (?agent=&benchmark=&base_model=&state=&flagged=), like /runs/ does.
 (function () {
@@ -27,13 +28,33 @@
     const sameColumn = table.dataset.sort === link.dataset.sort;
     const dir = sameColumn ? (table.dataset.dir === "asc" ? "desc" : "asc") : link.dataset.first;
     const sign = dir === "asc" ? 1 : -1;
-    const rows = Array.from(table.tBodies[0].rows);
-    rows.sort(function (a, b) {
-      const x = value(a.cells[column]);
-      const y = value(b.cells[column]);
-      if (x === null || y === null) return (x === null) - (y === null);
-      return (x < y ? -1 : x > y ? 1 : 0) * sign;
-    });
+    let rows = Array.from(table.tBodies[0].rows);
+    rows.forEach(function (row, i) { if (row.dataset.order === undefined) row.dataset.order = i; });
+    function by(col, s) {
+      return function (a, b) {
+        const x = value(a.cells[col]);
+        const y = value(b.cells[col]);
+        if (x === null || y === null) return (x === null) - (y === null);
+        return (x < y ? -1 : x > y ? 1 : 0) * s;
+      };
+    }
+    if (table.classList.contains("leaderboard")) {
+      // As the live leaderboard (leaderboard.selectors._sorted): by rank or average, the grey reference rows sit
+      // where their average places them; by any other column the agents are sorted and the reference rows follow
+      // them, in their first order.
+      const heads = Array.from(th.parentNode.children);
+      const average = heads.findIndex(function (h) { return h.querySelector('a[data-sort="average"]'); });
+      if (link.dataset.sort === "rank" || link.dataset.sort === "average") {
+        rows.sort(by(average, link.dataset.sort === "rank" ? -sign : sign));
+      } else {
+        const agents = rows.filter(function (r) { return !r.classList.contains("baseline"); }).sort(by(column, sign));
+        const references = rows.filter(function (r) { return r.classList.contains("baseline"); });
+        references.sort(function (a, b) { return a.dataset.order - b.dataset.order; });
+        rows = agents.concat(references);
+      }
+    } else {
+      rows.sort(by(column, sign));
+    }
     rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
     table.dataset.sort = link.dataset.sort;
     table.dataset.dir = dir;

@@ -80,10 +80,49 @@
     step.focus({ preventScroll: true });
     (mark || step).scrollIntoView({ block: "center" });
   });
+  // Static copies: a link within the page (an evidence link, a cited step: "#step-N") is no new page, so the step
+  // it names becomes the current one here, as the live site's ?step=N does.
+  window.addEventListener("hashchange", function () {
+    const target = /^#step-\d+$/.test(window.location.hash) && document.querySelector("#steps li" + window.location.hash);
+    if (!target) return;
+    steps().forEach(function (el) { el.classList.remove("focus"); });
+    target.classList.add("focus");
+    target.focus({ preventScroll: true });
+  });
+  // Static copies: a search hit opens its step page with ?mark=<the query>; each of its words is wrapped in <mark>
+  // in the step's text, as the live site's search marks matches (text nodes only: trace text is never markup).
+  function markWords(root, query) {
+    const words = query.split(/\s+/).filter(function (w) { return w.length > 0; });
+    if (!root || !words.length) return;
+    const pattern = new RegExp(words.map(function (w) { return w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }).join("|"), "gi");
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      const text = node.nodeValue;
+      const parts = [];
+      let at = 0;
+      let m;
+      pattern.lastIndex = 0;
+      while ((m = pattern.exec(text)) !== null) {
+        parts.push(document.createTextNode(text.slice(at, m.index)));
+        const mark = document.createElement("mark");
+        mark.textContent = m[0];
+        parts.push(mark);
+        at = m.index + m[0].length;
+      }
+      if (!parts.length) return;
+      parts.push(document.createTextNode(text.slice(at)));
+      node.replaceWith.apply(node, parts);
+    });
+    root.querySelectorAll("details").forEach(function (d) { if (d.querySelector("mark")) d.open = true; });
+  }
   document.addEventListener("DOMContentLoaded", function () {
     // A static step page opened at #step-N (a search result, or k from the page after) starts at that step.
     const hashed = /^#step-\d+$/.test(window.location.hash) && document.querySelector("#steps li" + window.location.hash);
     if (hashed && !document.querySelector("#steps li.step.focus")) hashed.classList.add("focus");
+    const marked = new URLSearchParams(window.location.search).get("mark");
+    if (hashed && marked && window.location.pathname.endsWith(".html")) markWords(hashed, marked);
     const focused = document.querySelector("#steps li.step.focus") || document.querySelector("#steps mark");
     if (focused) focused.scrollIntoView({ block: "center" });
   });

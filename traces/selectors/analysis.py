@@ -15,13 +15,16 @@ from ..steps import Step
 from .runs import AGENT_RUN, fetch_dicts, read_runs
 
 class TimelineCall(Model):
-    """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped)."""
+    """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped).
+    ``calls``: the tool calls its marker stands for: 1, or on a run with more than MAX_TIMELINE_CALLS of them, every
+    call of its time bin (``Timeline.bin_s`` seconds wide), of which it is the first."""
 
     index: int
     elapsed_s: float
     tool: str | None
     phase: str
     input: str
+    calls: int = 1
 
 
 class PhaseStretch(Model):
@@ -47,8 +50,10 @@ class Timeline(Model):
     """A run's time use, as on its page and ``/api/runs/<id>/timeline``. Seconds on the steps' ``elapsed_s`` axis;
     ``split_s``: seconds per phase (every phase of ``traces.facets.PHASES``); ``idle_gaps``: idle stretches
     (longer than ``idle_gap_s`` with nothing running); ``budget_s``: the budget in seconds; ``time_taken_s``:
-    time_taken.txt (None without); ``budget_fraction``: the fraction of the budget used; ``calls``: at most
-    MAX_TIMELINE_CALLS of the trace's ``calls_total`` tool calls."""
+    time_taken.txt (None without); ``budget_fraction``: the fraction of the budget used; ``calls``: every tool call
+    of the trace (``calls_total`` of them), or where there are more than MAX_TIMELINE_CALLS, the first call of each
+    of MAX_TIMELINE_CALLS equal time bins ``bin_s`` seconds wide that holds one (its ``calls``: how many the bin
+    holds); ``bin_s`` is None when every call is listed."""
 
     run_id: str
     budget_s: float
@@ -60,6 +65,7 @@ class Timeline(Model):
     calls: list[TimelineCall]
     monitor: list[MonitorSample]
     calls_total: int = 0
+    bin_s: float | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -67,12 +73,14 @@ class Timeline(Model):
         return None if self.time_taken_s is None or not self.budget_s else self.time_taken_s / self.budget_s
 
 
-MAX_TIMELINE_CALLS = 2000  # a 20,000-call trace draws every 11th call: the page stays light
+# More tool calls than this: one marker per time bin (1/MAX_TIMELINE_CALLS of the run), so a 20,000-call trace draws
+# at most 200 markers and its timeline's DOM stays under 300 KB (issue 29: every 11th call made a 1.4 MB DOM).
+MAX_TIMELINE_CALLS = 200
 
 
 @warehouse.retrying
 def run_timeline(run: Run) -> Timeline:
-    """The run's phases, tool calls (with the phase of the stretch holding them; every k-th call when there are
+    """The run's phases, tool calls (with the phase of the stretch holding them; binned in time when there are
     more than MAX_TIMELINE_CALLS, ``calls_total`` says how many there are) and monitor samples."""
     with warehouse.connect() as con:
         return read_timeline(con, run)
@@ -99,25 +107,29 @@ def read_timeline(con, run: Run) -> Timeline:
     """:func:`run_timeline` on an open connection."""
     stretches = [PhaseStretch(**r) for r in fetch_dicts(
         con, "SELECT phase, start_s, end_s, step_from, step_to FROM phases WHERE run_id = ? ORDER BY start_s", [run.id])]
-    total = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND kind = 'tool_call' "
-                        "AND elapsed_s IS NOT NULL", [run.id]).fetchone()[0]
-    every = -(-total // MAX_TIMELINE_CALLS) if total else 1
-    calls = con.execute("SELECT idx, elapsed_s, tool, input FROM (SELECT idx, elapsed_s, tool, left(input, 200) "
-                        "AS input, row_number() OVER (ORDER BY idx) - 1 AS n FROM steps WHERE run_id = ? "
-                        "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL) "
-                        "WHERE n % ? = 0 ORDER BY idx", [run.id, every]).fetchall()
+    total, span = con.execute("SELECT count(*), max(elapsed_s) FROM steps WHERE run_id = ? AND trace = 'agent' "
+                              "AND kind = 'tool_call' AND elapsed_s IS NOT NULL", [run.id]).fetchone()
+    # Every call, or each time bin's first call and how many calls the bin holds (bin b: [b, b + 1) * bin_s).
+    bin_s = max(span, 1.0) / MAX_TIMELINE_CALLS if total > MAX_TIMELINE_CALLS else None
+    calls = con.execute("SELECT idx, elapsed_s, tool, input, n FROM (SELECT idx, elapsed_s, tool, input, "
+                        "row_number() OVER bin AS r, count(*) OVER bin AS n FROM (SELECT idx, elapsed_s, tool, "
+                        "left(input, 200) AS input, CASE WHEN ?::DOUBLE IS NULL THEN idx ELSE "
+                        "least(floor(elapsed_s / ?::DOUBLE), ? - 1) END AS b FROM steps WHERE run_id = ? "
+                        "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL) WINDOW bin AS "
+                        "(PARTITION BY b ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)) "
+                        "WHERE r = 1 ORDER BY idx", [bin_s, bin_s, MAX_TIMELINE_CALLS, run.id]).fetchall()
     samples = [MonitorSample(**r) for r in fetch_dicts(
         con, "SELECT t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor WHERE run_id = ? ORDER BY t_s",
         [run.id])]
     split = time_split(Phase(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in stretches)
     timeline_calls = [
-        TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200],
+        TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200], calls=n,
                      phase=call_phase(Step(index, "tool_call", tool=tool, input=text)))
-        for index, elapsed, tool, text in calls
+        for index, elapsed, tool, text, n in calls
     ]
     return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
                     idle_gaps=sum(1 for p in stretches if p.phase == "idle"), phases=stretches, calls=timeline_calls,
-                    monitor=samples, calls_total=total)
+                    monitor=samples, calls_total=total, bin_s=bin_s)
 
 
 @dataclass

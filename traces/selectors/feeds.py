@@ -57,7 +57,7 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
         effort, root = methods.get(run.method, (None, ""))
         cells.append(CellRun(
             run_id=run.id, method=run.method, agent_key=run.agent_key,
-            agent_name=run.agent, scaffold=run.scaffold, reasoning_effort=effort,
+            agent_name=run.agent_display or run.agent, scaffold=run.scaffold, reasoning_effort=effort,
             benchmark=run.benchmark, base_model=run.base_model, state=run.state,
             accuracy=run.score, time_taken_s=run.time_taken_s,
             synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides), results_root=root,
