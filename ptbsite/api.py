@@ -26,6 +26,7 @@ from evaluator.permissions import staff_auth
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
 from traces.review import router as review_router
+from traces.across_api import router as across_router
 
 from .unavailable import RETRY_AFTER_S, add_api_handlers
 
@@ -111,6 +112,7 @@ api = ExplorerAPI(
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
+api.add_router("/", across_router)
 api.add_router("/", evaluator_router)
 api.add_router("/", review_router, auth=staff_auth)  # traces' review endpoints, staff only
 api.add_router("/worker", worker_router)

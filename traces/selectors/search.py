@@ -26,7 +26,7 @@ from ptbsite import warehouse
 from .. import search_across, search_index
 from ..schemas import Model, Run
 from ..steps import STEP_KINDS
-from .runs import read_runs, run_filter
+from .runs import read_filter_options, read_runs, run_filter
 
 MAX_NEEDLES = 8  # words and phrases of a query used at most (the rest are ignored, and the page says so)
 MAX_QUERY = 200  # characters of a query read
@@ -109,6 +109,7 @@ class SearchPage(Model):
     candidates: int
     exact: bool
     tested: int
+    options: dict[str, list[tuple[str, str]]] = Field(default_factory=dict, exclude=True)
 
 
 def _marks(excerpt: str, needles: list[str]) -> list[tuple[int, int]]:
@@ -303,10 +304,13 @@ def _excerpts(con, run_id: str, steps: list[tuple[str, int]], needles: list[str]
 
 
 @warehouse.retrying
-def search_page(q: str, **options) -> SearchPage:
+def search_page(q: str, *, with_options: bool = False, **options) -> SearchPage:
     """The runs whose steps hold every word and phrase of ``q`` (module docstring), one page of ``limit`` runs
     after the run id ``after``, under the runs list's filters (``agent``, ``benchmark``, ``base_model``,
     ``state``, ``suite``, ``latest_only``, ``facet``, ``flagged``, ``verdict``) and the steps' ``kind`` and
-    ``tool``; one unit of work."""
+    ``tool``; ``with_options``: with the filter choices of the runs list (the page's form). One unit of work."""
     with warehouse.connect() as con:
-        return read_search(con, q, **options)
+        page = read_search(con, q, **options)
+        if with_options:
+            page.options = read_filter_options(con)
+        return page
