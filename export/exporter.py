@@ -434,6 +434,9 @@ class Exporter:
             if path.is_dir():
                 shutil.rmtree(path)
         (self.outdir / f"api/runs/{run_id}.json").unlink(missing_ok=True)
+        for path in (self.outdir / "compare").glob(f"{run_id}-*"):  # the comparisons written with its pages
+            if path.is_dir():
+                shutil.rmtree(path)
 
     def copy_static(self) -> None:
         """Copy the static files the pages load (found like Django finds them, plotly.js included)."""

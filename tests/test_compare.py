@@ -4,7 +4,6 @@ every step once and in order; the links that lead there (run page, runs list, le
 from __future__ import annotations
 
 import html
-import json
 
 import pytest
 

@@ -222,3 +222,40 @@ def test_the_excerpt_holds_the_match_past_the_cut(planted):
     (match,) = result.matches
     assert [match.excerpt[a:b] for a, b in match.marks] == ["zanzibar_quokka_marker"]
     assert match.field == "output" and match.kind == "tool_result"
+
+
+# --- the page and its twin --------------------------------------------------------------------------------------
+
+def test_the_page_and_its_twin_show_the_same_results_escaped_and_marked(client, demo_ingested, monkeypatch):
+    from traces import search_views
+
+    monkeypatch.setattr(search_views, "PAGE_RUNS", 2)
+    q = "__pwned"  # the demo's planted markup: shown as text, never run
+    twin = client.get("/api/search", {"q": q}).json()
+    assert twin["runs"], "the planted markup is in the demo's traces"
+    body = client.get("/search/", {"q": q}).content.decode()
+    assert "<script>window.__pwned" not in body and "&lt;script&gt;window.<mark>__pwned</mark>" in body
+    for result in twin["runs"]:
+        run_id = result["run"]["id"]
+        assert f'data-run="{run_id}"' in body
+        assert f'{result["count"]} matching step' in body
+        for m in result["matches"]:
+            trace = "" if m["trace"] == "agent" else f"&amp;trace={m['trace'].replace(':', '%3A')}"
+            assert f'href="/runs/{run_id}/?step={m["index"]}{trace}#step-{m["index"]}"' in body
+            assert [m["excerpt"][a:b] for a, b in m["marks"]] and all(
+                m["excerpt"][a:b].lower() == q for a, b in m["marks"])
+    # Filters and pages travel in the links; the form keeps them.
+    first = client.get("/search/", {"q": "the", "kind": "tool_result"}).content.decode()
+    assert 'rel="next"' in first and "kind=tool_result" in first.split('rel="next"')[0].rsplit("href=", 1)[1]
+    assert '<option value="tool_result" selected>' in first
+    assert client.get("/api/search", {"q": "the", "limit": 2}).json()["next"]
+    assert "Search every trace" in client.get("/search/").content.decode()  # the empty form
+
+
+def test_every_page_has_the_header_search_box(client, demo_ingested):
+    run = selectors.list_runs(limit=1)[0][0]
+    for path in ("/", "/runs/", f"/runs/{run.id}/", "/analysis/", "/search/?q=import", f"/compare/?runs={run.id}"):
+        body = client.get(path).content.decode()
+        assert '<form class="site-search" method="get" action="/search/" role="search">' in body, path
+    assert 'name="q" aria-label="Search every trace" placeholder="Search every trace" value="import"' in \
+        client.get("/search/?q=import").content.decode()

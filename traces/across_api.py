@@ -2,8 +2,6 @@
 mounted under /api/ by ``ptbsite.api``)."""
 from __future__ import annotations
 
-from typing import Literal
-
 from ninja import Router
 from ninja.errors import HttpError
 
@@ -11,14 +9,13 @@ from .selectors import compare, search
 from .steps import STEP_KINDS
 
 router = Router(tags=["across runs"])
-KindFilter = Literal[STEP_KINDS + ("",)]
 
 
 @router.get("/search", response=search.SearchPage, summary="Search every trace, results grouped by run")
 def search_all(request, q: str, agent: str | None = None, benchmark: str | None = None,
                base_model: str | None = None, state: str | None = None, suite: str | None = None,
                facet: str | None = None, flagged: bool | None = None, verdict: str | None = None,
-               latest: bool = False, kind: KindFilter | None = None, tool: str | None = None,
+               latest: bool = False, kind: str | None = None, tool: str | None = None,
                after: str | None = None, limit: int = 20):
     """Runs whose steps (input or output, any trace) hold every word and ``"quoted phrase"`` of ``q``
     (case-insensitive substrings), as on /search/: ordered by run id, ``limit`` runs a page (1-100), ``next`` the
@@ -27,7 +24,10 @@ def search_all(request, q: str, agent: str | None = None, benchmark: str | None 
     field around the first word) and ``marks`` ([start, end) character offsets of the words in it).
     ``candidates``: runs the word index names (the number of matching runs when ``exact``). Filters as /runs/
     (``verdict``: flagged | judge_error | clean | not_assessed, or ``<question>:<label>``) and the step's
-    ``kind`` and ``tool``."""
+    ``kind`` (one of system, assistant, thinking, tool_call, tool_result, result, text; 422 otherwise) and
+    ``tool``."""
+    if kind and kind not in STEP_KINDS:
+        raise HttpError(422, f"kind must be one of {', '.join(STEP_KINDS)}")
     return search.search_page(q[:search.MAX_QUERY], agent=agent, benchmark=benchmark, base_model=base_model,
                               state=state, suite=suite, facet=facet, flagged=flagged, verdict=verdict,
                               latest_only=latest, kind=kind or None, tool=tool, after=after,

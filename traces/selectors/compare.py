@@ -331,7 +331,8 @@ def compare_page(run_ids: list[str], *, after: list[int] | None = None, limit: i
         finally:
             con.execute("ROLLBACK")
     if steps_only:
-        sides = [CompareRun(run=r, evaluations=[], facets=[], overoptimism=None, split_s={}, phases=[]) for r in runs]
+        sides = [CompareRun(run=r, evaluations=[], facets=[], self_score=None, overoptimism=None, split_s={},
+                              phases=[], used_pct=None) for r in runs]
     return ComparePage(runs=sides, budget_s=budget_s, facts=[] if steps_only else _facts(sides),
                        facets=[] if steps_only else _facet_rows(sides), steps=steps,
                        missing=[i for i in run_ids if i not in found])

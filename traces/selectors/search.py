@@ -234,7 +234,8 @@ def _matches(con, runs: list[tuple[str, bool]], plans: list, needles: list[str],
         hits: list[tuple[str, int]] = []
         at = 0
         while at < len(ordered) and len(hits) <= cap:
-            chunk, tests = [], []
+            chunk: list[tuple[str, int]] = []
+            tests: list[tuple[str, int]] = []
             while at < len(ordered) and len(tests) < TEST_CHUNK:
                 chunk.append(ordered[at])
                 if ordered[at] in unsure:
