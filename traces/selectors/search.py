@@ -156,25 +156,31 @@ def read_search(
     candidates, exact = search_across.candidate_runs(con, plans, " AND ".join(where), params)
     exact = exact and not (kind or tool) and flagged is None and not verdict
     todo = [c for c in candidates if after is None or c[0] > after]
-    found: list[SearchRun] = []
+    found: list[tuple[Run, list[tuple[str, int]]]] = []
     tested, last = 0, after
     while todo and len(found) < limit and tested < MAX_RUNS_TESTED:
         size = min(max(limit, 8), MAX_RUNS_TESTED - tested)
         batch, todo = todo[:size], todo[size:]
-        runs = {r.id: r for r in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [[c[0] for c in batch]])}
-        wanted = [(rid, indexed) for rid, indexed in batch if rid in runs and _run_ok(runs[rid], flagged, verdict)]
+        wanted = batch
+        runs: dict[str, Run] = {}
+        if flagged is not None or verdict:  # filters on verdicts and overrides: the runs first
+            runs = {r.id: r for r in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [[c[0] for c in batch]])}
+            wanted = [(rid, ok) for rid, ok in batch if rid in runs and _run_ok(runs[rid], flagged, verdict)]
         hits = _matches(con, wanted, plans, needles, kind=kind, tool=tool, cap=RUN_COUNT_CAP)
+        missing = [rid for rid, steps in hits.items() if steps and rid not in runs]
+        if missing:
+            runs.update({r.id: r for r in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [missing])})
         for rid, _ in batch:
             tested, last = tested + 1, rid
-            steps = hits.get(rid)
-            if steps:
-                found.append(SearchRun(run=runs[rid], count=min(len(steps), RUN_COUNT_CAP),
-                                       capped=len(steps) > RUN_COUNT_CAP,
-                                       matches=_excerpts(con, rid, steps[:SHOWN], needles)))
+            if hits.get(rid) and rid in runs:
+                found.append((runs[rid], hits[rid]))
             if len(found) == limit:
                 break  # the batch's later runs are tested again by the next page (a keyset on the run id)
+    excerpts = _excerpts(con, {run.id: steps[:SHOWN] for run, steps in found}, needles)
+    results = [SearchRun(run=run, count=min(len(steps), RUN_COUNT_CAP), capped=len(steps) > RUN_COUNT_CAP,
+                         matches=excerpts.get(run.id, [])) for run, steps in found]
     more = last is not None and any(rid > last for rid, _ in candidates)
-    return SearchPage(q=q, needles=needles, needles_cut=cut, runs=found, next=last if more else None,
+    return SearchPage(q=q, needles=needles, needles_cut=cut, runs=results, next=last if more else None,
                       candidates=len(candidates), exact=exact, tested=tested)
 
 
@@ -226,31 +232,49 @@ def _matches(con, runs: list[tuple[str, bool]], plans: list, needles: list[str],
                 f"SELECT run_id, trace, idx FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND {filt}",
                 [indexed, *[v for v in (kind, tool) if v]]).fetchall():
             allowed[rid].add((trace, idx))
+    # Each run's candidates in result order, tested a chunk at a time: one statement per round for every run that
+    # still needs more (most pages need one round).
+    state: dict[str, tuple[list[tuple[str, int]], set, set]] = {}
     for rid in indexed:
         certain, unsure = looked[rid]
         if allowed is not None:
             certain, unsure = certain & allowed[rid], unsure & allowed[rid]
-        ordered = sorted(certain | unsure, key=_order)
-        hits: list[tuple[str, int]] = []
-        at = 0
-        while at < len(ordered) and len(hits) <= cap:
-            chunk: list[tuple[str, int]] = []
-            tests: list[tuple[str, int]] = []
-            while at < len(ordered) and len(tests) < TEST_CHUNK:
-                chunk.append(ordered[at])
-                if ordered[at] in unsure:
-                    tests.append(ordered[at])
-                at += 1
-            good = set()
-            if tests:
-                for trace, idx, ok, cut_in, cut_out in con.execute(
-                        f"SELECT trace, idx, {holds}, {_CUT_FIELDS} FROM steps WHERE run_id = ? AND (trace, idx) IN "
-                        "(SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]))",
-                        [*holds_params, rid, [t for t, _ in tests], [i for _, i in tests]]).fetchall():
-                    if ok or ((cut_in or cut_out) and _whole_holds(con, rid, trace, idx, cut_in, cut_out, needles)):
-                        good.add((trace, idx))
-            hits += [k for k in chunk if k in certain or k in good]
-        out[rid] = hits[:cap + 1]
+        state[rid] = (sorted(certain | unsure, key=_order), certain, unsure)
+    at = dict.fromkeys(indexed, 0)
+    hits: dict[str, list[tuple[str, int]]] = {rid: [] for rid in indexed}
+    while True:
+        chunks: dict[str, list[tuple[str, int]]] = {}
+        tests: list[tuple[str, str, int]] = []
+        for rid in indexed:
+            ordered, _, unsure = state[rid]
+            if at[rid] >= len(ordered) or len(hits[rid]) > cap:
+                continue
+            chunk, tested = [], 0
+            while at[rid] < len(ordered) and tested < TEST_CHUNK:
+                key = ordered[at[rid]]
+                chunk.append(key)
+                if key in unsure:
+                    tests.append((rid, *key))
+                    tested += 1
+                at[rid] += 1
+            chunks[rid] = chunk
+        if not chunks:
+            break
+        good: set[tuple[str, str, int]] = set()
+        if tests:
+            for rid, trace, idx, ok, cut_in, cut_out in con.execute(
+                    f"SELECT run_id, trace, idx, {holds}, {_CUT_FIELDS} FROM steps WHERE run_id IN "
+                    "(SELECT unnest(?::VARCHAR[])) AND (run_id, trace, idx) IN (SELECT unnest(?::VARCHAR[]), "
+                    "unnest(?::VARCHAR[]), unnest(?::INTEGER[]))",
+                    [*holds_params, list(chunks), [t[0] for t in tests], [t[1] for t in tests],
+                     [t[2] for t in tests]]).fetchall():
+                if ok or ((cut_in or cut_out) and _whole_holds(con, rid, trace, idx, cut_in, cut_out, needles)):
+                    good.add((rid, trace, idx))
+        for rid, chunk in chunks.items():
+            certain = state[rid][1]
+            hits[rid] += [k for k in chunk if k in certain or (rid, *k) in good]
+    for rid in indexed:
+        out[rid] = hits[rid][:cap + 1]
     for rid, ok in runs:
         if ok and has_terms:
             continue
@@ -268,25 +292,30 @@ def _matches(con, runs: list[tuple[str, bool]], plans: list, needles: list[str],
     return out
 
 
-def _excerpts(con, run_id: str, steps: list[tuple[str, int]], needles: list[str]) -> list[SearchMatch]:
-    """The SearchMatch of each (trace, index) of one run: an excerpt of the field holding the first needle (its
-    stored text; the whole text when the needle is only past the stored cut), in one statement."""
+def _excerpts(con, steps: dict[str, list[tuple[str, int]]], needles: list[str]) -> dict[str, list[SearchMatch]]:
+    """Per run, the SearchMatch of each of its (trace, index): an excerpt of the field holding the first needle
+    (its stored text; the whole text when the needle is only past the stored cut), every run in one statement."""
     first = needles[0]
+    keys = [(rid, t, i) for rid, pairs in steps.items() for t, i in pairs]
+    if not keys:
+        return {}
     rows = con.execute(
-        "SELECT trace, idx, kind, tool, elapsed_s, "
+        "SELECT run_id, trace, idx, kind, tool, elapsed_s, "
         f"strpos(lower(output), lower(?)) AS op, substring(output, greatest(1, strpos(lower(output), lower(?)) - "
         f"{EXCERPT_BEFORE}), {EXCERPT_CHARS}) AS ow, "
         "strpos(lower(coalesce(input, '')), lower(?)) AS ip, substring(coalesce(input, ''), greatest(1, "
         f"strpos(lower(coalesce(input, '')), lower(?)) - {EXCERPT_BEFORE}), {EXCERPT_CHARS}) AS iw "
-        "FROM steps WHERE run_id = ? AND (trace, idx) IN (SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]))",
-        [first, first, first, first, run_id, [t for t, _ in steps], [i for _, i in steps]]).fetchall()
-    by_key = {(r[0], r[1]): r for r in rows}
-    out = []
-    for trace, index in steps:
-        row = by_key.get((trace, index))
+        "FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND (run_id, trace, idx) IN "
+        "(SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::INTEGER[]))",
+        [first, first, first, first, list(steps), [k[0] for k in keys], [k[1] for k in keys],
+         [k[2] for k in keys]]).fetchall()
+    by_key = {(r[0], r[1], r[2]): r for r in rows}
+    out: dict[str, list[SearchMatch]] = {rid: [] for rid in steps}
+    for run_id, trace, index in keys:
+        row = by_key.get((run_id, trace, index))
         if row is None:
             continue
-        _, _, kind, tool, elapsed, op, ow, ip, iw = row
+        kind, tool, elapsed, op, ow, ip, iw = row[3:]
         if op:
             field, text = "output", ow
         elif ip:
@@ -295,12 +324,13 @@ def _excerpts(con, run_id: str, steps: list[tuple[str, int]], needles: list[str]
             field, text = "output", ""
             for name in ("output", "input"):
                 whole = search_index.whole_field(con, run_id, trace, index, name)
-                at = whole.lower().find(first.lower())
-                if at >= 0:
-                    field, text = name, whole[max(0, at - EXCERPT_BEFORE):max(0, at - EXCERPT_BEFORE) + EXCERPT_CHARS]
+                found = whole.lower().find(first.lower())
+                if found >= 0:
+                    start = max(0, found - EXCERPT_BEFORE)
+                    field, text = name, whole[start:start + EXCERPT_CHARS]
                     break
-        out.append(SearchMatch(trace=trace, index=index, kind=kind, tool=tool, elapsed_s=elapsed, field=field,
-                               excerpt=text, marks=_marks(text, needles)))
+        out[run_id].append(SearchMatch(trace=trace, index=index, kind=kind, tool=tool, elapsed_s=elapsed,
+                                       field=field, excerpt=text, marks=_marks(text, needles)))
     return out
 
 
