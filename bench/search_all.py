@@ -11,7 +11,8 @@ most runs; the phrase two adjacent words of a stored step found in several runs)
 ``--repeat`` after one warm-up):
 
 - ours: ``GET /search/?q=`` in-process (Django's test client, page cache off): the first page of grouped
-  results (20 runs with their counts and excerpts), wall ms and CPU ms of this process, and its bytes;
+  results (20 runs with their counts and excerpts), wall ms and CPU ms of this process, and its bytes; and
+  ``sel``: its selector alone on a warehouse held open (the part that depends on the tree);
 - rg: ``rg -c -i -F <query>`` over the agent trace files of every ingested run (the files named in
   ``runs.trace_file``), wall ms and CPU ms of the child;
 - their ratio, and the recall against rg: the runs whose raw trace file rg counts the query in that our search
@@ -48,6 +49,22 @@ def _ours(client, q: str, repeat: int) -> tuple[float, float, int]:
         cpus.append(1000 * (time.process_time() - c))
         assert answer.status_code == 200
     return statistics.median(walls), statistics.median(cpus), size
+
+
+def _selector(search_page, q: str, repeat: int) -> tuple[float, float]:
+    """(median wall ms, median CPU ms) of the page's selector alone on a warehouse held open (no request, no
+    template, no open and close of the warehouse file), after one warm-up."""
+    from ptbsite.warehouse import connections
+
+    walls, cpus = [], []
+    with connections.hold_open():
+        search_page(q, limit=20, with_options=True)
+        for _ in range(repeat):
+            w, c = time.perf_counter(), time.process_time()
+            search_page(q, limit=20, with_options=True)
+            walls.append(1000 * (time.perf_counter() - w))
+            cpus.append(1000 * (time.process_time() - c))
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def _rg(q: str, files: list[str], repeat: int) -> tuple[float, float, set[str]]:
@@ -140,11 +157,12 @@ def main() -> None:
     size = sum(Path(f).stat().st_size for f in files)
     print(f"{len(files)} agent trace files, {size / 1e6:.1f} MB; step_words: {words[0]:,} rows, {words[1]:,} words; "
           f"load average {os.getloadavg()[0]:.2f}; ms are medians of {args.repeat}, warm")
-    print(f"{'query':>8} {'text':>24} {'ours ms':>8} {'cpu':>6} {'bytes':>8} {'rg ms':>7} {'cpu':>6} {'ours/rg':>8} "
-          f"{'rg runs':>7} {'recall':>7} {'ours only':>9}")
+    print(f"{'query':>8} {'text':>22} {'page ms':>8} {'cpu':>6} {'bytes':>7} {'sel ms':>7} {'cpu':>6} {'rg ms':>7} "
+          f"{'cpu':>6} {'page/rg':>8} {'sel/rg':>7} {'rg runs':>7} {'recall':>7} {'ours only':>9}")
     for label, q in picks.items():
         query = f'"{q}"' if label == "phrase" else q
         wall, cpu, size_ours = _ours(Client(), query, args.repeat)
+        sel_wall, sel_cpu = _selector(search_page, query, args.repeat)
         rg_wall, rg_cpu, hit_files = _rg(q, list(files), args.repeat)
         listed, after = set(), None
         while True:  # every page, for the recall
@@ -155,8 +173,9 @@ def main() -> None:
                 break
         rg_runs = {files[f] for f in hit_files}
         recall = len(rg_runs & listed) / len(rg_runs) if rg_runs else 1.0
-        print(f"{label:>8} {query[:24]:>24} {wall:>8.1f} {cpu:>6.1f} {size_ours:>8,} {rg_wall:>7.1f} {rg_cpu:>6.1f} "
-              f"{wall / rg_wall:>7.2f}x {len(rg_runs):>7} {recall:>7.3f} {len(listed - rg_runs):>9}")
+        print(f"{label:>8} {query[:22]:>22} {wall:>8.1f} {cpu:>6.1f} {size_ours:>7,} {sel_wall:>7.1f} {sel_cpu:>6.1f} "
+              f"{rg_wall:>7.1f} {rg_cpu:>6.1f} {wall / rg_wall:>7.2f}x {sel_wall / rg_wall:>6.2f}x {len(rg_runs):>7} "
+              f"{recall:>7.3f} {len(listed - rg_runs):>9}")
         missed = sorted(rg_runs - listed)
         if missed:
             print(f"{'':>8} missed: {', '.join(missed[:5])}")
