@@ -69,7 +69,7 @@ EXTRA_STATUSES = {
 # Operations without a path parameter that still look something up by a query parameter.
 LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis/method-mix",
                       "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
-                      "/api/analysis/reported"}
+                      "/api/analysis/reported", "/api/compare"}
 CREDENTIAL_TAGS = {"reruns", "reviews", "worker"}  # the staff routers (evaluator, traces.review), the worker router
 
 

@@ -2,11 +2,17 @@
 mounted under /api/ by ``ptbsite.api``)."""
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from ninja import Router
 from ninja.errors import HttpError
 
 from .selectors import compare, search
 from .steps import STEP_KINDS
+
+# The step kinds (traces.steps.STEP_KINDS, checked equal at import), or "" for all (a form's unset field).
+StepKind = Literal["system", "assistant", "thinking", "tool_call", "tool_result", "result", "text", ""]
+assert set(get_args(StepKind)) == {*STEP_KINDS, ""}, "StepKind must list traces.steps.STEP_KINDS"
 
 router = Router(tags=["across runs"])
 
@@ -15,7 +21,7 @@ router = Router(tags=["across runs"])
 def search_all(request, q: str, agent: str | None = None, benchmark: str | None = None,
                base_model: str | None = None, state: str | None = None, suite: str | None = None,
                facet: str | None = None, flagged: bool | None = None, verdict: str | None = None,
-               latest: bool = False, kind: str | None = None, tool: str | None = None,
+               latest: bool = False, kind: StepKind | None = None, tool: str | None = None,
                after: str | None = None, limit: int = 20):
     """Runs whose steps (input or output, any trace) hold every word and ``"quoted phrase"`` of ``q``
     (case-insensitive substrings), as on /search/: ordered by run id, ``limit`` runs a page (1-100), ``next`` the
@@ -24,10 +30,7 @@ def search_all(request, q: str, agent: str | None = None, benchmark: str | None 
     field around the first word) and ``marks`` ([start, end) character offsets of the words in it).
     ``candidates``: runs the word index names (the number of matching runs when ``exact``). Filters as /runs/
     (``verdict``: flagged | judge_error | clean | not_assessed, or ``<question>:<label>``) and the step's
-    ``kind`` (one of system, assistant, thinking, tool_call, tool_result, result, text; 422 otherwise) and
-    ``tool``."""
-    if kind and kind not in STEP_KINDS:
-        raise HttpError(422, f"kind must be one of {', '.join(STEP_KINDS)}")
+    ``kind`` and ``tool``."""
     return search.search_page(q[:search.MAX_QUERY], agent=agent, benchmark=benchmark, base_model=base_model,
                               state=state, suite=suite, facet=facet, flagged=flagged, verdict=verdict,
                               latest_only=latest, kind=kind or None, tool=tool, after=after,
