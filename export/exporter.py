@@ -117,9 +117,14 @@ class RunPages:
 
     def file(self, trace: str, page: int) -> str:
         """The file of page ``page`` (1-based) of a trace; the agent trace's first page is the run page itself."""
+        return self.file_for(self.run_id, trace, page)
+
+    @staticmethod
+    def file_for(run_id: str, trace: str, page: int) -> str:
+        """:meth:`file` of any run (a comparison's page links into the other run's step pages)."""
         if trace == "agent":
-            return f"runs/{self.run_id}/index.html" if page == 1 else f"runs/{self.run_id}/steps/{page}.html"
-        return f"runs/{self.run_id}/traces/{trace.replace(':', '-')}/{page}.html"
+            return f"runs/{run_id}/index.html" if page == 1 else f"runs/{run_id}/steps/{page}.html"
+        return f"runs/{run_id}/traces/{trace.replace(':', '-')}/{page}.html"
 
     def trace(self, name: str) -> TracePages:
         if name not in self.traces:
@@ -430,6 +435,9 @@ class Exporter:
             if path.is_dir():
                 shutil.rmtree(path)
         (self.outdir / f"api/runs/{run_id}.json").unlink(missing_ok=True)
+        for path in (self.outdir / "compare").glob(f"{run_id}-*"):  # the comparisons written with its pages
+            if path.is_dir():
+                shutil.rmtree(path)
 
     def copy_static(self) -> None:
         """Copy the static files the pages load (found like Django finds them, plotly.js included)."""

@@ -51,6 +51,7 @@ class Cell(Model):
     std: PercentOrNone = None
     shade: float = 0.0
     fallbacks: list[tuple[str, str]] = Field(default_factory=list)  # (base model name, reason code)
+    run_ids: list[str] = Field(default_factory=list, description="the ingested runs behind the cell (rows from runs)")
 
     @property
     def fallback_note(self) -> str:

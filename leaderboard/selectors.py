@@ -325,6 +325,8 @@ def rows_from_runs(
                 score=aggregation.mean(values), std=std,
                 fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), finals[me][(m, t)][1])
                            for me in methods for m in view_models if finals[me][(m, t)][1]],
+                run_ids=[run.run_id for me in methods for m in view_models
+                         if (run := by_method[me].get((m, t))) is not None and (keep is None or run.run_id in keep)],
             )
         if n_runs == 0:
             continue  # no run of this agent in this view (e.g. none on the chosen base model): no row, no rank

@@ -27,6 +27,7 @@ from evaluator.permissions import staff_auth
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
 from traces.review import router as review_router
+from traces.across_api import router as across_router
 
 from .unavailable import RETRY_AFTER_S, add_api_handlers
 
@@ -92,7 +93,7 @@ EXTRA_STATUSES = {
 # Operations without a path parameter that still look something up by a query parameter.
 LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis/method-mix",
                       "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
-                      "/api/analysis/reported"}
+                      "/api/analysis/reported", "/api/compare"}
 CREDENTIAL_TAGS = {"reruns", "reviews", "worker"}  # the staff routers (evaluator, traces.review), the worker router
 
 
@@ -135,6 +136,7 @@ api = ExplorerAPI(
 )
 api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
+api.add_router("/", across_router)
 api.add_router("/", evaluator_router)
 api.add_router("/", review_router, auth=staff_auth)  # traces' review endpoints, staff only
 api.add_router("/worker", worker_router)

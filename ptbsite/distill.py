@@ -34,13 +34,15 @@ class TraceContext(Protocol):
 
 class RunContext(Protocol):
     """What a run-scoped declaration sees of the run being exported: its id, the exported page size (steps), and
-    its traces' pages (``traces``: name -> pages with ``cursors``; ``file(trace, page)``: the file of page n)."""
+    its traces' pages (``traces``: name -> pages with ``cursors``; ``file(trace, page)``: the file of page n;
+    ``file_for(run_id, trace, page)``: the same of another run, for a page that links into it)."""
 
     run_id: str
     steps_per_page: int
     traces: dict[str, Any]
 
     def file(self, trace: str, page: int) -> str: ...
+    def file_for(self, run_id: str, trace: str, page: int) -> str: ...
     def trace(self, name: str) -> TraceContext: ...
 
 

@@ -52,7 +52,8 @@ log = logging.getLogger(__name__)
 
 # The public pages computed from the warehouse alone, and their JSON twins (module docstring).
 CACHED_PATHS = re.compile(
-    r"^/(?:$|leaderboard/table$|plots/|analysis/|runs/|api/(?:leaderboard|plots/|analysis/|runs(?:/|$)))"
+    r"^/(?:$|leaderboard/table$|plots/|analysis/|runs/|search/|compare/"
+    r"|api/(?:leaderboard|plots/|analysis/|runs(?:/|$)|search$|compare$))"
 )
 _NOT_STORED_HEADERS = {"content-length", "date", "set-cookie", "etag", "last-modified", "cache-control"}
 

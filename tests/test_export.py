@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import html
 import hashlib
 import json
 import re
@@ -323,14 +324,17 @@ def test_export_is_incremental(exported, export_warehouse):
                               "TIMESTAMP '2031-01-01 00:00:00')", [run.id]))
     assert again.search_records == 0  # the search bundle is not rebuilt either
     changed = export_site(exported)
-    assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
+    # The run and the other runs of its cell: their pages list it to compare with, and write those comparisons.
+    cell = [r for r in selectors.list_runs(limit=None)[0]
+            if (r.suite, r.benchmark, r.base_model) == (run.suite, run.benchmark, run.base_model)]
+    assert changed.runs_written == len(cell) and changed.runs_skipped == again.runs_skipped - len(cell)
     assert changed.search_records == 0  # a new evaluation changes the run's pages, not its steps
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
 
     _write(export_warehouse, ("DELETE FROM runs WHERE id = ?", [run.id]))
     removed = export_site(exported)
-    assert (removed.runs_written, removed.runs_removed) == (0, 1)
+    assert (removed.runs_written, removed.runs_removed) == (len(cell) - 1, 1)
     assert not (exported / f"runs/{run.id}").exists() and not (exported / f"api/runs/{run.id}.json").exists()
     assert_no_broken_link(exported)
 
@@ -389,3 +393,20 @@ def test_step_pages_know_where_each_step_is():
     assert [pages.page_of_step(i) for i in (0, 199, 200, 449, 10_000)] == [1, 1, 2, 3, 3]
     assert pages.page_of_cursor(STEPS_PER_PAGE - 1) == 2
     assert TracePages.of([]).cursors == [-1]
+
+
+def test_the_comparisons_a_run_page_links_to_are_exported(exported):
+    """Issue 27: each run page's "Compare with" links lead to the exported comparison (this run first), whose
+    step links open the other run's step pages at the step."""
+    written = 0
+    for run in selectors.list_runs(limit=None)[0]:
+        page = (exported / f"runs/{run.id}/index.html").read_text()
+        for peer in selectors.cell_peers(run.id):
+            file = exported / f"compare/{run.id}-{peer.run.id}/index.html"
+            assert file.is_file() and f'href="../../compare/{run.id}-{peer.run.id}/index.html"' in page
+            text = file.read_text()
+            assert html.escape(run.title) in text and html.escape(peer.run.title) in text
+            assert "More steps" not in text or "on each run&#x27;s page" in text or "on each run's page" in text
+            written += 1
+    assert written >= 2
+    assert len(list((exported / "compare").glob("*/index.html"))) == written

@@ -48,6 +48,7 @@ def test_a_screenshot_of_every_page(live_server, demo_ingested, page):
     public = [("leaderboard", "/"), ("leaderboard-from-runs", "/?source=all"), ("plots", "/plots/"),
               *plots, ("runs", "/runs/"), ("runs-sorted", "/runs/?sort=score&dir=desc"), ("run", f"/runs/{run.id}/"),
               ("run-deep-link", f"/runs/{run.id}/?step=120"), ("steps", f"/runs/{run.id}/steps?after=49"),
+              ("search-all", "/search/?q=%22import+torch%22"), ("compare-runs", f"/compare/?runs={run.id},{judged.id}"),
               ("judge-trace", f"/runs/{judged.id}/?trace={judge_trace}"), ("analysis", "/analysis/"),
               ("api-docs", "/api/docs"), ("login", "/login/")]
     listed = [_shoot(page, live_server.url, name, path) for name, path in public]

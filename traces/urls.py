@@ -7,7 +7,8 @@ from django.urls import path, reverse
 
 from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
 
-from . import review, views
+from . import compare_views, review, search_views, selectors, views
+from .selectors import compare
 
 app_name = "traces"
 
@@ -29,6 +30,11 @@ def run_file(params: Params, run: RunContext | None) -> FileTarget:
     """A run page, with ``step=`` the page holding that step (``#step-<n>``), with ``trace=`` a judge trace's."""
     run_id = safe_name(params.pop("run_id"), "run id")
     if run is None or run.run_id != run_id:
+        step = str(params.get("step", ""))
+        if run is not None and set(params) == {"step"} and step.isdigit():
+            # A step of another run, linked from a comparison's column: agent-trace indices are dense from 0, so
+            # its page is the index's page in that run's step pages.
+            return run.file_for(run_id, "agent", int(step) // run.steps_per_page + 1), "", f"step-{step}"
         if params:
             raise NotExported(f"/runs/{run_id}/: steps of run {run_id} linked from outside its pages")
         return f"runs/{run_id}/index.html"
@@ -58,6 +64,19 @@ def steps_file(params: Params, run: RunContext | None) -> str:
     return run.file(trace, run.trace(trace).page_of_cursor(int(params["after"])))
 
 
+def compare_pages(run: RunContext) -> list[Params]:
+    """The comparisons the run page links to (its cell's attempts, repeats and other agents), this run first."""
+    return [{"runs": f"{run.run_id},{peer.run.id}"} for peer in selectors.cell_peers(run.run_id)]
+
+
+def compare_file(params: Params, run: RunContext | None) -> str:
+    """``compare/<a>-<b>/index.html``: a comparison is written with the pages of its first run."""
+    ids = [safe_name(i, "run id") for i in compare.parse_runs(str(params.get("runs", "")))]
+    if run is None or not ids or ids[0] != run.run_id or set(params) != {"runs"}:
+        raise NotExported(f"/compare/?{urlencode(params)}: only the comparisons a run page links to are exported")
+    return f"compare/{'-'.join(ids)}/index.html"
+
+
 urlpatterns = [
     distill_path("runs/", views.runs_list, name="runs", distill_file=runs_file, distill_query=RUNS_FILTERS),
     distill_path("analysis/", views.analysis, name="analysis", distill_file="analysis/index.html"),
@@ -71,6 +90,11 @@ urlpatterns = [
     # The whole text of a long step output is served by the live site.
     distill_path("runs/<str:run_id>/steps/<int:index>/text", views.run_step_text, name="step_text",
                  distill_live_only=True),
+    # The search of every trace needs the server: the static export's /search/ is its own Pagefind page
+    # (export.exporter.EXPORT_PAGES), which reads the same ?q=.
+    path("search/", search_views.search_results, name="search"),
+    distill_path("compare/", compare_views.compare_runs, name="compare", distill_scope="run", distill_func=compare_pages,
+                 distill_file=compare_file, distill_query=("runs",)),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
     path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
 ]

@@ -6,6 +6,8 @@
 - ``verdicts``: the override audit log and judge-vs-reviewer agreement.
 - ``analysis``: a run's timeline; the analysis page's computation.
 - ``feeds``: what the leaderboard and the static export read (latest cells, tree baselines, usage, fingerprints).
+- ``compare``: runs side by side (``/compare/``) and the runs of a cell a run page offers to compare with.
+- ``search``: the search of every trace (``/search/``).
 - ``pages``: one selector per page (``run_page``, ``run_steps``, ``runs_page``), one unit of work each.
 
 The models they return are in ``traces.schemas``.
@@ -19,6 +21,7 @@ from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analy
                        run_facts, run_timeline)
 from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_latest_usage, read_tree_baselines,
                     run_content_hashes, run_fingerprints, tree_baselines)
+from .compare import ComparePage, Peer, cell_peers, compare_page
 from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page, timeline_page
 from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
@@ -33,7 +36,7 @@ RunSummary = Run  # the name before issue 14
 __all__ = [
     "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
     "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
-    "AgentCalibration", "AgentTimeUse", "Analysis", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
+    "AgentCalibration", "AgentTimeUse", "ComparePage", "Peer", "cell_peers", "compare_page", "Analysis", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
     "RunTexts", "RunUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",

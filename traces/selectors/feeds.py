@@ -138,10 +138,13 @@ def read_latest_usage(con, suite: str) -> list[RunUsage]:
 def run_fingerprints() -> dict[str, str]:
     """{run id: md5 hex} for every non-baseline run, over what its pages show beyond the trace itself: the run's
     content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
-    and overrides. A run whose fingerprint did not change renders to the same bytes."""
+    and overrides, and those of every other run of its cell (suite, benchmark, base model): its page lists them to
+    compare with, and the comparisons it links to are written with its pages (``traces.selectors.compare``). A
+    run whose fingerprint did not change renders to the same bytes."""
     with warehouse.connect() as con:
         return dict(con.execute(f"""
-            SELECT r.id, md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
+            WITH own AS (SELECT r.id, r.suite, r.benchmark, r.base_model,
+                md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
                 m.agent_name, m.agent_key, m.scaffold,
                 (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
                         ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
@@ -149,8 +152,11 @@ def run_fingerprints() -> dict[str, str]:
                         v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
                    FROM verdicts v WHERE v.run_id = r.id),
                 (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
-                   FROM verdict_overrides o WHERE o.run_id = r.id)))
-            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} ORDER BY r.id
+                   FROM verdict_overrides o WHERE o.run_id = r.id))) AS fingerprint
+            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN})
+            SELECT a.id, md5(string_agg(b.id || ':' || b.fingerprint, ';' ORDER BY b.id)) FROM own a
+            JOIN own b ON (b.suite, b.benchmark, b.base_model) = (a.suite, a.benchmark, a.base_model)
+            GROUP BY a.id ORDER BY a.id
         """).fetchall())
 
 

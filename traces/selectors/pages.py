@@ -18,6 +18,7 @@ from ..facets import overoptimism
 from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeVerdict, Model, OverrideEntry, Percent, Run,
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
+from .compare import Peer, read_cell_peers
 from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
@@ -52,6 +53,7 @@ class RunPage(Run, RunTexts):
     verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
     ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words,
     its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
+    ``peers``: the other runs of its cell to compare it with (attempts, repeats, other agents).
 
     Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
     (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus`` and ``earlier_before`` (the
@@ -72,6 +74,8 @@ class RunPage(Run, RunTexts):
     evidence_count: int
     override_log: list[OverrideEntry]
     judge_panel: list[JudgeVerdict] = Field(default_factory=list)
+    peers: list[Peer] = Field(default_factory=list, description="runs of the same cell to compare it with "
+                              "(traces.selectors.compare.read_cell_peers)")
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
     steps: StepPage = Field(exclude=True)
     timeline: Timeline = Field(exclude=True)
@@ -126,7 +130,7 @@ def run_page(
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
-            judge_panel=read_judge_panel(con, run), steps=steps,
+            judge_panel=read_judge_panel(con, run), peers=read_cell_peers(con, run), steps=steps,
             timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
             traces=read_trace_names(con, run.id), focus=focus, earlier_before=earlier,
         )

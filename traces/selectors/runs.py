@@ -220,13 +220,13 @@ def facet_clause(spec: str) -> tuple[str, list[str]]:
     return "r.id IN (SELECT run_id FROM facets WHERE facet = ?)", [name]
 
 
-def read_run_list(
-    con, *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
-    flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
-    after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
-    sort: str | None = None, direction: SortDirection = "asc",
-) -> tuple[list[Run], str | None]:
-    """:func:`list_runs` on an open connection."""
+def run_filter(
+    *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
+    state: str | None = None, suite: str | None = None, latest_only: bool = False, facet: str | None = None,
+) -> tuple[list[str], list]:
+    """The runs list's SQL filters on ``runs r`` / ``methods m`` (agents' runs only, no baselines): the
+    conditions to AND and their parameters. ``flagged`` is not among them (it depends on verdicts and overrides:
+    callers test ``Run.flagged`` on the runs read)."""
     where, params = [AGENT_RUN], []
     for column, value in (("r.benchmark", benchmark), ("r.base_model", base_model), ("r.state", state),
                           ("r.suite", suite)):
@@ -242,6 +242,18 @@ def read_run_list(
         clause, values = facet_clause(facet)
         where.append(clause)
         params += values
+    return where, params
+
+
+def read_run_list(
+    con, *, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
+    flagged: bool | None = None, state: str | None = None, latest_only: bool = False,
+    after: str | None = None, limit: int | None = 50, facet: str | None = None, suite: str | None = None,
+    sort: str | None = None, direction: SortDirection = "asc",
+) -> tuple[list[Run], str | None]:
+    """:func:`list_runs` on an open connection."""
+    where, params = run_filter(agent=agent, benchmark=benchmark, base_model=base_model, state=state, suite=suite,
+                               latest_only=latest_only, facet=facet)
     order = read_run_sort(con, sort, direction) if sort else None
     if after and order is None:
         where.append("r.id > ?")

@@ -107,3 +107,21 @@ def tool_input(step) -> Rendered:
 def hours_hm(hours: float | None) -> str:
     """Hours (a decimal, ``1.5``) -> ``H:MM`` (``1:30``), the site's one format for durations; "" for None."""
     return "" if hours is None else hm(hours * 3600)
+
+
+@register.filter
+def hms(seconds: float | None) -> str:
+    """Seconds -> ``H:MM:SS`` (rounded down to the second), the aligned traces' clock; "" for None."""
+    if seconds is None:
+        return ""
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+@register.filter
+def index(items, position: int):
+    """``items[position]`` (a column's run in a row of cells); None past the end."""
+    try:
+        return items[int(position)]
+    except (IndexError, TypeError, ValueError):
+        return None

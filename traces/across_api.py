@@ -1,0 +1,54 @@
+"""``/api/search`` and ``/api/compare``: the JSON twins of ``/search/`` and ``/compare/`` (django-ninja router,
+mounted under /api/ by ``ptbsite.api``)."""
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from ninja import Router
+from ninja.errors import HttpError
+
+from .selectors import compare, search
+from .steps import STEP_KINDS
+
+# The step kinds (traces.steps.STEP_KINDS, checked equal at import), or "" for all (a form's unset field).
+StepKind = Literal["system", "assistant", "thinking", "tool_call", "tool_result", "result", "text", ""]
+assert set(get_args(StepKind)) == {*STEP_KINDS, ""}, "StepKind must list traces.steps.STEP_KINDS"
+
+router = Router(tags=["across runs"])
+
+
+@router.get("/search", response=search.SearchPage, summary="Search every trace, results grouped by run")
+def search_all(request, q: str, agent: str | None = None, benchmark: str | None = None,
+               base_model: str | None = None, state: str | None = None, suite: str | None = None,
+               facet: str | None = None, flagged: bool | None = None, verdict: str | None = None,
+               latest: bool = False, kind: StepKind | None = None, tool: str | None = None,
+               after: str | None = None, limit: int = 20):
+    """Runs whose steps (input or output, any trace) hold every word and ``"quoted phrase"`` of ``q``
+    (case-insensitive substrings), as on /search/: ordered by run id, ``limit`` runs a page (1-100), ``next`` the
+    ``after`` cursor of the next page (a run id; null on the last). Per run: ``count`` matching steps (at most
+    100; ``capped`` when there are more) and its first 3 ``matches`` with an ``excerpt`` (300 characters of the
+    field around the first word) and ``marks`` ([start, end) character offsets of the words in it).
+    ``candidates``: runs the word index names (the number of matching runs when ``exact``). Filters as /runs/
+    (``verdict``: flagged | judge_error | clean | not_assessed, or ``<question>:<label>``) and the step's
+    ``kind`` and ``tool``."""
+    return search.search_page(q[:search.MAX_QUERY], agent=agent, benchmark=benchmark, base_model=base_model,
+                              state=state, suite=suite, facet=facet, flagged=flagged, verdict=verdict,
+                              latest_only=latest, kind=kind or None, tool=tool, after=after,
+                              limit=max(1, min(limit, 100)))
+
+
+@router.get("/compare", response=compare.ComparePage, summary="Runs side by side, as on /compare/")
+def compare_runs(request, runs: str, after: str | None = None, limit: int = 25, at: float | None = None):
+    """The runs of ``runs`` (comma-separated ids, at most 4) side by side as on /compare/: each run with its
+    evaluations (score percent), judges' verdicts, facets, seconds per phase and its phases in 120 bins from 0 to
+    the largest budget (``budget_s``); ``facts`` and ``facets``: one row per field with each run's value as the
+    page shows it and ``differs``; ``steps``: a page of the agent traces aligned by elapsed time (``mode``
+    ``time``) or by position when a run has no clocks (``index``), at most ``limit`` steps per run (1-100), each
+    input and output cut to 400 characters; ``next``: the ``after`` cursors of the next page (comma-join them).
+    ``at``: start at that many hours of elapsed time. 404 when no id is a run."""
+    found = compare.compare_page(compare.parse_runs(runs), after=compare.parse_cursors(after), limit=limit,
+                                 at_seconds=at * 3600 if at is not None else None)
+    if found is None:
+        raise HttpError(404, f"no run {runs}")
+    return found
+

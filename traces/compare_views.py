@@ -1,0 +1,50 @@
+"""``/compare/?runs=<id>,<id>[,...]``: runs side by side (thin view over
+``traces.selectors.compare.compare_page``, the selector ``/api/compare`` serves too)."""
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from .facets import PHASES
+from .selectors import compare
+from .views import parse_time_jump
+
+STEPS_PER_RUN = 25  # steps of each run per page of the aligned traces
+
+
+def compare_url(run_ids: list[str], **query) -> str:
+    """The comparison's URL: ``/compare/?runs=a,b`` (comma-separated, the order given), plus ``query``."""
+    return reverse("traces:compare") + "?" + urlencode({"runs": ",".join(run_ids), **query})
+
+
+def compare_runs(request: HttpRequest) -> HttpResponse:
+    """``/compare/?runs=a,b[,c,d]&after=i,j&at=``: the runs' facts, verdicts, facets and phases side by side,
+    differences marked, and their agent traces aligned by elapsed time (by position without clocks), 25 steps
+    of each per page; ``after``: the cursors of the page (one step index per run), ``at`` ("hour 3", "3:30"):
+    from that elapsed time. Runs picked with checkboxes (``runs=a&runs=b``, the runs list's form) are sent to the
+    one-parameter URL, so every comparison is a link. To htmx (``HX-Target: compare-more``), the next page of
+    aligned rows only."""
+    asked = request.GET.getlist("runs")
+    ids = compare.parse_runs(asked)
+    if len(asked) > 1:
+        return HttpResponseRedirect(compare_url(ids))
+    if not ids:
+        return render(request, "traces/compare.html", {"data": None})
+    seconds = parse_time_jump(request.GET.get("at", "")) if request.GET.get("at") else None
+    partial = request.headers.get("HX-Request") and request.headers.get("HX-Target") == "compare-more"
+    data = compare.compare_page(ids, after=compare.parse_cursors(request.GET.get("after")), limit=STEPS_PER_RUN,
+                                at_seconds=seconds, steps_only=bool(partial))
+    if data is None:
+        raise Http404(f"no run {', '.join(ids)}")
+    shown = [c.run.id for c in data.runs]
+    context = {
+        "data": data, "ids": ",".join(shown), "phases": PHASES,
+        "more_query": urlencode({"runs": ",".join(shown), "after": ",".join(map(str, data.steps.next))})
+        if data.steps.next else None,
+        "static": getattr(request, "static_export", False),
+    }
+    if partial:
+        return render(request, "traces/_compare_rows.html", context)
+    return render(request, "traces/compare.html", context)

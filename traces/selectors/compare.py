@@ -1,0 +1,375 @@
+"""Runs side by side: ``/compare/?runs=<id>,<id>[,...]`` and ``/api/compare`` (one selector,
+:func:`compare_page`), and the runs a run page offers to compare with (:func:`read_cell_peers`).
+
+**What is compared.** Per run: the run (state, score, time used, tokens, cost, verdicts), its evaluations, its
+judges' verdicts, its facets and its time in phases; :attr:`ComparePage.facts` and :attr:`ComparePage.facets`
+put each of them on one row with a ``differs`` flag (values compared as shown). Phases are binned on one axis
+from 0 to the largest budget (:data:`PHASE_BINS` bins, each the phase that filled most of it), so the page holds
+the same number of bars for a 200- and a 60,000-step trace.
+
+**The aligned traces** (:func:`read_aligned`): the agent traces in columns, page by page, ``limit`` steps per run
+at most. With clocks in every run (``runs.started_at``), steps are placed by elapsed time (a step without a time
+takes the last time before it; a time going backwards is held at the highest seen): each run's next ``limit + 1``
+steps after its cursor are read by index (a keyset window, as the run page), the page ends at the earliest time
+at which some run has no more steps read, and each run shows its steps up to that time. Rows then zip the steps
+in time order, a new row when a run already has a step in the current one. Without clocks in some run, steps
+are aligned by their position (row k: each run's k-th step after its cursor). The cursor of the next page is
+each run's last step shown (``after=i,j``), so a page reads ``runs x (limit + 1)`` steps whatever the traces'
+lengths.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ptbsite import units, warehouse
+
+from ..facets import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
+from ..schemas import Evaluation, Facet, JudgeVerdict, Model, Percent, Run
+from .runs import AGENT_RUN, read_evaluations, read_run_facets, read_runs
+from .verdicts import read_judge_panel
+
+MAX_RUNS = 4  # runs side by side at most
+PHASE_BINS = 120  # bars per run on the phase axis
+STEP_CHARS = 400  # characters of each step input and output shown in a column
+MAX_LIMIT = 100  # steps per run per page at most
+PEERS_SHOWN = 12  # other agents' runs of the cell a run page offers at most
+
+
+class PhaseBin(Model):
+    """One bin of a run's phase axis: ``start_s`` and ``end_s`` (seconds since the trace's first timestamp) and
+    the phase that filled most of it (``traces.facets.PHASES``)."""
+
+    start_s: float
+    end_s: float
+    phase: str
+    left_pct: float = Field(description="where the bin starts, percent of the axis (0 to the largest budget)")
+    width_pct: float = Field(description="the bin's width, percent of the axis")
+
+
+class CompareRun(Model):
+    """One run of a comparison: the run, its evaluations (newest first), its judges' verdicts, facets,
+    ``self_score`` (the last self-reported score, a fraction; None without), ``overoptimism`` (self-reported over
+    verified), seconds per phase (``split_s``) and the binned phases (``phases``)."""
+
+    run: Run
+    evaluations: list[Evaluation]
+    judge_panel: list[JudgeVerdict] = Field(default_factory=list)
+    facets: list[Facet]
+    self_score: Percent = Field(None, description="percent, the agent's last self-reported score")
+    overoptimism: float | None
+    split_s: dict[str, float]
+    phases: list[PhaseBin]
+    used_pct: float | None = Field(None, description="time used (time_taken.txt), percent of the phase axis")
+
+    @property
+    def has_times(self) -> bool:
+        return self.run.started_at is not None
+
+
+class Row(Model):
+    """A row of the side-by-side tables: ``label``, one shown value per run, ``differs`` when they are not all
+    the same."""
+
+    key: str
+    label: str
+    values: list[str]
+    differs: bool
+
+
+class AlignedStep(Model):
+    """A step in a column: its index, kind, tool, ``elapsed_s`` (None without clocks), and its input and output
+    cut to STEP_CHARS characters (``*_cut``: there is more on its page)."""
+
+    index: int
+    kind: str
+    tool: str | None = None
+    elapsed_s: float | None = None
+    is_error: bool = False
+    input: str | None = None
+    output: str = ""
+    input_cut: bool = False
+    output_cut: bool = False
+
+
+class AlignedRow(Model):
+    """A row of the aligned traces: ``at_s`` the elapsed time of its first step (time alignment) or None, and a
+    cell per run (its step, or None)."""
+
+    at_s: float | None = None
+    cells: list[AlignedStep | None]
+
+
+class Aligned(Model):
+    """A page of the aligned traces: ``mode`` ``time`` or ``index`` (module docstring), its ``rows``, ``after``
+    the cursors it started after (one per run), ``next`` those of the next page (None on the last)."""
+
+    mode: Literal["time", "index"]
+    rows: list[AlignedRow]
+    after: list[int]
+    next: list[int] | None
+
+
+class ComparePage(Model):
+    """``/compare/?runs=``: the runs (:class:`CompareRun`), ``budget_s`` the phase axis' end (the largest budget,
+    seconds), ``facts`` and ``facets`` rows (:class:`Row`), ``steps`` a page of the aligned agent traces."""
+
+    runs: list[CompareRun]
+    budget_s: float
+    facts: list[Row]
+    facets: list[Row]
+    steps: Aligned
+    missing: list[str] = Field(default_factory=list, description="ids asked for that are no run")
+
+
+def parse_runs(value: str | list[str] | None) -> list[str]:
+    """Run ids from ``runs=a,b`` (or repeated ``runs=a&runs=b``), each once in order, at most MAX_RUNS."""
+    items = value if isinstance(value, list) else [value or ""]
+    ids: list[str] = []
+    for item in items:
+        for part in item.split(","):
+            part = part.strip()
+            if part and part not in ids:
+                ids.append(part[:64])
+    return ids[:MAX_RUNS]
+
+
+def parse_cursors(value: str | None) -> list[int]:
+    """Cursors ``"12,-1"`` -> [12, -1] (one step index per run); a part that is not an integer >= -1 is -1 (from
+    the start)."""
+    out = []
+    for part in (value or "").split(",")[:MAX_RUNS]:
+        part = part.strip()
+        out.append(int(part) if part.lstrip("-").isdigit() and len(part) < 10 and int(part) >= -1 else -1)
+    return out if value else []
+
+
+def _phases(con, run: Run, budget_s: float) -> tuple[dict[str, float], list[PhaseBin]]:
+    """Seconds per phase and the phase axis in PHASE_BINS bins of ``budget_s / PHASE_BINS`` (each bin's phase:
+    the one with most seconds in it), in SQL: a 60,000-step trace's ~5,000 stretches become 120 rows at most."""
+    width = max(budget_s, 1.0) / PHASE_BINS
+    split = dict.fromkeys(PHASES, 0.0)
+    for phase, seconds in con.execute("SELECT phase, sum(end_s - start_s) FROM phases WHERE run_id = ? GROUP BY phase",
+                                      [run.id]).fetchall():
+        split[phase] = split.get(phase, 0.0) + seconds
+    rows = con.execute(
+        "SELECT b, arg_max(phase, s) FROM (SELECT b, phase, sum(least(end_s, (b + 1) * ?) - greatest(start_s, b * ?)) "
+        "AS s FROM (SELECT phase, start_s, end_s, unnest(range(CAST(floor(start_s / ?) AS BIGINT), "
+        "CAST(floor(greatest(end_s - 1e-9, start_s) / ?) AS BIGINT) + 1)) AS b FROM phases WHERE run_id = ? "
+        "AND end_s > start_s AND start_s < ?) WHERE b < ? GROUP BY b, phase) GROUP BY b ORDER BY b",
+        [width, width, width, width, run.id, budget_s, PHASE_BINS]).fetchall()
+    axis = max(budget_s, 1.0) / 100
+    return split, [PhaseBin(start_s=b * width, end_s=(b + 1) * width, phase=p, left_pct=round(b * width / axis, 3),
+                            width_pct=round(width / axis, 3)) for b, p in rows]
+
+
+def _shown(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _row(key: str, label: str, values: list[str]) -> Row:
+    return Row(key=key, label=label, values=values, differs=len(set(values)) > 1)
+
+
+def _facts(runs: list[CompareRun]) -> list[Row]:
+    """The rows of what each run is and what it got, as shown (percent, h:mm, counts)."""
+    def pct(x: float | None) -> str:
+        return "" if x is None else f"{100 * x:.1f}%"
+
+    rows = [
+        _row("agent", "Agent", [c.run.agent_display for c in runs]),
+        _row("scaffold", "Scaffold", [c.run.scaffold for c in runs]),
+        _row("model", "Model in the trace", [_shown(c.run.trace_model) for c in runs]),
+        _row("cell", "Benchmark × base model", [f"{c.run.benchmark_name} × {c.run.base_model_name}" for c in runs]),
+        _row("attempt", "Attempt", ["counts" if c.run.is_latest else "older attempt" for c in runs]),
+        _row("state", "State", [c.run.state_text for c in runs]),
+        _row("score", "Score", [pct(c.run.score) for c in runs]),
+        _row("self_score", "Self-reported score", [pct(c.self_score) for c in runs]),
+        _row("overoptimism", "Self-reported / verified", [
+            "" if c.overoptimism is None else f"{c.overoptimism:.2f}x" for c in runs]),
+        _row("evaluations", "Evaluations", ["; ".join(f"{e.origin} {pct(e.score)}" for e in c.evaluations)
+                                            for c in runs]),
+        _row("verdicts", "Verdicts (after review)", ["; ".join(v for v in c.run.verdict_text.values())
+                                                     for c in runs]),
+        _row("time", "Time used", [
+            f"{units.hm(c.run.time_taken_s)} of {units.hm(c.run.budget_hours * 3600)}"
+            if c.run.time_taken_s is not None else "" for c in runs]),
+        _row("steps", "Steps", [f"{c.run.step_count:,}" for c in runs]),
+        _row("tokens", "Tokens in / out", [
+            f"{c.run.tokens_in:,} / {c.run.tokens_out or 0:,}" if c.run.tokens_in is not None else "" for c in runs]),
+        _row("cost", "Cost", ["" if c.run.cost_usd is None else f"${c.run.cost_usd:,.2f}" for c in runs]),
+    ]
+    judges = sorted({(v.judge, v.attempt, v.kind) for c in runs for v in c.judge_panel})
+    for judge, attempt, kind in judges:
+        values = [next((v.value_text for v in c.judge_panel if (v.judge, v.attempt, v.kind) == (judge, attempt, kind)),
+                       "") for c in runs]
+        label = f"Judge {judge}{' (rerun)' if attempt != 'original' else ''}: {kind.replace('_', ' ')}"
+        rows.append(_row(f"judge:{judge}:{attempt}:{kind}", label, values))
+    for phase in PHASES:
+        rows.append(_row(f"phase:{phase}", f"Time in {phase}", [
+            units.hm(c.split_s.get(phase, 0.0)) if c.phases or c.split_s.get(phase) else "" for c in runs]))
+    return rows
+
+
+def _facet_value(facets: list[Facet], name: str) -> str:
+    """A facet as shown: a method facet "yes" (or ""), a measured one its values (comma-separated, sorted) or its
+    number."""
+    found = [f for f in facets if f.facet == name]
+    if not found:
+        return ""
+    if name in METHOD_FACETS:
+        return "yes"
+    if name == "self_score":
+        return "" if found[0].value_num is None else f"{100 * found[0].value_num:.1f}%"
+    if all(f.value_num is not None and not f.value for f in found) or (
+            len(found) == 1 and found[0].value_num is not None):
+        return f"{found[0].value_num:g}"
+    return ", ".join(sorted({f.value for f in found if f.value}))
+
+
+def _facet_rows(runs: list[CompareRun]) -> list[Row]:
+    names = [n for n in FACET_NAME if any(f.facet == n for c in runs for f in c.facets)]
+    names += sorted({f.facet for c in runs for f in c.facets} - set(names))
+    return [_row(n, FACET_NAME.get(n, n), [_facet_value(c.facets, n) for c in runs]) for n in names]
+
+
+def read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
+    """One run's side of a comparison (:class:`CompareRun`) on an open connection."""
+    facets = read_run_facets(con, run.id)
+    own = next((f.value_num for f in facets if f.facet == "self_score"), None)
+    split, bins = _phases(con, run, budget_s)
+    used = None if run.time_taken_s is None else round(min(100.0, 100 * run.time_taken_s / max(budget_s, 1.0)), 3)
+    return CompareRun(run=run, evaluations=read_evaluations(con, run.id), judge_panel=read_judge_panel(con, run),
+                      facets=facets, self_score=own, overoptimism=overoptimism(own, run.score), split_s=split,
+                      phases=bins, used_pct=used)
+
+
+def _window(con, run_id: str, after: int, limit: int) -> list[tuple]:
+    """The agent trace's steps from index ``after`` (the cursor step itself, for the time it carries) up to
+    ``limit + 1`` after it: a keyset window by index (indices are dense), then the rest when it falls short."""
+    columns = ("idx, kind, tool, elapsed_s, is_error, left(input, ?), left(output, ?), "
+               "coalesce(input_bytes, strlen(input)) > ?, coalesce(output_bytes, strlen(output)) > ?")
+    params = [STEP_CHARS, STEP_CHARS, STEP_CHARS, STEP_CHARS, run_id]
+    rows = con.execute(f"SELECT {columns} FROM steps WHERE run_id = ? AND trace = 'agent' AND idx >= ? AND idx <= ? "
+                       "ORDER BY idx", [*params, after, after + limit + 1]).fetchall()
+    later = [r for r in rows if r[0] > after]
+    if len(later) < limit + 1:
+        rows += con.execute(f"SELECT {columns} FROM steps WHERE run_id = ? AND trace = 'agent' AND idx > ? "
+                            "ORDER BY idx LIMIT ?", [*params, after + limit + 1, limit + 1 - len(later)]).fetchall()
+    return rows
+
+
+def _step(row: tuple) -> AlignedStep:
+    idx, kind, tool, elapsed, is_error, text_in, text_out, in_cut, out_cut = row
+    return AlignedStep(index=idx, kind=kind, tool=tool, elapsed_s=elapsed, is_error=is_error, input=text_in,
+                       output=text_out or "", input_cut=bool(in_cut) and text_in is not None,
+                       output_cut=bool(out_cut))
+
+
+def read_aligned(con, runs: list[Run], after: list[int], limit: int) -> Aligned:
+    """A page of the runs' agent traces aligned (module docstring): ``after`` one cursor per run (-1: from the
+    start), ``limit`` steps per run at most."""
+    after = (after + [-1] * len(runs))[:len(runs)]
+    mode: Literal["time", "index"] = "time" if all(r.started_at is not None for r in runs) else "index"
+    windows = [_window(con, r.id, a, limit) for r, a in zip(runs, after, strict=True)]
+    steps = [[_step(row) for row in w if row[0] > a] for w, a in zip(windows, after, strict=True)]
+    if mode == "index":
+        shown = [s[:limit] for s in steps]
+        rows = [AlignedRow(cells=[s[k] if k < len(s) else None for s in shown])
+                for k in range(max((len(s) for s in shown), default=0))]
+    else:
+        # Each step's time on the shared axis: the highest time seen so far in its run (from the cursor step on).
+        timed: list[list[tuple[float, AlignedStep]]] = []
+        for window, a, run_steps in zip(windows, after, steps, strict=True):
+            seen = max((row[3] for row in window if row[0] <= a and row[3] is not None), default=0.0)
+            placed = []
+            for s in run_steps:
+                seen = max(seen, s.elapsed_s) if s.elapsed_s is not None else seen
+                placed.append((seen, s))
+            timed.append(placed)
+        horizon = min((p[limit - 1][0] for p in timed if len(p) > limit), default=float("inf"))
+        shown_timed = [[(t, s) for t, s in p[:limit] if t <= horizon] for p in timed]
+        merged = sorted(((t, col, s) for col, p in enumerate(shown_timed) for t, s in p),
+                        key=lambda x: (x[0], x[1], x[2].index))
+        rows = []
+        for t, col, s in merged:
+            if not rows or rows[-1].cells[col] is not None:
+                rows.append(AlignedRow(at_s=t, cells=[None] * len(runs)))
+            rows[-1].cells[col] = s
+        shown = [[s for _, s in p] for p in shown_timed]
+    cursors = [s[-1].index if s else a for s, a in zip(shown, after, strict=True)]
+    more = any(len(full) > len(part) for full, part in zip(steps, shown, strict=True))
+    return Aligned(mode=mode, rows=rows, after=after, next=cursors if more else None)
+
+
+@warehouse.retrying
+def compare_page(run_ids: list[str], *, after: list[int] | None = None, limit: int = 25,
+                 at_seconds: float | None = None, steps_only: bool = False) -> ComparePage | None:
+    """The comparison of ``run_ids`` (at most MAX_RUNS; unknown ids are listed in ``missing``), with a page of
+    their aligned agent traces after the cursors ``after`` (one per run), or from the first step at or after
+    ``at_seconds`` of elapsed time in each run; ``limit`` steps per run (1-MAX_LIMIT). ``steps_only``: the runs
+    and the aligned page only (the page's "more steps" request). None when fewer than one run is found. One unit
+    of work."""
+    limit = max(1, min(limit, MAX_LIMIT))
+    with warehouse.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            found = {r.id: r for r in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [run_ids])}
+            runs = [found[i] for i in run_ids if i in found]
+            if not runs:
+                return None
+            if at_seconds is not None:
+                after = []
+                for r in runs:
+                    row = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND "
+                                      "elapsed_s >= ?", [r.id, at_seconds]).fetchone()
+                    after.append((row[0] if row and row[0] is not None else r.step_count) - 1)
+            budget_s = max(r.budget_hours for r in runs) * 3600
+            sides = [] if steps_only else [read_compare_run(con, r, budget_s) for r in runs]
+            steps = read_aligned(con, runs, list(after or []), limit)
+        finally:
+            con.execute("ROLLBACK")
+    if steps_only:
+        sides = [CompareRun(run=r, evaluations=[], facets=[], self_score=None, overoptimism=None, split_s={},
+                              phases=[], used_pct=None) for r in runs]
+    return ComparePage(runs=sides, budget_s=budget_s, facts=[] if steps_only else _facts(sides),
+                       facets=[] if steps_only else _facet_rows(sides), steps=steps,
+                       missing=[i for i in run_ids if i not in found])
+
+
+class Peer(Model):
+    """A run a run page offers to compare with: the run and how it relates (``attempt``: the same agent method
+    on the same cell, an older attempt or the one that counts; ``repeat``: another seed of the same agent;
+    ``other``: another agent's run of the cell, the one that counts)."""
+
+    run: Run
+    relation: Literal["attempt", "repeat", "other"]
+
+
+def read_cell_peers(con, run: Run) -> list[Peer]:
+    """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with: every other attempt of its
+    method, the latest run of each of its agent's other methods (repeats), and the latest runs of up to
+    PEERS_SHOWN other agents' methods; one query."""
+    rows = read_runs(con, f"r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND r.id <> ? AND {AGENT_RUN} "
+                          "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id,
+                                                                run.method])
+    peers, others = [], 0
+    for r in sorted(rows, key=lambda r: (r.method != run.method, r.agent_key != run.agent_key, r.method,
+                                         -r.cluster_id)):
+        relation: Literal["attempt", "repeat", "other"] = (
+            "attempt" if r.method == run.method else "repeat" if r.agent_key == run.agent_key else "other")
+        if relation == "other":
+            others += 1
+            if others > PEERS_SHOWN:
+                continue
+        peers.append(Peer(run=r, relation=relation))
+    return peers
+
+
+@warehouse.retrying
+def cell_peers(run_id: str) -> list[Peer]:
+    """:func:`read_cell_peers` of one run in its own unit of work ([] for an unknown run)."""
+    with warehouse.connect() as con:
+        found = read_runs(con, "r.id = ?", [run_id])
+        return read_cell_peers(con, found[0]) if found else []
