@@ -632,6 +632,8 @@ def declared_routes() -> tuple[dict[str, Distill], dict[str, set[str]]]:
     return routes, path_params
 
 
-def export_site(outdir: Path, *, progress: Callable[[str], None] | None = None) -> ExportReport:
-    """Export the public site into ``outdir`` (created if missing); see the module docstring."""
-    return Exporter(outdir, progress=progress).run()
+def export_site(outdir: Path, *, progress: Callable[[str], None] | None = None,
+                bar: bool | None = False) -> ExportReport:
+    """Export the public site into ``outdir`` (created if missing); see the module docstring. ``bar``: a tqdm bar
+    of runs and pages written with the time left, on stderr (None: when stderr is a terminal)."""
+    return Exporter(outdir, progress=progress, bar=bar).run()
