@@ -162,6 +162,7 @@ class Exporter:
         self.static_used: set[str] = set()
         self.report = ExportReport(outdir=str(self.outdir))
         self._count_lock = threading.Lock()
+        self._targets: dict[tuple[str, str, str | None], tuple[str, str, str]] = {}
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
@@ -234,7 +235,11 @@ class Exporter:
             return url
         absolute = urlsplit(page_url).path + url if url.startswith("?") else urljoin(page_url, url)
         parts = urlsplit(absolute)
-        file, query, fragment = self.target(parts.path, dict(parse_qsl(parts.query)), run)
+        key = (parts.path, parts.query, run.run_id if run else None)
+        found = self._targets.get(key)  # a page links the same URLs again and again (nav, assets, its step pages)
+        if found is None:
+            found = self._targets[key] = self.target(parts.path, dict(parse_qsl(parts.query)), run)
+        file, query, fragment = found
         fragment = fragment or parts.fragment
         link = posixpath.relpath(file, posixpath.dirname(page_file) or ".")
         return link + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
@@ -305,6 +310,7 @@ class Exporter:
             fingerprints = runs.run_fingerprints()
             inputs = self.inputs_fingerprint(code, fingerprints)
             if previous.get("inputs") != inputs or not (self.outdir / "index.html").is_file():
+                self.progress("rendering the site pages (leaderboard views, plots, runs list, analysis)")
                 self.global_pages()
                 self.report.global_pages = True
             site = self.site_fingerprint(code)
@@ -450,6 +456,7 @@ class Exporter:
                 (self.outdir / SEARCH_ENTRY).is_file() and (self.outdir / SEARCH_SHARDS).is_file():
             return previous  # nothing changed: not even the keys are read
         started = time.monotonic()
+        self.progress("checking the search index against the runs")
         everything = everything or {r.id: r for r in runs.list_runs(limit=None)[0]}
         keys = self.search_keys(everything)
         usable = (previous is not None and previous.get("scope") == scope and (self.outdir / SEARCH_ENTRY).is_file()
