@@ -54,7 +54,7 @@ LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 _LINK = re.compile(r'(\s(?:href|src|action|data-click-url)=")([^"]*)(")')
 _HTMX = re.compile(r'\s+hx-[a-z-]+="[^"]*"')  # swaps need the server; the static pages use plain links
-_RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static")
+_RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static", "suites")  # suites: display names
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
 # template rendering (about 1.7x faster on 2 cores). Each run's files are its own, so the order does not matter.
 WORKERS = min(8, (os.cpu_count() or 1) + 1)
@@ -326,10 +326,9 @@ class Exporter:
             # search it found): a crash midway leaves the changed runs to be written again next time.
             if changed or self.report.runs_removed:
                 self.write_manifest(None, site, {k: fingerprints[k] for k in untouched}, previous.get("search"))
-            everything = {} if not (changed or self.report.global_pages or self.report.runs_removed) else {
-                r.id: r for r in runs.list_runs(limit=None)[0]}  # every run read once, in one query
-            self.write_runs(changed, everything)
-            search = self.update_search(site, everything, previous.get("search"))
+            changed_runs = self.read_runs(changed, len(fingerprints))
+            self.write_runs(changed, changed_runs)
+            search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
         self.write_manifest(inputs, site, fingerprints, search)
         files = [p for p in self.outdir.rglob("*") if p.is_file()]
@@ -337,6 +336,16 @@ class Exporter:
         self.report.bytes = sum(p.stat().st_size for p in files)
         self.report.seconds = time.monotonic() - started
         return self.report
+
+    @staticmethod
+    def read_runs(run_ids: list[str], total: int) -> dict[str, runs.Run]:
+        """{run id: Run} of ``run_ids``, each read once: one by one when they are a few of the ``total`` runs (a run
+        read is a few queries), else every run in the runs list's one query."""
+        if len(run_ids) <= max(8, total // 20):
+            found = {run_id: runs.get_run(run_id) for run_id in run_ids}
+            return {run_id: run for run_id, run in found.items() if run is not None}
+        wanted = set(run_ids)
+        return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
 
     def write_runs(self, changed: list[str], everything: dict[str, runs.Run]) -> None:
         """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
@@ -431,51 +440,68 @@ class Exporter:
 
     # --- search ----------------------------------------------------------------------------------------------
     @staticmethod
-    def search_keys(everything: dict[str, runs.Run]) -> dict[str, str]:
-        """{run id: sha256 over what its search records hold}: its content hash (its steps) and the names its
-        records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict changes a run's
-        pages but not this."""
+    def search_keys(some: dict[str, runs.Run]) -> dict[str, str]:
+        """{run id: sha256 over what its search records hold} of the runs ``some``: its content hash (its steps)
+        and the names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict
+        changes a run's pages but not this."""
         content = runs.run_content_hashes()
         return {run_id: hashlib.sha256(json.dumps([content[run_id], r.title, r.agent_display, r.benchmark_name,
                                                    r.base_model_name]).encode()).hexdigest()[:16]
-                for run_id, r in sorted(everything.items()) if run_id in content}
+                for run_id, r in sorted(some.items()) if run_id in content}
 
-    def update_search(self, site: str, everything: dict[str, runs.Run], previous: dict | None) -> dict | None:
-        """Bring the search up to date with the runs; returns what it indexes now, for the manifest:
-        {"scope": site, Pagefind's version and the record format; "base": {run id: [search key, steps]} of the base
+    def update_search(self, site: str, changed: dict[str, runs.Run], current: set[str],
+                      previous: dict | None) -> dict | None:
+        """Bring the search up to date with the runs (``current``: every run's id; ``changed``: {run id: Run} of
+        those whose fingerprint changed, the only ones whose search records can have changed: a run's fingerprint
+        covers its content hash and names); returns what it indexes now, for the manifest: {"scope": site,
+        Pagefind's version and the record format; "base": {run id: [search key, steps with a word]} of the base
         bundle ``pagefind/``; "delta": the same for the runs indexed since, one Pagefind index each under
         ``pagefind/delta/<run>/``}.
 
         A run added, re-ingested, renamed or removed since the base bundle was built gets its own small index
         (built from its steps alone), and its records in the base bundle are hidden by ``pagefind/shards.json``
         (``stale``: the search page filters them out with Pagefind's ``not`` filter on ``base``); the search page
-        merges the small indexes in the browser (``mergeIndex``). When more than MAX_DELTA_RUNS runs changed, or
-        the scope did, the base bundle is built again from every run and the small indexes go."""
+        merges the small indexes in the browser (``mergeIndex``). When more than MAX_DELTA_RUNS runs differ from
+        the base bundle, or the scope changed, the base bundle is built again from every run and the small
+        indexes go."""
         scope = hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, 2]).encode()).hexdigest()
-        if not everything and previous is not None and previous.get("scope") == scope and \
-                (self.outdir / SEARCH_ENTRY).is_file() and (self.outdir / SEARCH_SHARDS).is_file():
-            return previous  # nothing changed: not even the keys are read
-        started = time.monotonic()
-        self.progress("checking the search index against the runs")
-        everything = everything or {r.id: r for r in runs.list_runs(limit=None)[0]}
-        keys = self.search_keys(everything)
         usable = (previous is not None and previous.get("scope") == scope and (self.outdir / SEARCH_ENTRY).is_file()
                   and (self.outdir / SEARCH_SHARDS).is_file())
         base: dict[str, list] = previous["base"] if usable and previous else {}
         deltas: dict[str, list] = previous.get("delta", {}) if usable and previous else {}
-        changed = sorted(run_id for run_id in keys if base.get(run_id, [None])[0] != keys[run_id])
-        stale = sorted(run_id for run_id in base if keys.get(run_id) != base[run_id][0])
-        if usable and not changed and not stale and not deltas:
-            return previous
-        if usable and len(set(changed) | set(stale)) <= MAX_DELTA_RUNS:
-            build = [run_id for run_id in changed
+        indexed = {**{run_id: entry[0] for run_id, entry in base.items()},
+                   **{run_id: entry[0] for run_id, entry in deltas.items()}}
+        if usable and not changed and set(indexed) >= current >= set(deltas) \
+                and set(base) - current <= set(json.loads((self.outdir / SEARCH_SHARDS).read_text())["stale"]) \
+                and all((self.outdir / SEARCH_DELTA / run_id / "pagefind-entry.json").is_file() for run_id in deltas):
+            return previous  # no run changed, none removed since: not even a key is computed
+        started = time.monotonic()
+        moved: list[str] = []
+        stale: list[str] = []
+        if usable:
+            keys = {run_id: indexed[run_id] for run_id in current if run_id in indexed and run_id not in changed}
+            keys.update(self.search_keys(changed))
+            missing = current - set(keys)  # indexed nowhere yet, and not among the changed runs: read them
+            keys.update(self.search_keys({run_id: r for run_id in missing if (r := runs.get_run(run_id))}))
+            moved = sorted(run_id for run_id in keys if base.get(run_id, [None])[0] != keys[run_id])
+            stale = sorted(run_id for run_id in base if keys.get(run_id) != base[run_id][0])
+        if usable and len(set(moved) | set(stale)) <= MAX_DELTA_RUNS:
+            build = [run_id for run_id in moved
                      if deltas.get(run_id, [None])[0] != keys[run_id]
                      or not (self.outdir / SEARCH_DELTA / run_id / "pagefind-entry.json").is_file()]
-            counts = self.search_bundles(build, everything, delta=True)
+            listed = json.loads((self.outdir / SEARCH_SHARDS).read_text())["stale"]
+            if not build and moved == sorted(deltas) and stale == listed:
+                return previous  # the changed runs' records are as indexed (a new evaluation, a verdict)
+            read = {run_id: changed.get(run_id) or runs.get_run(run_id) for run_id in build}
+            self.progress(f"indexing {len(build)} changed runs for the search")
+            counts = self.search_bundles(build, {k: v for k, v in read.items() if v is not None}, delta=True)
             deltas = {run_id: [keys[run_id], counts[run_id] if run_id in counts else deltas[run_id][1]]
-                      for run_id in changed}
+                      for run_id in moved}
             self.report.search_runs_indexed = len(build)
         else:
+            self.progress("building the search index of every run")
+            everything = {r.id: r for r in runs.list_runs(limit=None)[0]}
+            keys = self.search_keys(everything)
             counts = self.search_bundles(sorted(keys), everything, delta=False)
             base, deltas, stale = {run_id: [keys[run_id], counts[run_id]] for run_id in keys}, {}, []
             self.report.search_runs_indexed = len(keys)
@@ -582,11 +608,12 @@ class Exporter:
 
     @staticmethod
     def code_fingerprint() -> str:
-        """sha256 over the code, templates and static files that render the site, and the step page size."""
+        """sha256 over the code, templates, static files and suite files that render the site, and the step page
+        size."""
         digest = hashlib.sha256(f"{STEPS_PER_PAGE}".encode())
         for folder in _RENDERING_CODE:
             for path in sorted((Path(settings.BASE_DIR) / folder).rglob("*")):
-                if path.suffix in (".py", ".html", ".js", ".css") and "__pycache__" not in path.parts:
+                if path.suffix in (".py", ".html", ".js", ".css", ".json") and "__pycache__" not in path.parts:
                     digest.update(str(path.relative_to(settings.BASE_DIR)).encode() + path.read_bytes())
         return digest.hexdigest()
 
