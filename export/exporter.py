@@ -68,7 +68,7 @@ class ExportError(RuntimeError):
 class ExportReport:
     """What one export did. ``files``/``bytes``: everything under OUTDIR now; ``files_written``: files whose
     bytes changed in this export; ``seconds``: wall time; ``global_pages``: the site's pages (leaderboard, plots,
-    runs list, analysis) were rendered (their inputs changed); ``search_records``: the steps the search finds after
+    runs list, analysis) were rendered (their inputs changed), in ``site_pages_cpu`` CPU seconds of this process; ``search_records``: the steps the search finds after
     this export (0 when the search was up to date), ``search_runs_indexed`` the runs whose steps were indexed in
     ``search_seconds``, ``search_rebuilt`` whether the base bundle was built again whole."""
 
@@ -85,6 +85,7 @@ class ExportReport:
     search_runs_indexed: int = 0
     search_rebuilt: bool = False
     global_pages: bool = False
+    site_pages_cpu: float = 0.0
 
     def __str__(self) -> str:
         if not self.search_seconds:
@@ -311,7 +312,9 @@ class Exporter:
             inputs = self.inputs_fingerprint(code, fingerprints)
             if previous.get("inputs") != inputs or not (self.outdir / "index.html").is_file():
                 self.progress("rendering the site pages (leaderboard views, plots, runs list, analysis)")
+                cpu = time.process_time()
                 self.global_pages()
+                self.report.site_pages_cpu = time.process_time() - cpu
                 self.report.global_pages = True
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
