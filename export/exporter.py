@@ -334,9 +334,7 @@ class Exporter:
             search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
         self.write_manifest(inputs, site, fingerprints, search)
-        files = [p for p in self.outdir.rglob("*") if p.is_file()]
-        self.report.files = len(files)
-        self.report.bytes = sum(p.stat().st_size for p in files)
+        self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
 
@@ -639,6 +637,19 @@ latest runs, the whole text of step outputs too long for a page (the copy's sear
 docs. Open the same link on the live site.</p>
 <p><a href="index.html">Back to the leaderboard</a></p></body></html>
 """
+
+
+def _tree_size(folder: str) -> tuple[int, int]:
+    """(files, bytes) under ``folder``, with os.scandir (a pathlib walk costs several times more)."""
+    files = size = 0
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                more, more_size = _tree_size(entry.path)
+                files, size = files + more, size + more_size
+            elif entry.is_file(follow_symlinks=False):
+                files, size = files + 1, size + entry.stat(follow_symlinks=False).st_size
+    return files, size
 
 
 def declared_routes() -> tuple[dict[str, Distill], dict[str, set[str]]]:

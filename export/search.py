@@ -178,11 +178,18 @@ def unfinished(output: Path, names: list[str]) -> list[str]:
     return cut
 
 
-async def _landed(output: Path, common: dict[str, bytes]) -> None:
-    """Wait (the binary still running) until every file it wrote under ``output`` is whole (:func:`unfinished`);
-    the common files are replaced afterwards with their known bytes. Raises SearchIndexError after WAIT_SECONDS."""
+def _index_file(name: str) -> bool:
+    """Whether ``name`` (relative to a bundle) is one of the files of its index, not of Pagefind's browser code."""
+    return name.startswith(("fragment/", "index/", "filter/")) or name == ENTRY or (
+        name.startswith("pagefind.") and name.endswith(".pf_meta"))
+
+
+async def _landed(output: Path, common: dict[str, bytes] | None) -> None:
+    """Wait (the binary still running) until every file it wrote under ``output`` is whole (:func:`unfinished`):
+    all but the ``common`` files (replaced afterwards with their known bytes), or with ``common`` None the index's
+    own files only (the others are removed afterwards). Raises SearchIndexError after WAIT_SECONDS."""
     names = sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
-    pending = unfinished(output, [n for n in names if n not in common])
+    pending = unfinished(output, [n for n in names if (n not in common if common is not None else _index_file(n))])
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
     while pending:
         if asyncio.get_running_loop().time() > deadline:
@@ -196,8 +203,10 @@ async def _write(bundles: dict[Path, Iterable[SearchRecord]], runtime: bool) -> 
     await service.launch()
     in_flight: set[asyncio.Future] = set()
     written = False
+    common: dict[str, bytes] | None = None
     try:
-        common = await _common_files(service)
+        if runtime:
+            common = await _common_files(service)
         for output, records in bundles.items():
             index = await service.create_index(IndexConfig())
             # ``records`` is read here, between sends (its warehouse reads block the loop briefly); requests are
@@ -219,14 +228,13 @@ async def _write(bundles: dict[Path, Iterable[SearchRecord]], runtime: bool) -> 
             task.cancel()
         await service.stop(graceful=written)
     for output in bundles:  # the binary has exited: nothing of its can overwrite these now
-        for name, data in common.items():
-            if runtime:
+        if common is not None:
+            for name, data in common.items():
                 (output / name).write_bytes(data)
-            else:
-                (output / name).unlink(missing_ok=True)
-        if not runtime:  # a merged index is searched with the primary bundle's wasm
-            for wasm in output.glob("wasm.*"):
-                wasm.unlink()
+        else:  # a merged index is searched with the primary bundle's code and wasm
+            for path in [p for p in output.rglob("*") if p.is_file()]:
+                if not _index_file(path.relative_to(output).as_posix()):
+                    path.unlink()
 
 
 def write_bundles(bundles: dict[Path, Iterable[SearchRecord]], *, runtime: bool = True) -> None:
