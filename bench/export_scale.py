@@ -84,10 +84,12 @@ def main() -> None:
 
     con = duckdb.connect(os.environ["PTB_WAREHOUSE"])
     # the run of median step count (its share of the export is then about the mean share)
-    run_id, step, run_steps = con.execute(
+    row = con.execute(
         "SELECT s.run_id, min(s.idx), count(*) AS n FROM steps s JOIN runs r ON r.id = s.run_id "
         "WHERE r.method NOT LIKE 'baseline%' AND s.trace = 'agent' GROUP BY s.run_id ORDER BY n, s.run_id "
         "LIMIT 1 OFFSET (SELECT count(DISTINCT id) / 2 FROM runs WHERE method NOT LIKE 'baseline%')").fetchone()
+    assert row is not None, "no run with steps"
+    run_id, step, run_steps = row
     con.execute("UPDATE steps SET output = 'bench changed text' WHERE run_id = ? AND idx = ?", [run_id, step])
     con.execute("UPDATE runs SET content_hash = 'bench-reingested' WHERE id = ?", [run_id])
     con.close()
