@@ -355,6 +355,7 @@ class Exporter:
             with runs.runs_read_once([everything[run_id]] if run_id in everything else []):
                 self.rewrite_run(run_id)
 
+        self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
                    smoothing=0.1) as bar, ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):

@@ -502,3 +502,16 @@ def test_each_run_costs_a_bounded_number_of_files(shared_site):
     shared = [p for p in (outdir / "pagefind").rglob("*") if p.is_file() and "fragment" not in p.parts]
     steps = sum(r.step_count for r in selectors.list_runs(limit=None)[0])
     assert len(shared) < steps / 20, (len(shared), steps)
+
+
+def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):
+    outdir, added = site_copy.outdir, site_copy.added
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.deep_run]))
+    messages: list[str] = []
+    report = export_site(outdir, progress=messages.append, bar=True)
+    assert report.runs_written == 1
+    bar = capsys.readouterr().err
+    # tqdm's bar: runs done of the total, the time left, and the run's HTML pages rendered
+    pages = len(list((outdir / "runs" / added.deep_run).rglob("*.html")))
+    assert pages >= 2 and re.search(rf"runs: 100%\|.*\| 1/1 \[[\d:]+<[\d:]+, .*pages={pages}\]", bar), bar
+    assert messages[0].startswith("rendering the site pages") and "indexing 1 changed runs for the search" in messages
