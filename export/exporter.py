@@ -26,18 +26,24 @@ from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 from django.urls import Resolver404, URLResolver, get_resolver, resolve, reverse
+from tqdm import tqdm
 
 from ptbsite import warehouse
 from ptbsite.distill import API_EXPORTS, Distill, NotExported
 from traces import selectors as runs
 
-from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, write_bundle
+from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
 STEPS_PER_PAGE = 200
 MANIFEST = ".export-manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
 SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
+SEARCH_SHARDS = f"{SEARCH_DIR}/shards.json"  # the search page's list of indexes to merge and base records to hide
+SEARCH_DELTA = f"{SEARCH_DIR}/delta"  # one Pagefind index per run changed since the base bundle was built
+# Runs changed (added, re-ingested, renamed, removed) since the base bundle was built, above which it is built again
+# whole instead of one more merged index: the search page merges one index per changed run.
+MAX_DELTA_RUNS = 16
 # Pages only the export has (no view of the live site renders them): their live-looking path -> (file, template,
 # context). A link to one may carry the query its page reads in the browser (SEARCH_QUERY).
 EXPORT_PAGES = {"/search/": ("search/index.html", "export/search.html", {"filters": SEARCH_FILTERS})}
@@ -48,7 +54,7 @@ LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 _LINK = re.compile(r'(\s(?:href|src|action|data-click-url|data-plotly)=")([^"]*)(")')  # data-plotly: plots.js loads it
 _HTMX = re.compile(r'\s+hx-[a-z-]+="[^"]*"')  # swaps need the server; the static pages use plain links
-_RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static")
+_RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static", "suites")  # suites: display names
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
 # template rendering (about 1.7x faster on 2 cores). Each run's files are its own, so the order does not matter.
 WORKERS = min(8, (os.cpu_count() or 1) + 1)
@@ -61,8 +67,10 @@ class ExportError(RuntimeError):
 @dataclass
 class ExportReport:
     """What one export did. ``files``/``bytes``: everything under OUTDIR now; ``files_written``: files whose
-    bytes changed in this export; ``seconds``: wall time; ``search_records``: steps indexed for search (0 when the
-    search bundle was up to date), in ``search_seconds``."""
+    bytes changed in this export; ``seconds``: wall time; ``global_pages``: the site's pages (leaderboard, plots,
+    runs list, analysis) were rendered (their inputs changed), in ``site_pages_cpu`` CPU seconds of this process; ``search_records``: the steps the search finds after
+    this export (0 when the search was up to date), ``search_runs_indexed`` the runs whose steps were indexed in
+    ``search_seconds``, ``search_rebuilt`` whether the base bundle was built again whole."""
 
     outdir: str
     runs_written: int = 0
@@ -74,13 +82,23 @@ class ExportReport:
     seconds: float = 0.0
     search_records: int = 0
     search_seconds: float = 0.0
+    search_runs_indexed: int = 0
+    search_rebuilt: bool = False
+    global_pages: bool = False
+    site_pages_cpu: float = 0.0
 
     def __str__(self) -> str:
-        search = (f"search index rebuilt: {self.search_records} steps in {self.search_seconds:.1f} s"
-                  if self.search_seconds else "search index unchanged")
+        if not self.search_seconds:
+            search = "search index unchanged"
+        elif self.search_rebuilt:
+            search = f"search index rebuilt: {self.search_records} steps in {self.search_seconds:.1f} s"
+        else:
+            search = (f"search index updated: {self.search_runs_indexed} runs indexed in {self.search_seconds:.1f} s,"
+                      f" {self.search_records} steps")
+        pages = "site pages rendered" if self.global_pages else "site pages unchanged"
         return (f"{self.outdir}: {self.runs_written + self.runs_skipped} runs ({self.runs_written} written, "
                 f"{self.runs_skipped} unchanged, {self.runs_removed} removed); {self.files} files "
-                f"({self.files_written} written), {self.bytes / 1e6:.1f} MB; {self.seconds:.1f} s ({search})")
+                f"({self.files_written} written), {self.bytes / 1e6:.1f} MB; {self.seconds:.1f} s ({pages}; {search})")
 
 
 @dataclass
@@ -141,13 +159,16 @@ def _safe(value: str, what: str) -> str:
 class Exporter:
     """Writes the public site under ``outdir``; :meth:`run` does one export and returns its ExportReport."""
 
-    def __init__(self, outdir: Path, *, progress: Callable[[str], None] | None = None):
+    def __init__(self, outdir: Path, *, progress: Callable[[str], None] | None = None, bar: bool | None = False):
         self.outdir = Path(outdir)
         self.factory = RequestFactory()
         self.progress = progress or (lambda message: None)
+        self.bar = bar  # a tqdm bar of runs and pages written (None: on a terminal only)
+        self.pages_written = 0
         self.static_used: set[str] = set()
         self.report = ExportReport(outdir=str(self.outdir))
         self._count_lock = threading.Lock()
+        self._targets: dict[tuple[str, str, str | None], tuple[str, str, str]] = {}
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
@@ -171,6 +192,8 @@ class Exporter:
     def page(self, url: str, file: str, run: RunPages | None = None) -> None:
         """Render the page at live ``url`` into ``file`` (relative to outdir) with local links made relative."""
         self.write_page(self.fetch(url).decode(), url, file, run)
+        with self._count_lock:
+            self.pages_written += 1
 
     def write_page(self, body: str, url: str, file: str, run: RunPages | None = None) -> None:
         """Write the HTML ``body`` of the page at ``url`` into ``file``, without htmx swaps, links made relative."""
@@ -185,14 +208,16 @@ class Exporter:
         for url, (file, template, context) in EXPORT_PAGES.items():
             self.write_page(render_to_string(template, context, request=self.request(url)), url, file)
 
-    def write(self, file: str, data: bytes) -> None:
+    def write(self, file: str, data: bytes, *, count: bool = True) -> None:
+        """Write ``data`` into ``file`` (relative to outdir) unless it holds those bytes already."""
         path = self.outdir / file
         if path.is_file() and path.read_bytes() == data:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        with self._count_lock:
-            self.report.files_written += 1
+        if count:
+            with self._count_lock:
+                self.report.files_written += 1
 
     def move_in(self, source: Path, file: str) -> None:
         """:meth:`write` for a file already on disk under outdir: ``source`` is renamed to ``file`` unless that
@@ -216,7 +241,11 @@ class Exporter:
             return url
         absolute = urlsplit(page_url).path + url if url.startswith("?") else urljoin(page_url, url)
         parts = urlsplit(absolute)
-        file, query, fragment = self.target(parts.path, dict(parse_qsl(parts.query)), run)
+        key = (parts.path, parts.query, run.run_id if run else None)
+        found = self._targets.get(key)  # a page links the same URLs again and again (nav, assets, its step pages)
+        if found is None:
+            found = self._targets[key] = self.target(parts.path, dict(parse_qsl(parts.query)), run)
+        file, query, fragment = found
         fragment = fragment or parts.fragment
         link = posixpath.relpath(file, posixpath.dirname(page_file) or ".")
         return link + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
@@ -268,19 +297,32 @@ class Exporter:
 
     # --- the export ------------------------------------------------------------------------------------------
     def run(self) -> ExportReport:
-        """Export the site; see the module docstring for what is written."""
+        """Export the site; see the module docstring for what is written.
+
+        The site's pages (leaderboard views, plots, runs list, analysis and their JSON) are rendered when their
+        inputs changed (:meth:`inputs_fingerprint`); a run's files when its fingerprint or the site's changed (an
+        unchanged run costs a compare in the manifest and a file stat); the search is updated for the runs whose
+        steps or names changed (:meth:`update_search`)."""
         started = time.monotonic()
         self.outdir.mkdir(parents=True, exist_ok=True)
         manifest_path = self.outdir / MANIFEST
         previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        if previous.get("version") != MANIFEST_VERSION:
+            previous = {}
         # One connection held open for the whole export: every selector's own connect() then reuses the open
         # database instead of opening the file again (~15 ms each).
         with warehouse.connect():
-            self.global_pages()
-            site = self.site_fingerprint()
+            code = self.code_fingerprint()
             fingerprints = runs.run_fingerprints()
-            known = previous.get("runs", {}) if (previous.get("version") == MANIFEST_VERSION
-                                                  and previous.get("site") == site) else {}
+            inputs = self.inputs_fingerprint(code, fingerprints)
+            if previous.get("inputs") != inputs or not (self.outdir / "index.html").is_file():
+                self.progress("rendering the site pages (leaderboard views, plots, runs list, analysis)")
+                cpu = time.process_time()
+                self.global_pages()
+                self.report.site_pages_cpu = time.process_time() - cpu
+                self.report.global_pages = True
+            site = self.site_fingerprint(code)
+            known = previous.get("runs", {}) if previous.get("site") == site else {}
             for run_id in sorted(set(previous.get("runs", {})) - set(fingerprints)):
                 self.remove_run(run_id)
                 self.report.runs_removed += 1
@@ -289,25 +331,55 @@ class Exporter:
             untouched = set(fingerprints) - set(changed)
             self.report.runs_skipped = len(fingerprints) - len(changed)
             # Until this export finishes, the manifest vouches only for the runs it does not touch (and for the
-            # search bundle it found): a crash midway leaves the changed runs to be written again next time.
-            self.write_manifest(site, {k: fingerprints[k] for k in untouched}, previous.get("search"))
-            with ThreadPoolExecutor(WORKERS) as pool:
-                for n, _ in enumerate(pool.map(self.rewrite_run, changed), 1):
-                    self.report.runs_written = n
-                    if n % 100 == 0:
-                        self.progress(f"{n} of {len(changed)} changed runs written")
-            # The search bundle is one index over every run: rebuilt whole when what it indexes changed.
-            search = self.search_fingerprint(site)
-            if previous.get("search") != search or not (self.outdir / SEARCH_ENTRY).is_file():
-                self.search_bundle(sorted(fingerprints))
+            # search it found): a crash midway leaves the changed runs to be written again next time.
+            if changed or self.report.runs_removed:
+                self.write_manifest(None, site, {k: fingerprints[k] for k in untouched}, previous.get("search"))
+            changed_runs = self.read_runs(changed, len(fingerprints))
+            self.write_runs(changed, changed_runs)
+            search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(site, fingerprints, search)
-        files = [p for p in self.outdir.rglob("*") if p.is_file()]
-        self.report.files = len(files)
-        self.report.bytes = sum(p.stat().st_size for p in files)
+        self.write_manifest(inputs, site, fingerprints, search)
+        self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
+
+    @staticmethod
+    def read_runs(run_ids: list[str], total: int) -> dict[str, runs.Run]:
+        """{run id: Run} of ``run_ids``, each read once: one by one when they are a few of the ``total`` runs (a run
+        read is a few queries), else every run in the runs list's one query."""
+        if len(run_ids) <= max(8, total // 20):
+            found = {run_id: runs.get_run(run_id) for run_id in run_ids}
+            return {run_id: run for run_id, run in found.items() if run is not None}
+        wanted = set(run_ids)
+        return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
+
+    def write_runs(self, changed: list[str], everything: dict[str, runs.Run]) -> None:
+        """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
+        ``everything``, {run id: Run}); a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
+        def one(run_id: str) -> None:
+            with runs.runs_read_once([everything[run_id]] if run_id in everything else []):
+                self.rewrite_run(run_id)
+
+        self.pages_written = 0  # the bar counts the runs' pages
+        with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
+                   smoothing=0.1) as bar, ThreadPoolExecutor(WORKERS) as pool):
+            for n, _ in enumerate(pool.map(one, changed), 1):
+                self.report.runs_written = n
+                bar.update()
+                bar.set_postfix(pages=self.pages_written, refresh=False)
+                if n % 100 == 0:
+                    self.progress(f"{n} of {len(changed)} changed runs written")
+
+    def inputs_fingerprint(self, code: str, fingerprints: dict[str, str]) -> str:
+        """sha256 over what the site's pages are computed from: the code that renders them, the warehouse's version
+        (``ptbsite.warehouse.version``: replaced by every write through ``warehouse.transaction``, published data
+        included) and every run's fingerprint (a change written around the version, as a test's direct SQL, still
+        counts)."""
+        digest = hashlib.sha256(code.encode())
+        digest.update(warehouse.version.current().token.encode())
+        digest.update(json.dumps(fingerprints, sort_keys=True).encode())
+        return digest.hexdigest()
 
     def global_pages(self) -> None:
         """Every site-scoped declaration's pages (the leaderboard in every view, the plots, the runs list, the
@@ -337,12 +409,13 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, site: str, fingerprints: dict[str, str], search: str | None) -> None:
-        """``.export-manifest.json``: {"version", "site": fingerprint, "runs": {run id: fingerprint}, "search": the
-        fingerprint of the runs the search bundle indexes (:meth:`search_fingerprint`)}."""
-        (self.outdir / MANIFEST).write_text(json.dumps({"version": MANIFEST_VERSION, "site": site,
-                                                         "runs": fingerprints, "search": search},
-                                                        indent=1, sort_keys=True))
+    def write_manifest(self, inputs: str | None, site: str, fingerprints: dict[str, str], search: dict | None) -> None:
+        """``.export-manifest.json``: {"version", "inputs": the site pages' inputs (:meth:`inputs_fingerprint`),
+        "site": fingerprint, "runs": {run id: fingerprint}, "search": what the search indexes
+        (:meth:`update_search`)}; written only when its bytes change."""
+        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "inputs": inputs, "site": site,
+                                         "runs": fingerprints, "search": search}, indent=1, sort_keys=True).encode(),
+                   count=False)
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
@@ -375,59 +448,156 @@ class Exporter:
 
     # --- search ----------------------------------------------------------------------------------------------
     @staticmethod
-    def search_fingerprint(site: str) -> str:
-        """sha256 over what the search bundle holds: the site's fingerprint (the code, hence the records' shape and
-        the page size their links assume), Pagefind's version, and per run its content hash (its steps) and the
-        names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict changes a
-        run's pages but not this."""
+    def search_keys(some: dict[str, runs.Run]) -> dict[str, str]:
+        """{run id: sha256 over what its search records hold} of the runs ``some``: its content hash (its steps)
+        and the names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict
+        changes a run's pages but not this."""
         content = runs.run_content_hashes()
-        named = [(r.id, content[r.id], r.title, r.agent_display, r.benchmark_name, r.base_model_name)
-                 for r in runs.list_runs(limit=None)[0] if r.id in content]
-        return hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, sorted(named)]).encode()).hexdigest()
+        return {run_id: hashlib.sha256(json.dumps([content[run_id], r.title, r.agent_display, r.benchmark_name,
+                                                   r.base_model_name]).encode()).hexdigest()[:16]
+                for run_id, r in sorted(some.items()) if run_id in content}
 
-    def step_records(self, run_ids: list[str]) -> Iterator[SearchRecord]:
-        """One record per step of every trace of each run, in run, trace and step order: the step's whole text
-        (input, then output), linked to the exported page that holds it (the run's own page arithmetic,
-        :class:`RunPages`), with the run's title and names as meta and filters."""
-        with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
-            titles = {r.id: r for r in runs.list_runs(limit=None)[0]}
-            for run_id in run_ids:
-                run = titles[run_id]
-                pages, _ = self.run_layout(run_id)
-                for trace, layout in pages.traces.items():
-                    after = -1
-                    while batch := runs.whole_steps(run_id, trace=trace, after=after):
-                        for step in batch:
-                            url = pages.file(trace, layout.page_of_step(step.index)) + f"#step-{step.index}"
-                            meta = {"title": run.title, "run": run_id, "trace": trace, "step": str(step.index),
-                                    "kind": step.kind, **({"tool": step.tool} if step.tool else {})}
-                            filters = {"run": [run_id], "agent": [run.agent_display],
-                                       "benchmark": [run.benchmark_name], "base_model": [run.base_model_name],
-                                       "trace": [trace], "kind": [step.kind],
-                                       **({"tool": [step.tool]} if step.tool else {})}
-                            yield SearchRecord(url=url, content=f"{step.input}\n{step.output}" if step.input
-                                               else step.output, meta=meta, filters=filters)
-                        after = batch[-1].index
+    def update_search(self, site: str, changed: dict[str, runs.Run], current: set[str],
+                      previous: dict | None) -> dict | None:
+        """Bring the search up to date with the runs (``current``: every run's id; ``changed``: {run id: Run} of
+        those whose fingerprint changed, the only ones whose search records can have changed: a run's fingerprint
+        covers its content hash and names); returns what it indexes now, for the manifest: {"scope": site,
+        Pagefind's version and the record format; "base": {run id: [search key, steps with a word]} of the base
+        bundle ``pagefind/``; "delta": the same for the runs indexed since, one Pagefind index each under
+        ``pagefind/delta/<run>/``}.
 
-    def search_bundle(self, run_ids: list[str]) -> None:
-        """``pagefind/``: the Pagefind bundle of every step of ``run_ids`` (export/search.py), built in a folder
-        beside it and then moved in, file by file where the bytes differ: new files first (Pagefind names them by
-        content), ``pagefind-entry.json`` last, then the files no longer used removed, so a reader sees the old
-        bundle or the new one."""
+        A run added, re-ingested, renamed or removed since the base bundle was built gets its own small index
+        (built from its steps alone), and its records in the base bundle are hidden by ``pagefind/shards.json``
+        (``stale``: the search page filters them out with Pagefind's ``not`` filter on ``base``); the search page
+        merges the small indexes in the browser (``mergeIndex``). When more than MAX_DELTA_RUNS runs differ from
+        the base bundle, or the scope changed, the base bundle is built again from every run and the small
+        indexes go."""
+        scope = hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, 2]).encode()).hexdigest()
+        usable = (previous is not None and previous.get("scope") == scope and (self.outdir / SEARCH_ENTRY).is_file()
+                  and (self.outdir / SEARCH_SHARDS).is_file())
+        base: dict[str, list] = previous["base"] if usable and previous else {}
+        deltas: dict[str, list] = previous.get("delta", {}) if usable and previous else {}
+        indexed = {**{run_id: entry[0] for run_id, entry in base.items()},
+                   **{run_id: entry[0] for run_id, entry in deltas.items()}}
+        if usable and not changed and set(indexed) >= current >= set(deltas) \
+                and set(base) - current <= set(json.loads((self.outdir / SEARCH_SHARDS).read_text())["stale"]) \
+                and all((self.outdir / SEARCH_DELTA / run_id / "pagefind-entry.json").is_file() for run_id in deltas):
+            return previous  # no run changed, none removed since: not even a key is computed
         started = time.monotonic()
+        moved: list[str] = []
+        stale: list[str] = []
+        if usable:
+            keys = {run_id: indexed[run_id] for run_id in current if run_id in indexed and run_id not in changed}
+            keys.update(self.search_keys(changed))
+            missing = current - set(keys)  # indexed nowhere yet, and not among the changed runs: read them
+            keys.update(self.search_keys({run_id: r for run_id in missing if (r := runs.get_run(run_id))}))
+            moved = sorted(run_id for run_id in keys if base.get(run_id, [None])[0] != keys[run_id])
+            stale = sorted(run_id for run_id in base if keys.get(run_id) != base[run_id][0])
+        if usable and len(set(moved) | set(stale)) <= MAX_DELTA_RUNS:
+            build = [run_id for run_id in moved
+                     if deltas.get(run_id, [None])[0] != keys[run_id]
+                     or not (self.outdir / SEARCH_DELTA / run_id / "pagefind-entry.json").is_file()]
+            listed = json.loads((self.outdir / SEARCH_SHARDS).read_text())["stale"]
+            if not build and moved == sorted(deltas) and stale == listed:
+                return previous  # the changed runs' records are as indexed (a new evaluation, a verdict)
+            read = {run_id: changed.get(run_id) or runs.get_run(run_id) for run_id in build}
+            self.progress(f"indexing {len(build)} changed runs for the search")
+            counts = self.search_bundles(build, {k: v for k, v in read.items() if v is not None}, delta=True)
+            deltas = {run_id: [keys[run_id], counts[run_id] if run_id in counts else deltas[run_id][1]]
+                      for run_id in moved}
+            self.report.search_runs_indexed = len(build)
+        else:
+            self.progress("building the search index of every run")
+            everything = {r.id: r for r in runs.list_runs(limit=None)[0]}
+            keys = self.search_keys(everything)
+            counts = self.search_bundles(sorted(keys), everything, delta=False)
+            base, deltas, stale = {run_id: [keys[run_id], counts[run_id]] for run_id in keys}, {}, []
+            self.report.search_runs_indexed = len(keys)
+            self.report.search_rebuilt = True
+        self.remove_deltas(keep=set(deltas))
+        self.write(SEARCH_SHARDS, json.dumps({"merge": [f"delta/{run_id}/" for run_id in sorted(deltas)],
+                                              "stale": stale}, separators=(",", ":")).encode())
+        self.report.search_records = (sum(n for run_id, (_, n) in base.items() if run_id not in stale)
+                                      + sum(n for _, n in deltas.values()))
+        self.report.search_seconds = time.monotonic() - started
+        return {"scope": scope, "base": base, "delta": deltas}
+
+    def run_records(self, run: runs.Run, counts: dict[str, int], *, base: bool) -> Iterator[SearchRecord]:
+        """One record per exported page of steps of every trace of ``run``, in trace and step order: each step's
+        whole text (input, then output), on the exported page that holds it (the run's own page arithmetic,
+        :class:`RunPages`), with the run's title and names as meta and filters (``base``: also the ``base`` filter
+        by which the search page hides a run's records of the base bundle once the run changed). Counts the steps
+        with a word (those the search can find) into ``counts[run id]``."""
+        pages, _ = self.run_layout(run.id)
+        counts[run.id] = 0
+        for trace, layout in pages.traces.items():
+            page_steps: dict[int, list[SearchStep]] = {}
+            after = -1
+            while batch := runs.whole_steps(run.id, trace=trace, after=after):
+                for step in batch:
+                    text = f"{step.input}\n{step.output}" if step.input else step.output
+                    counts[run.id] += has_word(text)
+                    page_steps.setdefault(layout.page_of_step(step.index), []).append(
+                        SearchStep(step.index, step.kind, step.tool or "", text))
+                after = batch[-1].index
+            for page, steps in sorted(page_steps.items()):
+                filters = {"run": [run.id], "agent": [run.agent_display], "benchmark": [run.benchmark_name],
+                           "base_model": [run.base_model_name], "trace": [trace],
+                           "kind": sorted({s.kind for s in steps}), "tool": sorted({s.tool for s in steps if s.tool})}
+                if base:
+                    filters["base"] = [run.id]
+                yield SearchRecord(url=pages.file(trace, page), steps=steps,
+                                   meta={"title": run.title, "run": run.id, "trace": trace},
+                                   filters={k: v for k, v in filters.items() if v})
+
+    def search_bundles(self, run_ids: list[str], everything: dict[str, runs.Run], *, delta: bool) -> dict[str, int]:
+        """Index ``run_ids``: one Pagefind index per run under ``pagefind/delta/<run>/`` (``delta``), else the base
+        bundle ``pagefind/`` of them all. Each is built in a folder beside it and then moved in, file by file where
+        the bytes differ: new files first (Pagefind names them by content), ``pagefind-entry.json`` last, then the
+        files no longer used removed, so a reader sees the old index or the new one. Returns {run id: steps with a
+        word}."""
+        counts: dict[str, int] = {}
+        if not run_ids:
+            return counts
         with tempfile.TemporaryDirectory(prefix=".pagefind-", dir=self.outdir) as build:
-            self.report.search_records = write_bundle(self.step_records(run_ids), Path(build))
-            built = sorted(str(p.relative_to(build)) for p in Path(build).rglob("*") if p.is_file())
-            entry = SEARCH_ENTRY.removeprefix(f"{SEARCH_DIR}/")
-            for name in sorted(built, key=lambda n: n == entry):
-                self.move_in(Path(build) / name, f"{SEARCH_DIR}/{name}")
-        folder = self.outdir / SEARCH_DIR
-        for path in sorted(folder.rglob("*"), reverse=True):
-            if path.is_file() and str(path.relative_to(folder)) not in built:
+            def records(chosen: list[str]) -> Iterator[SearchRecord]:
+                with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
+                    for run_id in chosen:
+                        yield from self.run_records(everything[run_id], counts, base=not delta)
+
+            targets = ({f"{SEARCH_DELTA}/{run_id}": [run_id] for run_id in run_ids} if delta
+                       else {SEARCH_DIR: run_ids})
+            folders = {target: Path(build) / str(n) for n, target in enumerate(targets)}
+            write_bundles({folders[target]: records(chosen) for target, chosen in targets.items()}, runtime=not delta)
+            for target, folder in folders.items():
+                self.move_bundle(folder, target, keep=() if delta else ("delta", "shards.json"))
+        return counts
+
+    def move_bundle(self, folder: Path, target: str, *, keep: tuple[str, ...]) -> None:
+        """Move the bundle built in ``folder`` into ``target`` (under outdir): new files first, the entry last, then
+        the files no longer used removed (except the top-level names in ``keep``)."""
+        built = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        for name in sorted(built, key=lambda n: n == "pagefind-entry.json"):
+            self.move_in(folder / name, f"{target}/{name}")
+        root = self.outdir / target
+        for path in sorted(root.rglob("*"), reverse=True):
+            relative = path.relative_to(root)
+            if relative.parts[0] in keep:
+                continue
+            if path.is_file() and relative.as_posix() not in built:
                 path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
-        self.report.search_seconds = time.monotonic() - started
+
+    def remove_deltas(self, keep: set[str]) -> None:
+        """Remove the runs' small indexes under ``pagefind/delta/`` but those of ``keep``."""
+        folder = self.outdir / SEARCH_DELTA
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                if path.name not in keep:
+                    shutil.rmtree(path)
+            if not any(folder.iterdir()):
+                folder.rmdir()
 
     def remove_run(self, run_id: str) -> None:
         _safe(run_id, "run id")  # ids also come from the previous manifest: never a path outside OUTDIR
@@ -447,14 +617,21 @@ class Exporter:
                 raise ExportError(f"static file {name} not found")
             self.write(f"static/{name}", Path(source).read_bytes())
 
-    def site_fingerprint(self) -> str:
-        """sha256 over what every run page depends on besides the run: the code, templates and static files that
-        render it, the step page size, and the leaderboard JSON (the published reference scores run pages quote)."""
+    @staticmethod
+    def code_fingerprint() -> str:
+        """sha256 over the code, templates, static files and suite files that render the site, and the step page
+        size."""
         digest = hashlib.sha256(f"{STEPS_PER_PAGE}".encode())
         for folder in _RENDERING_CODE:
             for path in sorted((Path(settings.BASE_DIR) / folder).rglob("*")):
-                if path.suffix in (".py", ".html", ".js", ".css") and "__pycache__" not in path.parts:
+                if path.suffix in (".py", ".html", ".js", ".css", ".json") and "__pycache__" not in path.parts:
                     digest.update(str(path.relative_to(settings.BASE_DIR)).encode() + path.read_bytes())
+        return digest.hexdigest()
+
+    def site_fingerprint(self, code: str) -> str:
+        """sha256 over what every run page depends on besides the run: the code (:meth:`code_fingerprint`) and the
+        leaderboard JSON as exported (the published reference scores run pages quote)."""
+        digest = hashlib.sha256(code.encode())
         board = self.routes["api:leaderboard"]
         for params in board.pages() if board.pages else [{}]:
             digest.update((self.outdir / self.file_of(board, params, None)[0]).read_bytes())
@@ -470,6 +647,19 @@ latest runs, the whole text of step outputs too long for a page (the copy's sear
 docs. Open the same link on the live site.</p>
 <p><a href="index.html">Back to the leaderboard</a></p></body></html>
 """
+
+
+def _tree_size(folder: str) -> tuple[int, int]:
+    """(files, bytes) under ``folder``, with os.scandir (a pathlib walk costs several times more)."""
+    files = size = 0
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                more, more_size = _tree_size(entry.path)
+                files, size = files + more, size + more_size
+            elif entry.is_file(follow_symlinks=False):
+                files, size = files + 1, size + entry.stat(follow_symlinks=False).st_size
+    return files, size
 
 
 def declared_routes() -> tuple[dict[str, Distill], dict[str, set[str]]]:
@@ -500,6 +690,8 @@ def declared_routes() -> tuple[dict[str, Distill], dict[str, set[str]]]:
     return routes, path_params
 
 
-def export_site(outdir: Path, *, progress: Callable[[str], None] | None = None) -> ExportReport:
-    """Export the public site into ``outdir`` (created if missing); see the module docstring."""
-    return Exporter(outdir, progress=progress).run()
+def export_site(outdir: Path, *, progress: Callable[[str], None] | None = None,
+                bar: bool | None = False) -> ExportReport:
+    """Export the public site into ``outdir`` (created if missing); see the module docstring. ``bar``: a tqdm bar
+    of runs and pages written with the time left, on stderr (None: when stderr is a terminal)."""
+    return Exporter(outdir, progress=progress, bar=bar).run()

@@ -1,23 +1,27 @@
-"""The static export's search: every step of every exported run's traces as one Pagefind record (the whole input
-and output, also past the display cap), written as a Pagefind bundle that the export's search page
-(``search/index.html``, ``static/js/export_search.js``) loads on demand.
+"""The static export's search: every step of every exported run's traces, its whole input and output (also past
+the display cap), in Pagefind bundles that the export's search page (``search/index.html``,
+``static/js/export_search.js``) loads on demand.
 
-Records go to Pagefind through its Python API (``pagefind.index``), which runs the ``pagefind`` binary of the
-``pagefind[bin]`` package as a service and sends each record as JSON over its stdin pipe: trace text never passes
-through a shell or a file. Pagefind stores each record's content as it was given, and its browser library escapes
-``<`` and ``>`` when it builds an excerpt; the search page rebuilds excerpts as text nodes and ``<mark>`` elements.
+One Pagefind record per exported page of steps (:class:`SearchRecord`: up to STEPS_PER_PAGE steps, each under a
+heading ``id="step-N"``), so a run costs a few files, not one per step; Pagefind answers a matching page with one
+sub-result per matching step, linked to its anchor. Records go to Pagefind through its Python API
+(``pagefind.index``), which runs the ``pagefind`` binary of the ``pagefind[bin]`` package as a service and sends
+each record as HTML over its stdin pipe (text escaped): trace text never passes through a shell or a file. The
+search page rebuilds excerpts as text nodes and ``<mark>`` elements.
 
 Determinism (measured with pagefind 1.5.2): the same records in the same order give the same fragment and word
 index files, but the filter files, ``pagefind.*.pf_meta`` and ``pagefind-entry.json`` list filter values in hash
-map order, which changes from one run of the binary to the next. The exporter therefore rebuilds the bundle only
-when a run changed (docs/export.md).
+map order, which changes from one run of the binary to the next. The exporter therefore rebuilds a bundle only
+when its runs changed (docs/export.md).
 """
 from __future__ import annotations
 
 import asyncio
 import base64
 import gzip
+import html
 import json
+import re
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +41,7 @@ SEARCH_FILTERS = [("agent", "Agent"), ("benchmark", "Benchmark"), ("base_model",
 IN_FLIGHT = 64  # records sent to Pagefind and not yet answered (each holds its text in memory until answered)
 WAIT_SECONDS = 600  # how long the binary's file writes may take to land, and then its exit
 ENTRY = "pagefind-entry.json"
+WORD = re.compile(r"[^\W_]")
 
 
 class SearchIndexError(RuntimeError):
@@ -44,16 +49,49 @@ class SearchIndexError(RuntimeError):
 
 
 @dataclass
+class SearchStep:
+    """One step of a :class:`SearchRecord`: its index, kind, tool ("" when none) and whole text."""
+
+    index: int
+    kind: str
+    tool: str
+    text: str
+
+
+@dataclass
 class SearchRecord:
-    """One step as a Pagefind record. ``url``: the exported page holding the step with its ``#step-N`` anchor,
-    relative to the export root (Pagefind prefixes the site's base URL in the browser); ``content``: the step's
-    whole text; ``meta``: what a result shows (``title`` the run's title, ``step``, ``trace``, ``tool``, ...);
-    ``filters``: {filter name: [values]} the search page can narrow by."""
+    """One exported page of steps as a Pagefind record. ``url``: the exported page (relative to the export root;
+    Pagefind prefixes the site's base URL in the browser); ``steps``: the page's steps with their whole text (also
+    past the display cap), each under a heading ``id="step-N"``, so that a search answers, per page, one
+    sub-result per matching step linked to ``url#step-N``; ``meta``: what a result shows (``title`` the run's
+    title, ``run``, ``trace``); ``filters``: {filter name: [values]} the search page can narrow by (``kind`` and
+    ``tool`` list every value of the page's steps: the search page narrows sub-results to the step)."""
 
     url: str
-    content: str
+    steps: list[SearchStep]
     meta: dict[str, str]
     filters: dict[str, list[str]] = field(default_factory=dict)
+
+    def html(self) -> str:
+        """The record as the HTML page Pagefind indexes: meta and filters outside the indexed body (their words are
+        not searched), ``meta["steps"]`` the JSON list ``[[index, kind, tool], ...]`` of the page's steps, then
+        per step a heading holding only ``·`` (an anchor for Pagefind's sub-results; no word) and the step's text,
+        escaped (trace text is never markup)."""
+        esc = html.escape
+        head = [f'<span data-pagefind-meta="{esc(k)}">{esc(v)}</span>' for k, v in sorted(self.meta.items())]
+        head.append('<span data-pagefind-meta="steps">'
+                    + esc(json.dumps([[s.index, s.kind, s.tool] for s in self.steps], separators=(",", ":")))
+                    + "</span>")
+        head += [f'<span data-pagefind-filter="{esc(k)}">{esc(v)}</span>'
+                 for k, values in sorted(self.filters.items()) for v in values]
+        body = "".join(f'<h2 id="step-{s.index}">\u00b7</h2>{esc(s.text)}\n' for s in self.steps)
+        return (f'<!doctype html><html lang="{LANGUAGE}"><head><meta charset="utf-8"></head><body>{"".join(head)}'
+                f"<main data-pagefind-body>{body}</main></body></html>")
+
+
+def has_word(text: str) -> bool:
+    """Whether Pagefind finds a word in ``text`` (a letter or digit): a step without one is in no result."""
+    return WORD.search(text) is not None
 
 
 class _Service(PagefindService):
@@ -140,11 +178,18 @@ def unfinished(output: Path, names: list[str]) -> list[str]:
     return cut
 
 
-async def _landed(output: Path, common: dict[str, bytes]) -> None:
-    """Wait (the binary still running) until every file it wrote under ``output`` is whole (:func:`unfinished`);
-    the common files are replaced afterwards with their known bytes. Raises SearchIndexError after WAIT_SECONDS."""
+def _index_file(name: str) -> bool:
+    """Whether ``name`` (relative to a bundle) is one of the files of its index, not of Pagefind's browser code."""
+    return name.startswith(("fragment/", "index/", "filter/")) or name == ENTRY or (
+        name.startswith("pagefind.") and name.endswith(".pf_meta"))
+
+
+async def _landed(output: Path, common: dict[str, bytes] | None) -> None:
+    """Wait (the binary still running) until every file it wrote under ``output`` is whole (:func:`unfinished`):
+    all but the ``common`` files (replaced afterwards with their known bytes), or with ``common`` None the index's
+    own files only (the others are removed afterwards). Raises SearchIndexError after WAIT_SECONDS."""
     names = sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
-    pending = unfinished(output, [n for n in names if n not in common])
+    pending = unfinished(output, [n for n in names if (n not in common if common is not None else _index_file(n))])
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
     while pending:
         if asyncio.get_running_loop().time() > deadline:
@@ -153,50 +198,59 @@ async def _landed(output: Path, common: dict[str, bytes]) -> None:
         pending = unfinished(output, pending)
 
 
-async def _write(records: Iterable[SearchRecord], output: Path) -> int:
+async def _write(bundles: dict[Path, Iterable[SearchRecord]], runtime: bool) -> None:
     service = _Service()
     await service.launch()
     in_flight: set[asyncio.Future] = set()
     written = False
+    common: dict[str, bytes] | None = None
     try:
-        common = await _common_files(service)
-        index = await service.create_index(IndexConfig())
-        # ``records`` is read here, between sends (its warehouse reads block the loop briefly); requests are
-        # written to the pipe in the records' order, so the same records give the same index files.
-        for record in records:
-            in_flight.add(asyncio.ensure_future(index.add_custom_record(
-                url=record.url, content=record.content, language=LANGUAGE, meta=record.meta,
-                filters=record.filters)))
-            if len(in_flight) >= IN_FLIGHT:
-                done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    task.result()
-        await asyncio.gather(*in_flight)
-        await index.write_files(output_path=str(output))
-        await _landed(output, common)
+        if runtime:
+            common = await _common_files(service)
+        for output, records in bundles.items():
+            index = await service.create_index(IndexConfig())
+            # ``records`` is read here, between sends (its warehouse reads block the loop briefly); requests are
+            # written to the pipe in the records' order, so the same records give the same index files.
+            for record in records:
+                in_flight.add(asyncio.ensure_future(index.add_html_file(content=record.html(), url=record.url)))
+                if len(in_flight) >= IN_FLIGHT:
+                    done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()
+            await asyncio.gather(*in_flight)
+            in_flight = set()
+            await index.write_files(output_path=str(output))
+            await _landed(output, common)
+            await index.delete_index()
         written = True
     finally:
         for task in in_flight:
             task.cancel()
         await service.stop(graceful=written)
-    for name, data in common.items():  # the binary has exited: nothing of its can overwrite these now
-        (output / name).write_bytes(data)
-    entry = json.loads((output / ENTRY).read_text())
-    return sum(language["page_count"] for language in entry["languages"].values())
+    for output in bundles:  # the binary has exited: nothing of its can overwrite these now
+        if common is not None:
+            for name, data in common.items():
+                (output / name).write_bytes(data)
+        else:  # a merged index is searched with the primary bundle's code and wasm
+            for path in [p for p in output.rglob("*") if p.is_file()]:
+                if not _index_file(path.relative_to(output).as_posix()):
+                    path.unlink()
 
 
-def write_bundle(records: Iterable[SearchRecord], output: Path) -> int:
-    """Index ``records`` (in their order) and write the Pagefind bundle (``pagefind.js``, ``pagefind-ui.js`` and
-    ``.css``, the wasm, ``pagefind-entry.json``, ``fragment/``, ``index/``, ``filter/``) into the folder ``output``,
-    every file whole (:class:`_Service`). Returns how many records Pagefind kept (its ``page_count``): it drops a
-    record whose content has no word (an empty step, or punctuation only such as ``{}``), which no search could
-    find. Raises SearchIndexError (or the ``pagefind`` package's own errors: FileNotFoundError without its binary).
+def write_bundles(bundles: dict[Path, Iterable[SearchRecord]], *, runtime: bool = True) -> None:
+    """Index each folder's ``records`` (in their order) into a Pagefind bundle in that folder
+    (``pagefind-entry.json``, ``pagefind.*.pf_meta``, ``fragment/`` one file per record, ``index/``, ``filter/``),
+    every file whole (:class:`_Service`), with one run of the binary. ``runtime``: also write the files the browser
+    loads (``pagefind.js``, its worker, the UIs, the wasm); without it the bundles are indexes to merge into one
+    that has them (``mergeIndex``). Pagefind drops a record whose content has no word.
+    Raises SearchIndexError (or the ``pagefind`` package's own errors: FileNotFoundError without its binary).
 
     Runs its own event loop: in a thread of its own when the calling thread already runs one (Playwright's sync
     API, a notebook), so ``records`` is then read in that thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_write(records, output))
+        asyncio.run(_write(bundles, runtime))
+        return
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, _write(records, output)).result()
+        pool.submit(asyncio.run, _write(bundles, runtime)).result()

@@ -142,6 +142,59 @@ def demo_warehouse_state(published_warehouse: Path, demo_tree, tmp_path_factory:
     return report, path
 
 
+@pytest.fixture(scope="session")
+def exported_site(demo_warehouse_state, tmp_path_factory):
+    """(tests.test_export.ExportedSite) One export of the demo warehouse and the search runs per test session,
+    shared by the tests that only read the site; a test that changes the warehouse works on a copy of both
+    (``site_copy``)."""
+    import shutil
+
+    from django.conf import settings
+
+    from export.exporter import export_site
+
+    from .test_export import ExportedSite, add_search_runs
+
+    _, source = demo_warehouse_state
+    folder = tmp_path_factory.mktemp("exported")
+    path = folder / "export.duckdb"
+    shutil.copy(source, path)
+    previous = settings.PTB_WAREHOUSE
+    settings.PTB_WAREHOUSE = str(path)
+    warehouse.reset_migration_cache()
+    try:
+        added = add_search_runs(folder / "search-tree")
+        report = export_site(folder / "site")
+    finally:
+        settings.PTB_WAREHOUSE = previous
+        warehouse.reset_migration_cache()
+    return ExportedSite(path, folder / "site", added, report)
+
+
+@pytest.fixture
+def shared_site(exported_site, settings):
+    """The session's export, the warehouse setting pointing at its warehouse (read only: see site_copy)."""
+    settings.PTB_WAREHOUSE = str(exported_site.warehouse)
+    warehouse.reset_migration_cache()
+    return exported_site
+
+
+@pytest.fixture
+def site_copy(exported_site, tmp_path, settings):
+    """A copy of the session's warehouse and exported site (files with their mtimes) that this test may change."""
+    import shutil
+
+    from .test_export import ExportedSite
+
+    path = tmp_path / "export.duckdb"
+    shutil.copy(exported_site.warehouse, path)
+    outdir = tmp_path / "site"
+    shutil.copytree(exported_site.outdir, outdir)
+    settings.PTB_WAREHOUSE = str(path)
+    warehouse.reset_migration_cache()
+    return ExportedSite(path, outdir, exported_site.added, exported_site.report)
+
+
 @pytest.fixture
 def demo_ingested(demo_warehouse_state, demo_tree, settings):
     """(DemoReport, IngestReport, warehouse path) with the warehouse setting pointing at the demo warehouse."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -12,11 +11,10 @@ import urllib.request
 import pytest
 
 from export.exporter import STEPS_PER_PAGE, export_site
-from ptbsite import warehouse
 from traces import selectors
 
 from .conftest import ARTIFACTS
-from .test_export import DEEP_WORD, OTHER_WORD, SEARCH_METHOD, assert_no_broken_link, add_search_runs
+from .test_export import DEEP_WORD, OTHER_WORD, SEARCH_METHOD, _write, assert_no_broken_link
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
 
@@ -28,32 +26,37 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def served(demo_warehouse_state, tmp_path, settings):
-    """(base URL, OUTDIR, the demo run with the most steps, the search runs): the demo warehouse with
-    ``add_search_runs``' two runs, exported and served as plain files (Pagefind fetches its index over http)."""
-    _, source = demo_warehouse_state
-    settings.PTB_WAREHOUSE = str(tmp_path / "export.duckdb")
-    shutil.copy(source, settings.PTB_WAREHOUSE)
-    warehouse.reset_migration_cache()
-    added = add_search_runs(tmp_path / "search-tree")
-    outdir = tmp_path / "site"
-    export_site(outdir)
-    run = max((r for r in selectors.list_runs(limit=None)[0] if r.method != SEARCH_METHOD), key=lambda r: r.step_count)
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                               "--directory", str(outdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/"
-    try:
+def serve():
+    """serve(OUTDIR) -> base URL: the folder served as plain files by ``python -m http.server`` (Pagefind fetches
+    its index over http), stopped after the test."""
+    servers = []
+
+    def start(outdir) -> str:
+        port = _free_port()
+        servers.append(subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                         "--directory", str(outdir)], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL))
+        base = f"http://127.0.0.1:{port}/"
         for _ in range(100):
             try:
                 urllib.request.urlopen(base, timeout=1).close()
                 break
             except OSError:
                 time.sleep(0.1)
-        yield base, outdir, run, added
-    finally:
+        return base
+
+    yield start
+    for server in servers:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def served(shared_site, serve):
+    """(base URL, OUTDIR, the demo run with the most steps, the search runs): the session's export of the demo
+    warehouse with ``add_search_runs``' two runs, served as plain files."""
+    run = max((r for r in selectors.list_runs(limit=None)[0] if r.method != SEARCH_METHOD), key=lambda r: r.step_count)
+    return serve(shared_site.outdir), shared_site.outdir, run, shared_site.added
 
 
 def test_the_exported_site_works_without_a_server(served, page):
@@ -220,4 +223,33 @@ def test_the_search_page_finds_a_word_deep_in_a_long_step_across_runs(served, pa
     assert benchmarks[0] == "any" and "GSM8K" in benchmarks and "HumanEval" in benchmarks
     assert benchmarks[1:] == sorted({r.benchmark_name for r in selectors.list_runs(limit=None)[0]})
     assert page.locator('select[name="trace"]').input_value() == "agent"  # the run page searched its agent trace
+    assert page.js_errors == []
+
+
+def test_the_search_page_merges_the_index_of_a_run_changed_since(site_copy, serve, page):
+    """A run re-ingested after the export: its pages and its own small index are written, the base bundle is not;
+    the search page finds its new text (merged index), no longer its old text (the base's records of it are
+    hidden), and the other runs' steps as before."""
+    outdir, added = site_copy.outdir, site_copy.added
+    _write(site_copy.warehouse,
+           ("UPDATE steps SET output = 'now zanzibarquill only' WHERE run_id = ? AND idx = ?",
+            [added.other_run, added.other_step]),
+           ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run]))
+    report = export_site(outdir)
+    assert (report.search_runs_indexed, report.search_rebuilt) == (1, False)
+    base = serve(outdir)
+    page.goto(base + "search/index.html")
+    found = search_for(page, "zanzibarquill")
+    assert [h["href"] for h in found] == [f"/runs/{added.other_run}/index.html#step-{added.other_step}"]
+    assert found[0]["marks"] == ["zanzibarquill"]
+    assert search_for(page, OTHER_WORD) == []
+    assert page.locator("#search-status").inner_text() == f"0 steps match \u201c{OTHER_WORD}\u201d."
+    found = search_for(page, DEEP_WORD)
+    assert [h["href"] for h in found] == [f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"]
+    # a common word: every result is one step, each linked to its anchor on an exported page
+    found = search_for(page, "step")
+    assert len(found) == 20 and all(re.search(r"\.html#step-\d+$", h["href"]) for h in found)
+    assert "pages of steps" in page.locator("#search-status").inner_text() or \
+        "the best 20 first" in page.locator("#search-status").inner_text()
+    page.screenshot(path=ARTIFACTS / "export-search-merged.png", full_page=True)
     assert page.js_errors == []

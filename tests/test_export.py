@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 
 from leaderboard import selectors as board
-from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, TracePages, export_site
+from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, ExportReport, TracePages, export_site
 from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
@@ -70,14 +70,46 @@ def _digest(outdir: Path) -> dict[str, str]:
             for p in sorted(outdir.rglob("*")) if p.is_file()}
 
 
-def search_fragments(outdir: Path) -> list[dict]:
-    """Every record of the export's Pagefind bundle as Pagefind stores it (pagefind 1.5.2: a fragment file is
-    gzip of ``pagefind_dcd`` + JSON {url, content, meta, filters, ...}), in file name order."""
+def _fragments(folder: Path) -> list[dict]:
     found = []
-    for path in sorted((outdir / "pagefind/fragment").iterdir()):
+    for path in sorted((folder / "fragment").iterdir()):
         data = gzip.decompress(path.read_bytes())
         assert data.startswith(b"pagefind_dcd"), path
         found.append(json.loads(data.removeprefix(b"pagefind_dcd")))
+    return found
+
+
+def search_fragments(outdir: Path) -> list[dict]:
+    """Every step the export's search finds, as one record per step {url, content, meta, filters}.
+
+    Pagefind 1.5.2 stores a record (one exported page of steps, export/search.py) as a fragment file: gzip of
+    ``pagefind_dcd`` + JSON {url, content, meta, filters, anchors}; each step is the words after its heading (an
+    anchor ``step-N`` at a word location, the heading's one word ``·``) up to the next. Read from the base bundle
+    and from the runs' indexes ``pagefind/shards.json`` merges, without the base records of the runs it lists as
+    stale (the search page leaves those out with Pagefind's ``not`` filter) and without steps holding no word
+    (no search finds them); in bundle and file name order."""
+    shards = json.loads((outdir / "pagefind/shards.json").read_text())
+    found = []
+    for folder in [outdir / "pagefind", *(outdir / "pagefind" / path for path in shards["merge"])]:
+        for fragment in _fragments(folder):
+            if set(fragment["filters"].get("base", [])) & set(shards["stale"]):
+                continue
+            words = fragment["content"].split(" ")
+            steps = {s[0]: s for s in json.loads(fragment["meta"]["steps"])}
+            anchors = sorted(fragment["anchors"], key=lambda a: a["location"])
+            ends = [a["location"] for a in anchors[1:]] + [len(words)]
+            for anchor, end in zip(anchors, ends, strict=True):
+                assert words[anchor["location"]] == "\u00b7", fragment["url"]
+                content = " ".join(words[anchor["location"] + 1:end])
+                if not re.search(r"[^\W_]", content):
+                    continue
+                index, kind, tool = steps[int(anchor["id"].removeprefix("step-"))]
+                filters = {k: v for k, v in fragment["filters"].items() if k not in ("base", "kind", "tool")}
+                found.append({"url": f"{fragment['url']}#{anchor['id']}", "content": content,
+                              "meta": {"title": fragment["meta"]["title"], "run": fragment["meta"]["run"],
+                                       "trace": fragment["meta"]["trace"], "step": str(index), "kind": kind,
+                                       **({"tool": tool} if tool else {})},
+                              "filters": {**filters, "kind": [kind], **({"tool": [tool]} if tool else {})}})
     return found
 
 
@@ -143,12 +175,20 @@ def export_warehouse(demo_warehouse_state, tmp_path, settings) -> Path:
     return path
 
 
+@dataclass
+class ExportedSite:
+    """The demo warehouse with :func:`add_search_runs`' two runs (``added``), exported into ``outdir``."""
+
+    warehouse: Path
+    outdir: Path
+    added: SearchRuns
+    report: ExportReport
+
+
 @pytest.fixture
-def exported(export_warehouse, tmp_path) -> Path:
-    outdir = tmp_path / "site"
-    report = export_site(outdir)
-    assert report.runs_written == len(selectors.run_fingerprints()) > 0
-    return outdir
+def exported(shared_site) -> Path:
+    assert shared_site.report.runs_written == len(selectors.run_fingerprints()) > 0
+    return shared_site.outdir
 
 
 def test_the_export_has_every_view_run_and_json_twin(exported, client):
@@ -199,13 +239,11 @@ def test_long_traces_are_split_into_linked_step_pages_and_indexed(exported, clie
 
 
 @pytest.fixture
-def search_exported(export_warehouse, tmp_path) -> tuple[Path, SearchRuns]:
+def search_exported(shared_site) -> tuple[Path, SearchRuns]:
     """(OUTDIR, the search runs): the demo warehouse with :func:`add_search_runs`' two runs, exported."""
-    added = add_search_runs(tmp_path / "search-tree")
-    outdir = tmp_path / "site"
-    report = export_site(outdir)
+    outdir, report = shared_site.outdir, shared_site.report
     assert report.search_records == len(search_fragments(outdir)) > 0
-    return outdir, added
+    return outdir, shared_site.added
 
 
 def test_every_step_of_every_run_is_one_search_record_with_its_whole_text(search_exported):
@@ -272,8 +310,9 @@ def _search_meta(outdir: Path) -> tuple[list[bytes], bytes]:
     return sorted(bytes(sorted(gzip.decompress(p.read_bytes()))) for p in filters), bytes(sorted(data))
 
 
-def test_the_search_index_follows_incremental_exports(search_exported, export_warehouse):
-    outdir, added = search_exported
+def test_the_search_index_follows_incremental_exports(site_copy):
+    outdir, added, export_warehouse = site_copy.outdir, site_copy.added, site_copy.warehouse
+    export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
     again = export_site(outdir)
     assert (again.runs_written, again.files_written, again.search_records) == (0, 0, 0)
 
@@ -312,7 +351,9 @@ def test_the_same_warehouse_exports_the_same_bytes(export_warehouse, tmp_path):
     assert len([k for k in a if ordered.match(k)]) == len([k for k in b if ordered.match(k)]) > 2
 
 
-def test_export_is_incremental(exported, export_warehouse):
+def test_export_is_incremental(site_copy):
+    exported, export_warehouse = site_copy.outdir, site_copy.warehouse
+    export_site(exported)  # the copy's warehouse has another version token: its site pages are rendered once more
     before = _digest(exported)
     again = export_site(exported)
     assert (again.runs_written, again.files_written, again.runs_removed) == (0, 0, 0)
@@ -410,3 +451,88 @@ def test_the_comparisons_a_run_page_links_to_are_exported(exported):
             written += 1
     assert written >= 2
     assert len(list((exported / "compare").glob("*/index.html"))) == written
+
+
+def _mtimes(outdir: Path) -> dict[str, int]:
+    return {p.relative_to(outdir).as_posix(): p.stat().st_mtime_ns for p in outdir.rglob("*") if p.is_file()}
+
+
+def test_an_unchanged_export_renders_and_writes_nothing(site_copy):
+    outdir = site_copy.outdir
+    export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
+    before = _mtimes(outdir)
+    again = export_site(outdir)
+    assert (again.runs_written, again.files_written, again.global_pages, again.search_seconds) == (0, 0, False, 0)
+    assert again.runs_skipped == len(selectors.run_fingerprints())
+    assert _mtimes(outdir) == before  # not one file written, the manifest included
+
+
+def test_one_changed_run_rewrites_its_files_its_search_index_and_the_site_pages_only(site_copy):
+    outdir, added = site_copy.outdir, site_copy.added
+    export_site(outdir)
+    before = _mtimes(outdir)
+    content_hash = selectors.run_content_hashes()[added.other_run]
+    output = selectors.whole_steps(added.other_run, after=added.other_step - 1, limit=1)[0].output
+    _write(site_copy.warehouse,
+           ("UPDATE steps SET output = 'now zanzibarquill only' WHERE run_id = ? AND idx = ?",
+            [added.other_run, added.other_step]),
+           ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run]))
+    changed = export_site(outdir)
+    assert (changed.runs_written, changed.global_pages, changed.search_runs_indexed, changed.search_rebuilt) == \
+        (1, True, 1, False)
+    after = _mtimes(outdir)
+    written = {name for name, mtime in after.items() if before.get(name) != mtime}
+    run = added.other_run
+    own = {n for n in written if n.startswith((f"runs/{run}/", f"api/runs/{run}/", f"api/runs/{run}.json",
+                                                 f"pagefind/delta/{run}/"))}
+    assert f"runs/{run}/index.html" in own and f"pagefind/delta/{run}/pagefind-entry.json" in own
+    search = {"pagefind/shards.json", ".export-manifest.json"}
+    site = {n for n in written - own - search}
+    # the site's pages are the only other files written: nothing of another run, nothing of the base search bundle
+    assert not {n for n in site if n.startswith(("runs/", "api/runs/", "pagefind/"))} - {"runs/index.html"}, site
+    assert written - own - site == search
+    assert set(before) - set(after) == set()  # nothing removed either
+    assert json.loads((outdir / "pagefind/shards.json").read_text()) == {"merge": [f"delta/{run}/"], "stale": [run]}
+
+    # The run changed back: its own index goes, and the base bundle's records of it count again.
+    _write(site_copy.warehouse,
+           ("UPDATE steps SET output = ? WHERE run_id = ? AND idx = ?", [output, run, added.other_step]),
+           ("UPDATE runs SET content_hash = ? WHERE id = ?", [content_hash, run]))
+    back = export_site(outdir)
+    assert (back.runs_written, back.search_runs_indexed) == (1, 0)
+    assert json.loads((outdir / "pagefind/shards.json").read_text()) == {"merge": [], "stale": []}
+    assert not (outdir / "pagefind/delta").exists()
+    assert [f["url"] for f in search_fragments(outdir) if OTHER_WORD in f["content"]] == [
+        f"runs/{run}/index.html#step-{added.other_step}"]
+
+
+def test_each_run_costs_a_bounded_number_of_files(shared_site):
+    outdir = shared_site.outdir
+    fragments = _fragments(outdir / "pagefind")
+    by_run: dict[str, int] = {}
+    for fragment in fragments:
+        by_run[fragment["meta"]["run"]] = by_run.get(fragment["meta"]["run"], 0) + 1
+    for run_id in selectors.run_fingerprints():
+        pages = sum(-(-max(1, len(selectors.step_index(run_id, trace=t))) // STEPS_PER_PAGE)
+                    for t in selectors.trace_names(run_id))
+        assert by_run.get(run_id, 0) <= pages  # one search record per exported page of steps (none: no word)
+        own = [p for p in (outdir / "runs" / run_id).rglob("*") if p.is_file()]
+        own += [p for p in (outdir / "api/runs" / run_id).rglob("*") if p.is_file()] + [outdir / f"api/runs/{run_id}.json"]
+        assert len(own) + by_run.get(run_id, 0) <= 20, (run_id, len(own), by_run.get(run_id))
+    # the search's shared files (word index chunks, filters, its code) do not grow per step
+    shared = [p for p in (outdir / "pagefind").rglob("*") if p.is_file() and "fragment" not in p.parts]
+    steps = sum(r.step_count for r in selectors.list_runs(limit=None)[0])
+    assert len(shared) < steps / 20, (len(shared), steps)
+
+
+def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):
+    outdir, added = site_copy.outdir, site_copy.added
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.deep_run]))
+    messages: list[str] = []
+    report = export_site(outdir, progress=messages.append, bar=True)
+    assert report.runs_written == 1
+    bar = capsys.readouterr().err
+    # tqdm's bar: runs done of the total, the time left, and the run's HTML pages rendered
+    pages = len(list((outdir / "runs" / added.deep_run).rglob("*.html")))
+    assert pages >= 2 and re.search(rf"runs: 100%\|.*\| 1/1 \[[\d:]+<[\d:]+, .*pages={pages}\]", bar), bar
+    assert messages[0].startswith("rendering the site pages") and "indexing 1 changed runs for the search" in messages

@@ -1,8 +1,11 @@
 // Static export only: the search page (search/index.html) over the Pagefind bundle in ../pagefind/ (export/search.py
-// writes it: one record per step of every run's traces, the step's whole text). pagefind.js is imported the first
-// time the search is used (typing, a filter, or a ?q= in the address), and it fetches only the parts of the index a
-// search needs. The address keeps the search (?q=&run=&agent=...), so a search can be linked; the run page's form
-// sends ?run=<id> (and trace, kind, tool) to search one run.
+// writes it: one record per exported page of steps, each step's whole text under its own heading, so a matching
+// page answers one sub-result per matching step). pagefind.js is imported the first time the search is used
+// (typing, a filter, or a ?q= in the address), and it fetches only the parts of the index a search needs. The runs
+// changed since the bundle was built have small indexes of their own, merged here (pagefind/shards.json: "merge",
+// and "stale", the runs whose records in the bundle are hidden by the "not" filter). The address keeps the search
+// (?q=&run=&agent=...), so a search can be linked; the run page's form sends ?run=<id> (and trace, kind, tool) to
+// search one run. Links are made from the site's root as this page sees it, so the copy can live under any path.
 (function () {
   "use strict";
   const form = document.getElementById("search-form");
@@ -15,10 +18,14 @@
   const PAGE = 20;
   const selects = Array.from(form.querySelectorAll("select"));
   const wanted = new URLSearchParams(window.location.search);
+  const root = new URL("../", document.baseURI).pathname;  // this page is <root>search/index.html
   let pagefind = null;
+  let stale = [];
   let generation = 0;
   let found = [];
+  let loaded = 0;
   let shown = 0;
+  let queue = [];
 
   input.value = wanted.get("q") || "";
   form.elements.run.value = wanted.get("run") || "";
@@ -44,9 +51,15 @@
   function load() {
     if (!pagefind) {
       say("Loading the search index…");
-      pagefind = import(new URL(form.dataset.pagefind, document.baseURI).href).then(async function (pf) {
-        await pf.options({ excerptLength: 40 });
+      const script = new URL(form.dataset.pagefind, document.baseURI);
+      pagefind = import(script.href).then(async function (pf) {
+        await pf.options({ excerptLength: 40, baseUrl: root });
         await pf.init();
+        const shards = await (await fetch(new URL("shards.json", script))).json();
+        stale = shards.stale;
+        await Promise.all(shards.merge.map(function (path) {
+          return pf.mergeIndex(new URL(path, script).pathname, { baseUrl: root });
+        }));
         const counts = await pf.filters();
         selects.forEach(function (select) {
           const values = Object.keys(counts[select.name] || {}).sort();
@@ -72,6 +85,12 @@
     return chosen;
   }
 
+  // Pagefind's filters for the chosen ones: a record (a page of steps) lists every kind and tool of its steps, and
+  // the records of the base bundle whose run changed since are left out.
+  function pagefindFilters(chosen) {
+    return Object.assign({}, chosen, stale.length ? { not: { base: stale } } : {});
+  }
+
   function remember(q, chosen) {
     const url = new URL(window.location.href);
     url.search = new URLSearchParams(Object.assign(q ? { q: q } : {}, chosen)).toString();
@@ -79,47 +98,80 @@
   }
 
   // A hit's page with ?mark=<query> before its #step-N: the step page wraps the query's words in <mark> (trace.js).
-  // Pagefind's URLs start at the site's root ("/runs/..."): made relative to this page (search/index.html), so the
-  // export works from any folder of a web server.
+  // Pagefind's URLs start at the site's root (``root``, "/.../runs/..."): made relative to this page
+  // (search/index.html), so the export works from any folder of a web server.
   function marked(url, q) {
-    if (url.charAt(0) === "/") url = ".." + url;
+    if (url.indexOf(root) === 0) url = "../" + url.slice(root.length);
+    else if (url.charAt(0) === "/") url = ".." + url;
     const at = url.indexOf("#");
     const page = at < 0 ? url : url.slice(0, at);
     return page + (page.indexOf("?") < 0 ? "?" : "&") + "mark=" + encodeURIComponent(q) + (at < 0 ? "" : url.slice(at));
   }
 
-  function hit(data) {
+  // One result per matching step: a record's sub-results (one per step heading, "step-N"), narrowed to the chosen
+  // kind and tool (the record's meta "steps" says each step's).
+  function stepHits(data) {
+    const steps = {};
+    JSON.parse(data.meta.steps || "[]").forEach(function (s) { steps["step-" + s[0]] = s; });
+    return data.sub_results.map(function (sub) {
+      const step = steps[sub.url.split("#")[1]];
+      return step && { url: sub.url, excerpt: sub.excerpt.replace(/^\u00b7\s*/, ""), title: data.meta.title,
+        run: data.meta.run, trace: data.meta.trace, index: step[0], kind: step[1], tool: step[2] };
+    }).filter(function (h) {
+      return h && (!form.elements.kind.value || h.kind === form.elements.kind.value)
+        && (!form.elements.tool.value || h.tool === form.elements.tool.value);
+    });
+  }
+
+  function hit(step) {
     const li = document.createElement("li");
     li.className = "search-hit";
-    li.dataset.run = data.meta.run;
-    li.dataset.step = data.meta.step;
+    li.dataset.run = step.run;
+    li.dataset.step = step.index;
     const head = li.appendChild(document.createElement("div"));
     head.className = "hit-head";
     const link = head.appendChild(document.createElement("a"));
-    link.href = marked(data.url, input.value.trim());
-    link.textContent = data.meta.title;
+    link.href = marked(step.url, input.value.trim());
+    link.textContent = step.title;
     const where = head.appendChild(document.createElement("span"));
     where.className = "muted";
-    where.textContent = "step " + data.meta.step + " · " + data.meta.kind + (data.meta.tool ? " " + data.meta.tool : "")
-      + (data.meta.trace === "agent" ? "" : " · " + data.meta.trace + " trace");
+    where.textContent = "step " + step.index + " · " + step.kind + (step.tool ? " " + step.tool : "")
+      + (step.trace === "agent" ? "" : " · " + step.trace + " trace");
     const text = li.appendChild(document.createElement("p"));
     text.className = "excerpt";
-    excerpt(text, data.excerpt);
+    excerpt(text, step.excerpt);
     return li;
   }
 
-  // The next PAGE results (their records fetched now), after those shown; the first page replaces the last search's.
+  // The next PAGE matching steps, after those shown, loading the records (pages of steps) they come from as needed;
+  // the first page replaces the last search's.
   async function showMore(mine) {
-    const page = await Promise.all(found.slice(shown, shown + PAGE).map(function (r) { return r.data(); }));
+    while (queue.length < PAGE && loaded < found.length) {
+      const batch = await Promise.all(found.slice(loaded, loaded + PAGE).map(function (r) { return r.data(); }));
+      if (mine !== generation) return false;
+      loaded += batch.length;
+      batch.forEach(function (data) { queue = queue.concat(stepHits(data)); });
+    }
     if (mine !== generation) return false;
     if (!shown) results.replaceChildren();
-    page.forEach(function (data) { results.appendChild(hit(data)); });
+    const page = queue.splice(0, PAGE);
+    page.forEach(function (step) { results.appendChild(hit(step)); });
     shown += page.length;
-    more.hidden = shown >= found.length;
+    more.hidden = !queue.length && loaded >= found.length;
     if (form.elements.run.value && page.length) {
-      runNote.querySelector(".run-title").textContent = page[0].meta.title;
+      runNote.querySelector(".run-title").textContent = page[0].title;
     }
     return true;
+  }
+
+  function counted(q) {
+    const steps = shown + queue.length;
+    if (loaded >= found.length) {
+      return steps + " step" + (steps === 1 ? " matches" : "s match") + " \u201c" + q + "\u201d"
+        + (steps > PAGE ? "; the best " + PAGE + " first." : ".");
+    }
+    return steps + " steps match \u201c" + q + "\u201d in the best " + loaded + " of the " + found.length
+      + " pages of steps that hold the words; more below.";
   }
 
   async function search(wait) {
@@ -138,19 +190,24 @@
       say("Type a word to search every step.");
       return;
     }
-    const answer = wait ? await pf.debouncedSearch(q, { filters: chosen }, 250) : await pf.search(q, { filters: chosen });
+    const options = { filters: pagefindFilters(chosen) };
+    const answer = wait ? await pf.debouncedSearch(q, options, 250) : await pf.search(q, options);
     if (answer === null || mine !== generation) return;  // a newer search replaced this one
     found = answer.results;
+    loaded = 0;
     shown = 0;
+    queue = [];
     if (!(await showMore(mine))) return;
-    say(found.length + " step" + (found.length === 1 ? " matches" : "s match") + " “" + q + "”"
-      + (found.length > PAGE ? "; the best " + PAGE + " first." : "."));
+    say(counted(q));
     results.dataset.query = q;  // the search these results answer
   }
 
   input.addEventListener("input", function () { search(true); });
   selects.forEach(function (select) { select.addEventListener("change", function () { search(false); }); });
   form.addEventListener("submit", function (event) { event.preventDefault(); search(false); });
-  more.addEventListener("click", function () { showMore(generation); });
+  more.addEventListener("click", async function () {
+    const mine = generation;
+    if (await showMore(mine)) say(counted(input.value.trim()));
+  });
   if (input.value || form.elements.run.value) search(false);
 })();

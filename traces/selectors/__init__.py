@@ -25,7 +25,7 @@ from .compare import ComparePage, Peer, cell_peers, compare_page
 from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page, timeline_page
 from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
-                   run_directory, run_facets, run_texts, runs_with_facet)
+                   run_directory, run_facets, run_texts, runs_read_once, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
                     WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time,
                     step_index, step_text, steps_page, tools_used, trace_names, whole_steps)
@@ -46,7 +46,7 @@ __all__ = [
     "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
     "previous_cursor", "reference_scores", "run_content_hashes", "run_directory", "run_facets", "run_facts",
     "run_fingerprints",
-    "run_page", "run_steps", "run_texts", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
+    "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "tools_used", "trace_names", "tree_baselines",
     "whole_steps",
 ]

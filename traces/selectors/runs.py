@@ -7,6 +7,9 @@ in one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -311,7 +314,26 @@ def list_runs(
                              sort=sort, direction=direction)
 
 
+# Runs read already, that read_run answers from memory (see runs_read_once); None: every read_run queries.
+_READ_ONCE: ContextVar[dict[str, Run] | None] = ContextVar("runs_read_once", default=None)
+
+
+@contextmanager
+def runs_read_once(runs: Iterable[Run]) -> Iterator[None]:
+    """Within the block (in this thread's context), :func:`read_run` of one of ``runs`` answers a copy of it
+    instead of querying the warehouse: the static export reads every run once (the runs list's one query) and
+    renders all of a run's pages, whose selectors each read the run, from that read."""
+    token = _READ_ONCE.set({run.id: run for run in runs})
+    try:
+        yield
+    finally:
+        _READ_ONCE.reset(token)
+
+
 def read_run(con, run_id: str) -> Run | None:
+    known = _READ_ONCE.get()
+    if known is not None and run_id in known:
+        return known[run_id].model_copy(deep=True)
     found = read_runs(con, "r.id = ?", [run_id])
     return found[0] if found else None
 
