@@ -240,15 +240,15 @@ def test_the_search_page_merges_the_index_of_a_run_changed_since(site_copy, serv
     base = serve(outdir)
     page.goto(base + "search/index.html")
     found = search_for(page, "zanzibarquill")
-    assert [h["href"] for h in found] == [f"/runs/{added.other_run}/index.html#step-{added.other_step}"]
+    assert [h["href"] for h in found] == [f"../runs/{added.other_run}/index.html?mark=zanzibarquill#step-{added.other_step}"]
     assert found[0]["marks"] == ["zanzibarquill"]
     assert search_for(page, OTHER_WORD) == []
     assert page.locator("#search-status").inner_text() == f"0 steps match \u201c{OTHER_WORD}\u201d."
     found = search_for(page, DEEP_WORD)
-    assert [h["href"] for h in found] == [f"/runs/{added.deep_run}/steps/2.html#step-{added.deep_step}"]
+    assert [h["href"] for h in found] == [f"../runs/{added.deep_run}/steps/2.html?mark={DEEP_WORD}#step-{added.deep_step}"]
     # a common word: every result is one step, each linked to its anchor on an exported page
     found = search_for(page, "step")
-    assert len(found) == 20 and all(re.search(r"\.html#step-\d+$", h["href"]) for h in found)
+    assert len(found) == 20 and all(re.search(r"^\.\./runs/.*\.html\?mark=step#step-\d+$", h["href"]) for h in found)
     assert "pages of steps" in page.locator("#search-status").inner_text() or \
         "the best 20 first" in page.locator("#search-status").inner_text()
     page.screenshot(path=ARTIFACTS / "export-search-merged.png", full_page=True)
