@@ -7,7 +7,7 @@ import sys
 # for the workers), so a web worker marks it absent and DuckDB takes plain Python values (bench/web_memory.py).
 sys.modules.setdefault("pandas", None)  # type: ignore[arg-type]
 
-from django.core.wsgi import get_wsgi_application
+from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the pandas mark)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 application = get_wsgi_application()
