@@ -386,12 +386,14 @@ def filter_options() -> dict[str, list[tuple[str, str]]]:
 
 
 def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
-    agents = con.execute("SELECT DISTINCT m.agent_key, m.agent_name FROM runs r JOIN methods m ON m.id = r.method "
-                         f"WHERE {AGENT_RUN} ORDER BY m.agent_name, m.agent_key").fetchall()
-    benchmarks = con.execute(f"SELECT DISTINCT r.benchmark FROM runs r WHERE {AGENT_RUN} "
-                             "ORDER BY r.benchmark").fetchall()
-    models = con.execute(f"SELECT DISTINCT r.base_model FROM runs r WHERE {AGENT_RUN} "
-                         "ORDER BY r.base_model").fetchall()
+    # One scan of the runs for the three lists (each query on a DuckLake table has a fixed cost of its own).
+    pairs, bench_ids, model_ids = con.execute(
+        "SELECT list(DISTINCT struct_pack(k := m.agent_key, n := m.agent_name)), list(DISTINCT r.benchmark), "
+        f"list(DISTINCT r.base_model) FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN}").fetchone()
+    agents = sorted(((p["k"], p["n"]) for p in pairs or ()),  # by name then key, names NULL last (SQL's order)
+                    key=lambda a: (a[1] is None, a[1] or "", a[0] is None, a[0] or ""))
+    benchmarks = [(b,) for b in sorted(b for b in bench_ids or () if b is not None)]
+    models = [(m,) for m in sorted(m for m in model_ids or () if m is not None)]
     suite = display_suite()
     bench_name = suite.benchmark_name if suite else str
     model_name = suite.base_model_name if suite else str
