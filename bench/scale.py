@@ -102,7 +102,7 @@ def pages() -> list[str]:
             *[f"/plots/{p}/" for p in plot_pages],
             f"/runs/{run.id}/", f"/runs/{run.id}/steps", f"/runs/{run.id}/timeline.json",
             "/api/leaderboard", "/api/leaderboard?source=runs", "/api/runs", f"/api/runs?after={first}",
-            f"/api/runs?after={deep_after}", "/api/runs?latest=true&limit=500",
+            f"/api/runs?limit=50&after={deep_after}", "/api/runs?latest=true&limit=500",
             f"/api/runs/{run.id}", f"/api/runs/{run.id}/steps", f"/api/runs/{run.id}/facets",
             f"/api/runs/{run.id}/timeline",
             *[f"/api/analysis/{a}" for a in analysis], *[f"/api/plots/{p}" for p in plot_pages]]

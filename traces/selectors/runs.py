@@ -34,6 +34,7 @@ PARTIAL_ORIGIN = "rerun-partial"  # a rerun on a sample of the test set (``--lim
 TEXT_SHOWN = 100_000  # characters of a run's prompt (and of its metrics.json) a run page and its API twin show
 PROBLEMS_SHOWN = 500  # ingest problems listed on a run page and in its API twin (the count says how many)
 VERDICT_COLUMNS = "judge, attempt, era, kind, value, flagged, text, note, source_file"
+NEST_LIMIT = 100  # runs of a page whose verdicts are nested into the page's query (read_runs)
 # A run's verdicts (ordered by era, judge, attempt, kind) and overrides (oldest first) as lists of structs in the run's
 # own row: one query reads runs with both, joined by the planner, instead of two more with ``IN (?, ?, ...)`` lists
 # of every run id (whose planning cost grew with the number of runs; issue 24).
@@ -61,15 +62,25 @@ def read_runs(con, where: str, params: list, limit: int | None = None, *, sort: 
     columns += f", m.agent_name AS agent, m.agent_key, m.scaffold, {SCORE_SQL} AS score"
     source = f"FROM runs r JOIN methods m ON m.id = r.method WHERE {where}"
     cut = f" LIMIT {int(limit)}" if limit else ""
-    # The page first (ordered, cut), then its runs' verdicts and overrides nested into their rows: one query, and
-    # the nested lists are looked up for the page's runs only.
+    # The page first (ordered, cut), then its runs' verdicts and overrides: for a page of up to NEST_LIMIT runs (a
+    # run read, a page of the runs list) nested into the rows, one query; for more (the latest runs of a suite)
+    # in two more queries with the page's ids as one list parameter, which DuckDB turns into Python faster than
+    # nested structs (2,520 runs: 145 against 243 CPU ms; bench/RESULTS.md). Never ``IN (?, ?, ...)``.
+    nest = limit is not None and limit <= NEST_LIMIT
     if sort is None:
         page, order, page_params = f"SELECT {columns} {source} ORDER BY r.id{cut}", "p.id", params
     else:
         sql, sort_params = sort.query(columns, source, after)
         page, page_params = sql + cut, [*sort.params, *params, *sort_params]
         order = f"p.sort_key IS NULL, p.sort_key {'DESC' if sort.descending else 'ASC'}, p.id"
-    rows = fetch_dicts(con, f"SELECT p.*, {nested_verdicts('p')} FROM ({page}) p ORDER BY {order}", page_params)
+    if nest:
+        rows = fetch_dicts(con, f"SELECT p.*, {nested_verdicts('p')} FROM ({page}) p ORDER BY {order}", page_params)
+    else:
+        rows = fetch_dicts(con, page, page_params)
+        by_run = read_verdicts(con, [r["id"] for r in rows], as_dicts=True)
+        overrides = read_override_rows(con, [r["id"] for r in rows])
+        for row in rows:
+            row["verdict_rows"], row["override_rows"] = by_run[row["id"]], overrides.get(row["id"])
     if sort is not None:
         for row in rows:
             del row["sort_key"]
@@ -165,15 +176,27 @@ def read_run_sort(con, sort: str, direction: SortDirection = "asc") -> RunSort:
     return RunSort(key=key, params=params, descending=direction == "desc")
 
 
-def read_verdicts(con, ids: list[str]) -> dict[str, list[Verdict]]:
-    """{run id: its verdicts} for the given runs (every id a key), ordered by era, judge, attempt, kind."""
-    by_run: dict[str, list[Verdict]] = {i: [] for i in ids}
+def read_verdicts(con, ids: list[str], *, as_dicts: bool = False) -> dict[str, list[Any]]:
+    """{run id: its verdicts} for the given runs (every id a key), ordered by era, judge, attempt, kind; as
+    :class:`Verdict`, or with ``as_dicts`` as dicts of VERDICT_COLUMNS. The ids go in as one list parameter."""
+    by_run: dict[str, list[Any]] = {i: [] for i in ids}
     if not ids:
         return by_run
-    for row in fetch_dicts(con, f"SELECT run_id, {VERDICT_COLUMNS} FROM verdicts WHERE run_id IN "
-                                f"({', '.join('?' * len(ids))}) ORDER BY run_id, era, judge, attempt, kind", ids):
-        by_run[row.pop("run_id")].append(Verdict(**row))
+    for row in fetch_dicts(con, f"SELECT run_id, {VERDICT_COLUMNS} FROM verdicts WHERE run_id = ANY(?::VARCHAR[]) "
+                                "ORDER BY run_id, era, judge, attempt, kind", [ids]):
+        by_run[row.pop("run_id")].append(row if as_dicts else Verdict(**row))
     return by_run
+
+
+def read_override_rows(con, ids: list[str]) -> dict[str, list[dict]]:
+    """{run id: its overrides as ``{"kind", "flagged"}``, oldest first} for the given runs that have any."""
+    out: dict[str, list[dict]] = {}
+    if ids:
+        for run_id, kind, flagged in con.execute(
+                "SELECT run_id, kind, flagged FROM verdict_overrides WHERE run_id = ANY(?::VARCHAR[]) "
+                "ORDER BY created_at", [ids]).fetchall():
+            out.setdefault(run_id, []).append({"kind": kind, "flagged": flagged})
+    return out
 
 
 def _attach_verdicts(run: Run, verdicts: list[Verdict], overrides: dict[str, bool], suite: Suite | None) -> None:
@@ -340,7 +363,7 @@ def list_runs(
 
 
 def read_run(con, run_id: str) -> Run | None:
-    found = read_runs(con, "r.id = ?", [run_id])
+    found = read_runs(con, "r.id = ?", [run_id], 1)  # one query (verdicts nested)
     return found[0] if found else None
 
 
