@@ -21,7 +21,6 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from ptbsite.celery import app as celery_app
 from traces import selectors as run_selectors
 from traces import services as run_services
 from traces.redaction import Redactor
@@ -37,6 +36,14 @@ JUDGE_TASK_NAME = "evaluator.rerun_judge"
 MAX_EVAL_LOG_BYTES = 512 << 20
 MAX_ATTEMPTS = 2  # deliveries of one job: the first, and one retry after a lost worker
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _celery() -> Any:
+    """The Celery app, imported on first use: a web worker that only serves pages never loads Celery's app and
+    worker machinery (~12 MB of RSS; bench/web_memory.py)."""
+    from ptbsite.celery import app
+
+    return app
 
 
 class RerunRefused(ValueError):
@@ -93,12 +100,12 @@ def _publish(job: RerunJob) -> RerunJob:
     """Send the job to the broker (its queue); on a broker error fail the job and raise BrokerUnavailable."""
     name = JUDGE_TASK_NAME if job.kind == RerunJob.Kind.JUDGE else TASK_NAME
     try:
-        with celery_app.connection_for_write() as conn:
+        with _celery().connection_for_write() as conn:
             conn.ensure_connection(max_retries=1)
-            celery_app.send_task(name, args=[job_message(job)], task_id=job.celery_task_id, queue=job.queue,
+            _celery().send_task(name, args=[job_message(job)], task_id=job.celery_task_id, queue=job.queue,
                                  connection=conn, retry=False)
     except (OperationalError, OSError) as exc:
-        reason = f"broker unavailable ({celery_app.conf.broker_url.split('@')[-1]}): {exc}"
+        reason = f"broker unavailable ({_celery().conf.broker_url.split('@')[-1]}): {exc}"
         RerunJob.objects.filter(pk=job.pk).update(status=RerunJob.Status.FAILED, reason=reason, finished_at=_now())
         _append_log(job.pk, reason)
         raise BrokerUnavailable(reason) from exc

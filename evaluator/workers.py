@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 
-from ptbsite.celery import app as celery_app
+
+def _celery() -> Any:
+    """The Celery app, imported on first use: a web worker that only serves pages never loads Celery's app and
+    worker machinery (~12 MB of RSS; bench/web_memory.py)."""
+    from ptbsite.celery import app
+
+    return app
 
 
 @dataclass(frozen=True)
@@ -35,13 +42,13 @@ def census(queue: str, *, timeout: float | None = None, fresh: bool = False) -> 
     PTB_WORKER_SEEN_SECONDS. A broadcast waits ``timeout`` seconds (default PTB_WORKER_CENSUS_TIMEOUT) for answers;
     a broker that cannot be reached gives a census with no workers and its ``error``."""
     timeout = settings.PTB_WORKER_CENSUS_TIMEOUT if timeout is None else timeout
-    key = f"evaluator:census:{celery_app.conf.broker_url}:{queue}"
+    key = f"evaluator:census:{_celery().conf.broker_url}:{queue}"
     if not fresh and (cached := cache.get(key)) is not None:
         return cached
     try:
         # A connection of its own, to the broker configured now (the app's pool keeps the first broker it saw).
-        with celery_app.connection_for_write() as connection:
-            answers = celery_app.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
+        with _celery().connection_for_write() as connection:
+            answers = _celery().control.inspect(timeout=timeout, connection=connection).active_queues() or {}
         error = ""
     except Exception as exc:  # noqa: BLE001 - a broker that is down is an answer here, not an error page
         answers, error = {}, f"{type(exc).__name__}: {exc}"

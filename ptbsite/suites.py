@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -119,8 +119,22 @@ class Suite(_Model):
     agent_groups: list[Agent] = []
 
     def known_agents(self) -> list[Agent]:
-        """The published agents (``published.agents``), then ``agent_groups`` (see :func:`known_agents`)."""
-        return [Agent.model_validate(a) for a in self.published.get("agents", [])] + list(self.agent_groups)
+        """The published agents (``published.agents``), then ``agent_groups`` (see :func:`known_agents`); validated
+        once per Suite object (a suite file is read once per change, :func:`display_suite`), not once per call."""
+        return list(self._known)
+
+    @cached_property
+    def _known(self) -> tuple[Agent, ...]:
+        return tuple([Agent.model_validate(a) for a in self.published.get("agents", [])] + list(self.agent_groups))
+
+    @cached_property
+    def _by_method(self) -> dict[str, tuple[Agent, int | None]]:
+        """{method dir: (the first known agent listing it, its 1-based seed or None for a single-method agent)}."""
+        out: dict[str, tuple[Agent, int | None]] = {}
+        for agent in self._known:
+            for i, method in enumerate(agent.methods):
+                out.setdefault(method, (agent, i + 1 if len(agent.methods) > 1 else None))
+        return out
 
     def scaffolds(self) -> list[str]:
         """The scaffolds of the suite's known agents (``Claude Code``, ``Codex CLI``, ...), sorted; the plots give
@@ -142,18 +156,14 @@ class Suite(_Model):
 
     def agent_name(self, method: str) -> str | None:
         """The display name of the agent whose ``methods`` list names the method directory ``method``, else None."""
-        for agent in self.known_agents():
-            if method in agent.methods:
-                return agent.name
-        return None
+        found = self._by_method.get(method)
+        return found[0].name if found else None
 
     def agent_seed(self, method: str) -> int | None:
         """Which of its agent's repeated runs ``method`` is (1-based, the order of the agent's ``methods``), None
         when no agent lists it or the agent has a single method."""
-        for agent in self.known_agents():
-            if method in agent.methods and len(agent.methods) > 1:
-                return agent.methods.index(method) + 1
-        return None
+        found = self._by_method.get(method)
+        return found[1] if found else None
 
     def benchmark(self, benchmark_id: str) -> Benchmark:
         """The benchmark ``benchmark_id``; raises KeyError naming the known ids."""

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from functools import cache
 
 import duckdb
-import pyarrow as pa
 
 WORD = r"[\pL\pM\pN_]"  # one word character (RE2 syntax, in DuckDB's regexp functions)
 WORDS = WORD + "+"
@@ -75,6 +74,8 @@ def index_whole_texts(con: duckdb.DuckDBPyConnection, texts: Iterable[tuple]) ->
     """Write the word rows of the whole texts of fields cut at ingest: ``texts`` are ``step_texts`` rows
     ``(run_id, trace, idx, field, chunk, zlib bytes)``, decompressed and joined in chunk order (the stored, cut
     text of those fields is indexed with its step). Raises duckdb.Error."""
+    import pyarrow as pa  # on a write only: web workers never load it (bench/web_memory.py)
+
     fields: dict[tuple, list[tuple[int, bytes]]] = {}
     for run_id, trace, idx, field, chunk, data in texts:
         fields.setdefault((run_id, trace, idx, field), []).append((chunk, data))

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-import pyarrow as pa
+from functools import cache
+from typing import Any
 
 from ptbsite import warehouse
 
@@ -30,10 +31,32 @@ STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of 
 STEP_COLUMNS = ["run_id", "trace", "idx", "time", "elapsed_s", "kind", "tool", "input", "output", "is_error",
                 "call_id", "tokens_in", "tokens_out", "cost_usd", "line", "suspicious", "label", "input_bytes",
                 "output_bytes"]
-STEP_TYPES = [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float64(), pa.string(), pa.string(),
-              pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
-              pa.string(), pa.string(), pa.int64(), pa.int64()]
-TEXT_TYPES = [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()]
+
+
+@cache
+def _arrow_types() -> dict[str, list]:
+    """The Arrow types of the rows written as Arrow tables. pyarrow is imported here, on the first write, not when a
+    web worker imports this module for a constant (~70 MB of RSS; bench/web_memory.py)."""
+    import pyarrow as pa
+
+    return {
+        "steps": [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float64(), pa.string(), pa.string(),
+                  pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
+                  pa.string(), pa.string(), pa.int64(), pa.int64()],
+        "texts": [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()],
+        "facets": [pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()],
+        "phases": [pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.int32()],
+        "monitor": [pa.string(), pa.timestamp("us"), pa.float64(), pa.float64(), pa.float64(), pa.float64()],
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``STEP_TYPES`` and ``TEXT_TYPES`` (Arrow types of ``steps`` and ``step_texts`` rows), built on first use."""
+    if name == "STEP_TYPES":
+        return _arrow_types()["steps"]
+    if name == "TEXT_TYPES":
+        return _arrow_types()["texts"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def delete_run(con, run_id: str) -> None:
@@ -42,16 +65,18 @@ def delete_run(con, run_id: str) -> None:
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
-    for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TYPES):
+    for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TABLES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
 def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
+    import pyarrow as pa
+
     if steps:
         columns = list(zip(*steps))
         table = pa.table({name: pa.array(column, type=typ)
-                          for name, column, typ in zip(STEP_COLUMNS, columns, STEP_TYPES)})
+                          for name, column, typ in zip(STEP_COLUMNS, columns, _arrow_types()["steps"])})
         con.register("new_steps", table)
         try:
             con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
@@ -59,7 +84,7 @@ def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
         finally:
             con.unregister("new_steps")
     if texts:
-        table = pa.table({f"c{i}": pa.array([r[i] for r in texts], type=t) for i, t in enumerate(TEXT_TYPES)})
+        table = pa.table({f"c{i}": pa.array([r[i] for r in texts], type=t) for i, t in enumerate(_arrow_types()["texts"])})
         con.register("new_texts", table)
         try:
             con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
@@ -171,11 +196,7 @@ def write_runs(con, batch: list[RunWrite]) -> None:
         [value for cell in cells for value in cell])
 
 
-_ANALYSIS_TYPES = {
-    "facets": [pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()],
-    "phases": [pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.int32()],
-    "monitor": [pa.string(), pa.timestamp("us"), pa.float64(), pa.float64(), pa.float64(), pa.float64()],
-}
+_ANALYSIS_TABLES = ("facets", "phases", "monitor")
 
 
 def _store_analysis(con, rows: dict[str, list[tuple]]) -> None:
@@ -184,7 +205,10 @@ def _store_analysis(con, rows: dict[str, list[tuple]]) -> None:
 
     Rows go in as Arrow tables: a 50-hour run has 3,000 monitor samples, too many for row-by-row inserts.
     """
-    for table, types in _ANALYSIS_TYPES.items():
+    import pyarrow as pa
+
+    for table in _ANALYSIS_TABLES:
+        types = _arrow_types()[table]
         if rows.get(table):
             data = pa.table({f"c{i}": pa.array([r[i] for r in rows[table]], type=t) for i, t in enumerate(types)})
             con.register("new_rows", data)

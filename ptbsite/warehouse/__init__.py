@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from . import version
+from . import memo, version
 from .bulk import insert_rows
 from .connections import ALIAS, close_connections, hold_open
 from .maintenance import Compaction, compact
@@ -22,7 +22,7 @@ from .transactions import connect, run_in_transaction, transaction
 
 __all__ = [
     "ALIAS", "SQL_DIR", "UNREACHABLE_ATTEMPTS", "Compaction", "RequestScopeMiddleware", "WarehouseSpec",
-    "WarehouseUnavailable", "close_connections", "compact", "connect", "describe", "duckdb", "hold_open", "insert_rows", "migrate", "migrate_now",
+    "WarehouseUnavailable", "close_connections", "compact", "connect", "describe", "duckdb", "hold_open", "insert_rows", "memo", "migrate", "migrate_now",
     "migration_files", "parse_spec", "reset_migration_cache", "retrying", "run_in_transaction", "transaction",
     "version", "warehouse_spec",
 ]

@@ -305,18 +305,27 @@ def read_run_facts(con, suite: str) -> list[RunFacts]:
     return facts
 
 
+_ANALYSES: warehouse.memo.PerVersion[Analysis] = warehouse.memo.PerVersion(maxsize=4)
+
+
 @warehouse.retrying
 def analysis(suite: str) -> Analysis:
-    """The analysis page of a suite and its JSON twins (``/api/analysis/*``), in one unit of work: method mix,
+    """The analysis page of a suite and its JSON twins (``/api/analysis/*``), computed once per warehouse version
+    (``warehouse.memo``: the page and its five twins share one computation; callers must not change it), in one unit of work: method mix,
     score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
     source reports on the same questions (``reported``, ``ptbsite.reported``).
 
     Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
     difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
     """
-    with warehouse.connect() as con:
-        facts = read_run_facts(con, suite)
-        reported = read_reported_facts(con, suite)
+    with warehouse.connect() as con:  # one unit of work on a memo hit too (cheap: the request's open instance)
+        return _ANALYSES.get(suite, lambda: read_analysis(con, suite))
+
+
+def read_analysis(con, suite: str) -> Analysis:
+    """:func:`analysis` computed on an open connection (no memo)."""
+    facts = read_run_facts(con, suite)
+    reported = read_reported_facts(con, suite)
     agents: dict[str, list[RunFacts]] = {}
     for f in facts:
         agents.setdefault(f.run.agent_key, []).append(f)

@@ -37,6 +37,16 @@ PARTIAL_ORIGIN = "rerun-partial"  # a rerun on a sample of the test set (``--lim
 TEXT_SHOWN = 100_000  # characters of a run's prompt (and of its metrics.json) a run page and its API twin show
 PROBLEMS_SHOWN = 500  # ingest problems listed on a run page and in its API twin (the count says how many)
 VERDICT_COLUMNS = "judge, attempt, era, kind, value, flagged, text, note, source_file"
+NEST_LIMIT = 100  # runs of a page whose verdicts are nested into the page's query (read_runs)
+# A run's verdicts (ordered by era, judge, attempt, kind) and overrides (oldest first) as lists of structs in the run's
+# own row: one query reads runs with both, joined by the planner, instead of two more with ``IN (?, ?, ...)`` lists
+# of every run id (whose planning cost grew with the number of runs; issue 24).
+def nested_verdicts(alias: str) -> str:
+    """SQL columns ``verdict_rows, override_rows`` of the run whose id is ``<alias>.id`` (see above)."""
+    return ("(SELECT list(struct_pack(" + ", ".join(f"{c.strip()} := v.{c.strip()}" for c in VERDICT_COLUMNS.split(","))
+            + f") ORDER BY v.era, v.judge, v.attempt, v.kind) FROM verdicts v WHERE v.run_id = {alias}.id) AS "
+            "verdict_rows, (SELECT list(struct_pack(kind := o.kind, flagged := o.flagged) ORDER BY o.created_at) "
+            f"FROM verdict_overrides o WHERE o.run_id = {alias}.id) AS override_rows")
 
 
 def fetch_dicts(con, sql: str, params: list | tuple = ()) -> list[dict[str, Any]]:
@@ -55,15 +65,39 @@ def read_runs(con, where: str, params: list, limit: int | None = None, *, sort: 
     columns += f", m.agent_name AS agent, m.agent_key, m.scaffold, {SCORE_SQL} AS score"
     source = f"FROM runs r JOIN methods m ON m.id = r.method WHERE {where}"
     cut = f" LIMIT {int(limit)}" if limit else ""
+    # The page first (ordered, cut), then its runs' verdicts and overrides: for a page of up to NEST_LIMIT runs (a
+    # run read, a page of the runs list) nested into the rows, one query; for more (the latest runs of a suite)
+    # in two more queries with the page's ids as one list parameter, which DuckDB turns into Python faster than
+    # nested structs (2,520 runs: 145 against 243 CPU ms; bench/RESULTS.md). Never ``IN (?, ?, ...)``.
+    nest = limit is not None and limit <= NEST_LIMIT
     if sort is None:
-        rows = fetch_dicts(con, f"SELECT {columns} {source} ORDER BY r.id{cut}", params)
+        page, order, page_params = f"SELECT {columns} {source} ORDER BY r.id{cut}", "p.id", params
     else:
         sql, sort_params = sort.query(columns, source, after)
-        rows = fetch_dicts(con, sql + cut, [*sort.params, *params, *sort_params])
+        page, page_params = sql + cut, [*sort.params, *params, *sort_params]
+        order = f"p.sort_key IS NULL, p.sort_key {'DESC' if sort.descending else 'ASC'}, p.id"
+    if nest:
+        rows = fetch_dicts(con, f"SELECT p.*, {nested_verdicts('p')} FROM ({page}) p ORDER BY {order}", page_params)
+    else:
+        rows = fetch_dicts(con, page, page_params)
+        by_run = read_verdicts(con, [r["id"] for r in rows], as_dicts=True)
+        overrides = read_override_rows(con, [r["id"] for r in rows])
+        for row in rows:
+            row["verdict_rows"], row["override_rows"] = by_run[row["id"]], overrides.get(row["id"])
+    if sort is not None:
         for row in rows:
             del row["sort_key"]
-    runs = [Run(**row) for row in rows]
-    _attach_verdicts(con, runs)
+    runs = []
+    suites: dict[str, Suite | None] = {}  # display names resolved once per suite, not once per run
+    for row in rows:
+        verdicts, overrides = row.pop("verdict_rows"), row.pop("override_rows")
+        run = Run(**row)
+        if run.suite not in suites:
+            suites[run.suite] = display_suite(run.suite)
+        _attach_verdicts(run, [Verdict(**v) for v in verdicts or ()],
+                         {o["kind"]: o["flagged"] for o in overrides or ()},  # the latest override of a kind wins
+                         suites[run.suite])
+        runs.append(run)
     return runs
 
 
@@ -145,33 +179,36 @@ def read_run_sort(con, sort: str, direction: SortDirection = "asc") -> RunSort:
     return RunSort(key=key, params=params, descending=direction == "desc")
 
 
-def read_verdicts(con, ids: list[str]) -> dict[str, list[Verdict]]:
-    """{run id: its verdicts} for the given runs (every id a key), ordered by era, judge, attempt, kind."""
-    by_run: dict[str, list[Verdict]] = {i: [] for i in ids}
+def read_verdicts(con, ids: list[str], *, as_dicts: bool = False) -> dict[str, list[Any]]:
+    """{run id: its verdicts} for the given runs (every id a key), ordered by era, judge, attempt, kind; as
+    :class:`Verdict`, or with ``as_dicts`` as dicts of VERDICT_COLUMNS. The ids go in as one list parameter."""
+    by_run: dict[str, list[Any]] = {i: [] for i in ids}
     if not ids:
         return by_run
-    for row in fetch_dicts(con, f"SELECT run_id, {VERDICT_COLUMNS} FROM verdicts WHERE run_id IN "
-                                f"({', '.join('?' * len(ids))}) ORDER BY run_id, era, judge, attempt, kind", ids):
-        by_run[row.pop("run_id")].append(Verdict(**row))
+    for row in fetch_dicts(con, f"SELECT run_id, {VERDICT_COLUMNS} FROM verdicts WHERE run_id = ANY(?::VARCHAR[]) "
+                                "ORDER BY run_id, era, judge, attempt, kind", [ids]):
+        by_run[row.pop("run_id")].append(row if as_dicts else Verdict(**row))
     return by_run
 
 
-def _attach_verdicts(con, runs: list[Run]) -> None:
-    if not runs:
-        return
-    ids = [r.id for r in runs]
-    by_run = read_verdicts(con, ids)
-    overrides: dict[str, dict[str, bool]] = {i: {} for i in ids}
-    for row in fetch_dicts(con, f"SELECT run_id, kind, flagged FROM verdict_overrides WHERE run_id IN "
-                                f"({', '.join('?' * len(ids))}) ORDER BY created_at", ids):
-        overrides[row["run_id"]][row["kind"]] = row["flagged"]  # the latest override of a kind wins
-    for run in runs:
-        run.verdicts = by_run[run.id]
-        run.overrides = overrides[run.id]
-        baseline = is_baseline_dir(run.method)
-        run.flags = effective_flags(run.verdicts, run.overrides) if not baseline else {}
-        run.verdict_labels = flag_labels(run.verdicts, run.overrides) if not baseline else {}
-        attach_names(run)
+def read_override_rows(con, ids: list[str]) -> dict[str, list[dict]]:
+    """{run id: its overrides as ``{"kind", "flagged"}``, oldest first} for the given runs that have any."""
+    out: dict[str, list[dict]] = {}
+    if ids:
+        for run_id, kind, flagged in con.execute(
+                "SELECT run_id, kind, flagged FROM verdict_overrides WHERE run_id = ANY(?::VARCHAR[]) "
+                "ORDER BY created_at", [ids]).fetchall():
+            out.setdefault(run_id, []).append({"kind": kind, "flagged": flagged})
+    return out
+
+
+def _attach_verdicts(run: Run, verdicts: list[Verdict], overrides: dict[str, bool], suite: Suite | None) -> None:
+    run.verdicts = verdicts
+    run.overrides = overrides
+    baseline = is_baseline_dir(run.method)
+    run.flags = effective_flags(run.verdicts, run.overrides) if not baseline else {}
+    run.verdict_labels = flag_labels(run.verdicts, run.overrides) if not baseline else {}
+    attach_names(run, suite)
 
 
 @lru_cache(maxsize=4096)
@@ -193,16 +230,42 @@ def agent_display(suite: Suite, method: str, stored_name: str) -> str:
         return listed
     sweep = _sweep_of(method)
     if sweep is not None:
-        for agent in suite.known_agents():
-            if any(_sweep_of(m) == sweep for m in agent.methods):
-                return f"{agent.name} (unlisted sweep)"
+        name = _sweep_names(suite).get(sweep)
+        if name is not None:
+            return f"{name} (unlisted sweep)"
     return stored_name or method
 
 
-def attach_names(run: Run) -> None:
+_SWEEPS: dict[int, tuple[Suite, dict[tuple[str, str, float], str]]] = {}
+
+
+def _sweep_names(suite: Suite) -> dict[tuple[str, str, float], str]:
+    """{(harness agent, config, budget hours): the name of the first known agent with a method of that sweep},
+    built once per Suite object (``display_suite`` keeps one per version of the file), not once per run."""
+    found = _SWEEPS.get(id(suite))
+    if found is not None and found[0] is suite:
+        return found[1]
+    names: dict[tuple[str, str, float], str] = {}
+    for agent in suite.known_agents():
+        for m in agent.methods:
+            sweep = _sweep_of(m)
+            if sweep is not None:
+                names.setdefault(sweep, agent.name)
+    if len(_SWEEPS) > 16:
+        _SWEEPS.clear()
+    _SWEEPS[id(suite)] = (suite, names)
+    return names
+
+
+_UNSET: Any = object()
+
+
+def attach_names(run: Run, suite: Suite | None = _UNSET) -> None:
     """Fill the run's display names from its suite file (agent, benchmark, base model, suite, seed); ids stay
-    where the suite does not name them."""
-    suite = display_suite(run.suite)
+    where the suite does not name them. ``suite``: ``display_suite(run.suite)`` when the caller has it (read once
+    for many runs)."""
+    if suite is _UNSET:
+        suite = display_suite(run.suite)
     if suite is None:
         run.agent_display, run.benchmark_name, run.base_model_name = run.agent or run.method, run.benchmark, run.base_model
         run.suite_name = run.suite
@@ -334,7 +397,7 @@ def read_run(con, run_id: str) -> Run | None:
     known = _READ_ONCE.get()
     if known is not None and run_id in known:
         return known[run_id].model_copy(deep=True)
-    found = read_runs(con, "r.id = ?", [run_id])
+    found = read_runs(con, "r.id = ?", [run_id], 1)  # one query (verdicts nested)
     return found[0] if found else None
 
 
@@ -380,12 +443,14 @@ def filter_options() -> dict[str, list[tuple[str, str]]]:
 
 
 def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
-    agents = con.execute("SELECT DISTINCT m.agent_key, m.agent_name FROM runs r JOIN methods m ON m.id = r.method "
-                         f"WHERE {AGENT_RUN} ORDER BY m.agent_name, m.agent_key").fetchall()
-    benchmarks = con.execute(f"SELECT DISTINCT r.benchmark FROM runs r WHERE {AGENT_RUN} "
-                             "ORDER BY r.benchmark").fetchall()
-    models = con.execute(f"SELECT DISTINCT r.base_model FROM runs r WHERE {AGENT_RUN} "
-                         "ORDER BY r.base_model").fetchall()
+    # One scan of the runs for the three lists (each query on a DuckLake table has a fixed cost of its own).
+    pairs, bench_ids, model_ids = con.execute(
+        "SELECT list(DISTINCT struct_pack(k := m.agent_key, n := m.agent_name)), list(DISTINCT r.benchmark), "
+        f"list(DISTINCT r.base_model) FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN}").fetchone()
+    agents = sorted(((p["k"], p["n"]) for p in pairs or ()),  # by name then key, names NULL last (SQL's order)
+                    key=lambda a: (a[1] is None, a[1] or "", a[0] is None, a[0] or ""))
+    benchmarks = [(b,) for b in sorted(b for b in bench_ids or () if b is not None)]
+    models = [(m,) for m in sorted(m for m in model_ids or () if m is not None)]
     suite = display_suite()
     bench_name = suite.benchmark_name if suite else str
     model_name = suite.base_model_name if suite else str
