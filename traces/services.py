@@ -163,6 +163,8 @@ def write_runs(con, batch: list[RunWrite]) -> None:
     for w in batch:
         if w.replace:
             delete_run(con, w.rows["run"]["id"])
+    import pyarrow as pa  # on the first write (_arrow_types)
+
     runs = [w.rows["run"] for w in batch]
     columns = list(runs[0])
     table = pa.Table.from_pylist([{c: run[c] for c in columns} for run in runs])
@@ -179,7 +181,7 @@ def write_runs(con, batch: list[RunWrite]) -> None:
                         [tokens_in, tokens_out, w.rows["run"]["id"], trace, idx])
     warehouse.insert_rows(con, "verdicts", [v for w in batch for v in w.rows["verdicts"]])
     warehouse.insert_rows(con, "evaluations", [e for w in batch for e in w.rows["evaluations"]])
-    _store_analysis(con, {table: [r for w in batch for r in w.rows.get(table) or []] for table in _ANALYSIS_TYPES})
+    _store_analysis(con, {table: [r for w in batch for r in w.rows.get(table) or []] for table in _ANALYSIS_TABLES})
     cells = sorted({(w.rows["run"]["method"], w.rows["run"]["benchmark"], w.rows["run"]["base_model"])
                     for w in batch if not (w.alone and w.rows["run"]["is_latest"])})
     if not cells:
