@@ -59,10 +59,13 @@ def assert_no_broken_link(outdir: Path) -> int:
 
 
 def _write(warehouse_file: Path, *statements: tuple[str, list]) -> None:
-    """Run ``(sql, params)`` statements on the export's DuckDB file (a change the next export must notice)."""
+    """Run ``(sql, params)`` statements on the export's DuckDB file (a change the next export must notice), and
+    publish a new warehouse version as every write of the site does (results kept per version, such as the
+    analysis, are then computed again)."""
     with closing(duckdb.connect(str(warehouse_file))) as con:
         for sql, params in statements:
             con.execute(sql, params)
+    warehouse.version.bump(str(warehouse_file))
 
 
 def _digest(outdir: Path) -> dict[str, str]:
