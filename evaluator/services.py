@@ -370,7 +370,7 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
         _append_log(job.pk, f"the worker reported score {claimed}; the .eval log says {read.score}, which is stored")
     evaluation_id = f"{job.run_id}-rerun-{job.pk}"
     provenance = {**(report.get("provenance") or {}), "job": job.pk, "eval_log": stored,
-                  "samples": read.samples_done, "log_task": read.task, "log_model": read.model,
+                  "samples": read.samples_done, "samples_total": read.samples_total, "log_task": read.task, "log_model": read.model,
                   "log_inspect_ai": read.inspect_ai, "score_read_by": "server (inspect_ai.log.read_eval_log)"}
     try:
         run_services.add_evaluation(
