@@ -212,6 +212,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
+# Redis: a message a worker took but never acknowledged (acks_late; the worker was killed) is delivered again after
+# PTB_BROKER_VISIBILITY_SECONDS (unset: kombu's 3600); workers sweep for such messages every few seconds.
+if os.environ.get("PTB_BROKER_VISIBILITY_SECONDS") and CELERY_BROKER_URL.startswith(("redis", "rediss")):
+    _visibility = int(os.environ["PTB_BROKER_VISIBILITY_SECONDS"])
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility,
+                                       "unacked_restore_interval": max(1, min(10, _visibility // 2)),
+                                       "unacked_restore_throttle": 1}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True

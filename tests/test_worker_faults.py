@@ -185,3 +185,34 @@ def test_a_broken_checkpoint_fails_its_job_naming_the_file(breaks, celery_worker
     job = _wait(job.pk, lambda j: not j.is_active, timeout=180)
     assert job.status == "failed" and job.reason.startswith(reason), job.reason
     assert selectors.evaluations(rerun_tree["run_id"]) == before and not job.eval_log
+
+
+def test_a_task_redelivered_after_its_worker_died_is_retried_once_and_stored_once(
+        worker_settings, rerun_tree: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        templates_dir: Path) -> None:
+    """The real acks_late path on Redis: the worker is SIGKILLed mid-attempt without acknowledging the task; after
+    the visibility timeout (PTB_BROKER_VISIBILITY_SECONDS, 4 s here) another worker gets the same message, finds
+    the job's heartbeat stale and retries it (attempt 2 of MAX_ATTEMPTS); one evaluation and one log stored."""
+    url = use_broker(monkeypatch, redis_url(2, flush=True))
+    worker_settings.PTB_JOB_STALE_SECONDS = 3
+    env = {"PTB_BROKER_VISIBILITY_SECONDS": "4"}
+    before = selectors.evaluations(rerun_tree["run_id"])
+    doomed = CeleryWorker(url, tmp_path / "doomed.log", templates=templates_dir, env=env)
+    try:
+        job = services.queue_rerun(run_id=rerun_tree["run_id"], max_tokens=16, limit=12,
+                                   dataset_path=str(_long_dataset(tmp_path)))
+        _wait(job.pk, lambda j: j.status == "running" and j.samples_done >= 1, timeout=180)
+        doomed.kill()
+    finally:
+        doomed.stop()
+    second = CeleryWorker(url, tmp_path / "second.log", templates=templates_dir, env=env)
+    try:
+        job = _wait(job.pk, lambda j: not j.is_active, timeout=300)
+    finally:
+        second.stop()
+    assert job.status == "succeeded", job.reason + job.log
+    assert job.attempts == 2 and "the previous worker was lost; retrying on" in job.log
+    assert job.celery_task_id in second.log()  # the same task, delivered again
+    after = selectors.evaluations(rerun_tree["run_id"])
+    assert len(after) == len(before) + 1
+    assert len(list(Path(worker_settings.PTB_EVAL_LOG_DIR).glob(f"job{job.pk}-*"))) == 1
