@@ -80,3 +80,35 @@ def test_a_dataset_named_by_the_harness_is_shown_as_named_and_odd_provenance_doe
     assert (odd.samples, odd.seconds, odd.started, odd.harness_commit) == (None, None, None, None)
     windows = HowRun.from_provenance({"settings": {"dataset": "C:\\data\\gsm8k-copy\\"}})
     assert (windows.dataset, windows.local_dataset) == ("gsm8k-copy", True)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_summary_and_the_lockout_page_as_a_person_sees_them(live_server, rerun_tree: dict, tmp_path, page,
+                                                                  settings) -> None:
+    """Screenshots for review (test-artifacts/pages/): the opened "how it was run" at 1440 and 390 px, and the
+    sign-in lockout page (django-axes, templates/registration/locked_out.html)."""
+    from tests.conftest import ARTIFACTS
+
+    shots = ARTIFACTS / "pages"
+    shots.mkdir(parents=True, exist_ok=True)
+    run_id = rerun_tree["run_id"]
+    services.add_evaluation(run_id=run_id, accuracy=0.5, metrics={"accuracy": 0.5},
+                            provenance=_provenance(tmp_path), evaluation_id=f"{run_id}-rerun-7", partial=True)
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{live_server.url}/runs/{run_id}/")
+        page.locator("details.provenance summary").click()
+        summary = page.locator("p.how-run")
+        assert summary.is_visible() and "3 of 1319 samples" in summary.inner_text()
+        assert str(tmp_path) not in page.content()
+        page.locator("#evaluations-table").screenshot(path=shots / f"run-rerun-provenance-{width}.png")
+    settings.AXES_FAILURE_LIMIT = 1
+    get_user_model().objects.create_user("reviewer", password="a-long-test-password", is_staff=True)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "reviewer")
+    page.fill("#id_password", "wrong")
+    page.click("input[type=submit]")
+    assert "Too many failed sign-ins" in page.locator("h1").inner_text()
+    page.screenshot(path=shots / "login-locked-out.png", full_page=True)
