@@ -115,13 +115,16 @@ def _inputs_of(func: Callable[..., Any], method: str) -> PageInputs | None:
 
 def declared_inputs(request: HttpRequest) -> PageInputs | None:
     """The inputs the view of ``request`` declared (:func:`page_inputs`), None when it declared none (not cached)."""
-    return _declared_for_path(request.path_info, request.method or "GET")
+    path = request.path_info
+    if len(path) > 300:  # not kept: the LRU below holds at most 8192 x 300 characters of paths
+        return _declared_for_path.__wrapped__(path, request.method or "GET")
+    return _declared_for_path(path, request.method or "GET")
 
 
 @lru_cache(maxsize=8192)
 def _declared_for_path(path: str, method: str) -> PageInputs | None:
     """Resolving a path costs about 0.3 ms (URL patterns tried in order), as much as the rest of a hit: kept for
-    the most recent paths (bounded, so random paths only evict)."""
+    the most recent paths (bounded in number and length, so random paths only evict)."""
     try:
         match = resolve(path)
     except Resolver404:
