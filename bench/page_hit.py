@@ -5,7 +5,8 @@ Usage: .venv/bin/python bench/page_hit.py [--work DIR] [--requests 2000]
 On a fresh data folder with the published leaderboard imported, calls Django's WSGI application directly (no
 server, no network) ``--requests`` times for each of ``/api/leaderboard`` and ``/`` (after one request stores
 them in the page cache) and for a static file (WhiteNoise), and prints microseconds per request and the ratio of
-each page to the static file.
+each page to the static file; then the part of a hit that builds the page cache's key from the view's declared
+inputs (ptbsite.pagecache.declared_inputs, cut_to_inputs, cache_key), timed alone in the same run.
 """
 from __future__ import annotations
 
@@ -58,9 +59,27 @@ def main() -> None:
         for _ in range(args.requests):
             get(path)
         timings[path] = ((time.perf_counter() - started) / args.requests * 1e6, size)
+    # The part of a hit that builds the key from the view's declared inputs (issue 25): resolving the path to its
+    # view, cutting the request to the declared inputs, hashing the key.
+    from django.test import RequestFactory
+
+    from ptbsite import pagecache
+
+    factory = RequestFactory()
+    started = time.perf_counter()
+    for _ in range(args.requests):
+        request = factory.get("/runs/some-run/?q=loss&limit=100&utm_source=x", HTTP_HX_REQUEST="true",
+                              HTTP_HX_TARGET="trace-results")
+        inputs = pagecache.declared_inputs(request)
+        assert inputs is not None
+        pagecache.cut_to_inputs(request, inputs)
+        pagecache.cache_key(request, "token", inputs)
+    key_us = (time.perf_counter() - started) / args.requests * 1e6
     print(f"load average {os.getloadavg()[0]:.2f}; {args.requests} requests each, in-process")
     for path, (us, size) in timings.items():
         print(f"{path:>24} {size:>8,} B {us:>8.0f} us/request {us / timings[static][0]:>6.2f}x the static file")
+    print(f"{'key from declared inputs':>24} {'':>10} {key_us:>8.0f} us/request {key_us / timings[static][0]:>6.2f}x "
+          f"the static file (part of each hit above; RequestFactory included)")
 
 
 if __name__ == "__main__":

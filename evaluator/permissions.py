@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import hmac
 
+from axes.handlers.proxy import AxesProxyHandler
 from django.conf import settings
+from django.contrib.auth.signals import user_login_failed
 from django.core import signing
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.utils import check_csrf
 
+from ptbsite.access import API_TOKEN_CREDENTIAL
 from ptbsite.access import staff_required  # noqa: F401  (the staff pages' check, shared with traces)
 
 from .models import ApiToken, RerunJob
@@ -22,11 +25,18 @@ CREDENTIAL_HEADER = "X-PTB-Job-Credential"
 
 def staff_auth(request: HttpRequest):
     """django-ninja auth: ``Authorization: Token <key>`` of a staff user's ApiToken, or a staff session (with
-    the CSRF token on unsafe methods). Returns the user; raises HttpError 403 otherwise."""
+    the CSRF token on unsafe methods). Returns the user; raises HttpError 403 otherwise, and 429 once the
+    client's address sent ``AXES_FAILURE_LIMIT`` bad tokens (django-axes counts them as failed sign-ins, per
+    address: ptbsite.access.lockout_parameters), the right token too, until the cool-off or ``axes_reset``."""
     header = request.headers.get("Authorization", "")
     if header[:6].lower() == "token ":
+        credentials = {API_TOKEN_CREDENTIAL: True}
+        if not AxesProxyHandler.is_allowed(request, credentials):  # too many bad tokens from this address
+            raise HttpError(429, f"too many failed sign-ins from this address; try again in "
+                                 f"{int(settings.AXES_COOLOFF_TIME.total_seconds())} s")
         token = ApiToken.objects.select_related("user").filter(key_sha256=ApiToken.digest(header[6:].strip())).first()
         if token is None or not (token.user.is_active and token.user.is_staff):
+            user_login_failed.send(sender=__name__, credentials=credentials, request=request)
             raise HttpError(403, "invalid API token, or not a staff user's")
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         return token.user

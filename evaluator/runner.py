@@ -253,19 +253,49 @@ def evaluate_checkpoint(
 
 
 def _check_checkpoint(checkpoint: Path) -> int | None:
-    """Fail early on a missing or unloadable checkpoint; return its context length in tokens (config
-    `max_position_embeddings`, None if absent)."""
+    """Fail early, naming the missing or broken file, on a checkpoint that cannot be evaluated: no directory, an
+    empty one, no ``config.json``, a config transformers cannot read (an unknown ``model_type``: an architecture
+    it does not know), no loadable tokenizer, no weights, or a ``*.safetensors`` file whose header or length is
+    wrong (a truncated copy; read with safetensors' own header check, no tensor loaded). Returns the context
+    length in tokens (config ``max_position_embeddings``, None if absent)."""
     if not checkpoint.is_dir():
         raise CheckpointMissing(f"checkpoint {checkpoint} does not exist or is not a directory")
+    if not any(checkpoint.iterdir()):
+        raise CheckpointMissing(f"checkpoint {checkpoint} is an empty folder: no config.json, no weights, no tokenizer")
     if not (checkpoint / "config.json").is_file():
         raise CheckpointMissing(f"checkpoint {checkpoint} has no config.json")
     from transformers import AutoConfig, AutoTokenizer
 
     try:
         config = AutoConfig.from_pretrained(checkpoint)
-        AutoTokenizer.from_pretrained(checkpoint)
     except Exception as exc:  # transformers raises OSError, ValueError, JSONDecodeError, KeyError ...
-        raise CheckpointLoadError(f"cannot load config or tokenizer of {checkpoint}: {exc}") from exc
+        raise CheckpointLoadError(f"{checkpoint / 'config.json'} cannot be loaded: {exc}") from exc
+    present = sorted(p.name for p in checkpoint.iterdir()
+                     if p.name.startswith(("tokenizer", "vocab", "merges", "spiece", "sentencepiece")))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        # transformers 5 builds an empty tokenizer (one token, every text encoded as nothing) when the files are
+        # missing: evaluated, it would score whatever an empty prompt gets.
+        usable = len(tokenizer) > 1 and bool(tokenizer("What is 2 + 3?")["input_ids"])
+    except Exception as exc:
+        raise CheckpointLoadError(f"the tokenizer of {checkpoint} cannot be loaded (tokenizer files present: "
+                                  f"{', '.join(present) or 'none'}): {exc}") from exc
+    if not usable:
+        raise CheckpointLoadError(f"checkpoint {checkpoint} has no usable tokenizer (tokenizer.json, "
+                                  f"tokenizer_config.json, vocab files: {', '.join(present) or 'none present'})")
+    weights = sorted(checkpoint.glob("*.safetensors")) + sorted(checkpoint.glob("*.bin"))
+    if not weights:
+        raise CheckpointMissing(f"checkpoint {checkpoint} has no weights (*.safetensors or *.bin)")
+    from safetensors import safe_open
+
+    for path in weights:
+        if path.suffix != ".safetensors":
+            continue
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except Exception as exc:  # safetensors.SafetensorError: a header or length that does not match
+            raise CheckpointLoadError(f"{path} is broken ({path.stat().st_size} bytes): {exc}") from exc
     return getattr(config, "max_position_embeddings", None)
 
 

@@ -8,6 +8,7 @@ worker's report racing each other cannot both win.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import uuid
@@ -36,6 +37,7 @@ JUDGE_TASK_NAME = "evaluator.rerun_judge"
 MAX_EVAL_LOG_BYTES = 512 << 20
 MAX_ATTEMPTS = 2  # deliveries of one job: the first, and one retry after a lost worker
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+log = logging.getLogger(__name__)
 
 
 def _celery() -> Any:
@@ -315,11 +317,14 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     status = report.get("status")
     if status not in ("succeeded", "failed", "cancelled"):
         raise RerunRefused(f"status must be succeeded, failed or cancelled, not {status!r}")
-    job = RerunJob.objects.get(pk=job_id)
-    _append_log(job_id, *[str(x) for x in report.get("log", [])])
-    if job.status != RerunJob.Status.RUNNING:
-        _append_log(job_id, f"a worker reported {status} after the job had ended {job.status}; ignored")
+    # Claim the report: only a running job takes it, and the claim moves its heartbeat, so a reaper that read the
+    # old heartbeat cannot end the job while its result is being stored. A report for an ended job (a replayed
+    # credential, a worker the reaper gave up on) changes nothing: not the job, not its log, not the run.
+    if not RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING).update(heartbeat_at=_now()):
+        job = RerunJob.objects.get(pk=job_id)
+        log.warning("job %s: a worker reported %s after the job had ended %s; ignored", job_id, status, job.status)
         return job
+    job = RerunJob.objects.get(pk=job_id)
     fields: dict[str, Any] = {"finished_at": _now(), "heartbeat_at": _now(),
                               "result": _redacted({k: v for k, v in report.items() if k not in ("log", "verdict_files")})}
     if status == "succeeded" and job.cancel_requested:
@@ -340,6 +345,7 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     fields["reason"] = "" if status == "succeeded" else _redacted(str(report.get("reason") or status))
     updated = RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING).update(**fields)
     if updated:
+        _append_log(job_id, *[str(x) for x in report.get("log", [])])
         _append_log(job_id, f"{status}" + (f": {fields['reason']}" if fields["reason"] else
                                            f": score {fields.get('new_score')}" if job.kind == RerunJob.Kind.EVALUATION
                                            else ""))
@@ -371,7 +377,7 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
         _append_log(job.pk, f"the worker reported score {claimed}; the .eval log says {read.score}, which is stored")
     evaluation_id = f"{job.run_id}-rerun-{job.pk}"
     provenance = {**(report.get("provenance") or {}), "job": job.pk, "eval_log": stored,
-                  "samples": read.samples_done, "log_task": read.task, "log_model": read.model,
+                  "samples": read.samples_done, "samples_total": read.samples_total, "log_task": read.task, "log_model": read.model,
                   "log_inspect_ai": read.inspect_ai, "score_read_by": "server (inspect_ai.log.read_eval_log)"}
     try:
         run_services.add_evaluation(

@@ -12,6 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 
 from . import eval_logs, selectors, services, workers
+from ptbsite.query import ascii_int
+
 from .models import RerunJob
 from .permissions import staff_required
 
@@ -20,9 +22,10 @@ def _int_or_none(text: str | None) -> int | None:
     text = (text or "").strip()
     if not text:
         return None
-    if not text.isdigit():
-        raise services.RerunRefused(f"{text!r} is not a whole number")
-    return int(text)
+    number = ascii_int(text)
+    if number is None:
+        raise services.RerunRefused(f"{text[:40]!r} is not a whole number")
+    return number
 
 
 def _get_job(job_id: int) -> RerunJob:

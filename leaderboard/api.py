@@ -7,6 +7,7 @@ from django.conf import settings
 from ninja import Router
 from ninja.errors import HttpError
 
+from ptbsite.pagecache import page_inputs
 from ptbsite.suites import suite_ids
 
 from . import plots, selectors
@@ -15,6 +16,7 @@ router = Router(tags=["leaderboard"])
 
 
 @router.get("/leaderboard", response=selectors.Leaderboard, summary="The leaderboard rows, as on /")
+@page_inputs(query=("suite", "base_model", "sort", "dir", "source", "flags", "facet"))
 def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
                 dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
                 flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None):
@@ -53,6 +55,7 @@ def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | 
 
 
 @router.get("/plots/time-vs-score", response=plots.TimeVsScore, summary="Score vs wall time, as on /plots/time-vs-score/")
+@page_inputs()
 def time_vs_score(request):
     """Every timed agent's mean ``hours`` used (± ``hours_std``) and headline ``score`` (percent, ± ``score_std``),
     in leaderboard order; ``frontier``: the Pareto frontier's agent names (less time, higher score) in order of
@@ -61,12 +64,14 @@ def time_vs_score(request):
 
 
 @router.get("/plots/time-spent", response=plots.TimeSpent, summary="Hours used per agent, as on /plots/time-spent/")
+@page_inputs()
 def time_spent(request):
     """Every timed agent's mean ``hours`` used (± ``hours_std``), most first, and the suite's ``budget_hours``."""
     return plots.time_spent()
 
 
 @router.get("/plots/per-benchmark", response=plots.PerBenchmark, summary="Scores per benchmark, as on /plots/per-benchmark/")
+@page_inputs(query=("base_model",))
 def per_benchmark(request, base_model: str | None = None):
     """Each agent's percent score per benchmark id (leaderboard order) for one ``base_model`` id or the average
     over base models; ``stds``: std over runs (percent) or null; ``references``: the baselines' scores."""
@@ -78,6 +83,7 @@ def per_benchmark(request, base_model: str | None = None):
 
 @router.get("/plots/budget-and-effort", response=plots.BudgetAndEffort,
             summary="The paper's ablations, as on /plots/budget-and-effort/")
+@page_inputs()
 def budget_and_effort(request):
     """Score (percent) against time budget (hours) per agent, per reasoning effort (with hours used and tokens
     per run), and per model size; ``agent`` is the suite's agent key where the figure's agent is one."""
@@ -86,6 +92,7 @@ def budget_and_effort(request):
 
 @router.get("/plots/usage-vs-score", response=plots.UsageVsScore,
             summary="Score vs tokens and vs cost per run, as on /plots/usage-vs-score/")
+@page_inputs()
 def usage_vs_score(request):
     """Agents with ingested runs: mean ``tokens`` (input + output) and ``cost_usd`` per run over the runs whose
     traces carry them (``tokens_runs``, ``cost_runs`` of ``runs``), against their ``score`` from ingested runs

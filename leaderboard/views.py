@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse, reverse_lazy
 from django.utils.http import urlencode
 
+from ptbsite.pagecache import page_inputs
 from ptbsite.suites import display_suite, suite_ids, suite_name
 from traces.facets import FACET_TEXT, METHOD_FACETS
 
@@ -82,11 +83,13 @@ def _context(request: HttpRequest) -> dict:
     }
 
 
+@page_inputs(query=tuple(DEFAULTS))
 def index(request: HttpRequest) -> HttpResponse:
     """The leaderboard page ``/?suite=&base_model=&sort=&dir=&source=&flags=&facet=`` (every view a link)."""
     return render(request, "leaderboard/index.html", _context(request))
 
 
+@page_inputs(query=tuple(DEFAULTS))
 def table(request: HttpRequest) -> HttpResponse:
     """The leaderboard block alone, swapped in place by htmx when the filter or the sort changes."""
     return render(request, "leaderboard/_board.html", _context(request))
@@ -110,11 +113,13 @@ def _scaffolds(suite: str) -> list[str]:
     return spec.scaffolds() if spec else []
 
 
+@page_inputs()
 def plots_index(request: HttpRequest) -> HttpResponse:
     """``/plots/``: links to every chart page, and the place of the charts still waiting for data."""
     return render(request, "leaderboard/plots/index.html")
 
 
+@page_inputs(query=("suite",))
 def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/time-vs-score/``: score against hours used, with the Pareto frontier."""
     suite = _suite(request)
@@ -123,6 +128,7 @@ def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
         "data": data, "figure": figures.time_vs_score(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
+@page_inputs()
 def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/usage-vs-score/``: score against tokens and against cost per run, from ingested runs."""
     data = plots.usage_vs_score()
@@ -133,6 +139,7 @@ def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
     })
 
 
+@page_inputs(query=("suite",))
 def plot_time_spent(request: HttpRequest) -> HttpResponse:
     """``/plots/time-spent/``: hours used per agent out of the budget."""
     suite = _suite(request)
@@ -141,6 +148,7 @@ def plot_time_spent(request: HttpRequest) -> HttpResponse:
         "data": data, "figure": figures.time_spent(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
+@page_inputs(query=("suite", "base_model"))
 def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
     """``/plots/per-benchmark/?base_model=``: each agent's score per benchmark, with the references."""
     suite = _suite(request)
@@ -152,6 +160,7 @@ def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
         "data": data, "figure": figures.per_benchmark(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
+@page_inputs(query=("suite",))
 def plot_budget_and_effort(request: HttpRequest) -> HttpResponse:
     """``/plots/budget-and-effort/``: the paper's ablations (time budget, reasoning effort, model size)."""
     data = plots.budget_and_effort(suite=_suite(request))

@@ -80,6 +80,8 @@ ERROR_TEXT = {
     404: "No such run, step, job, suite or base model.",
     409: "The judge is already running on this run.",
     422: "A parameter or the body failed validation (detail lists the errors, or says which value is wrong).",
+    429: "Too many bad API tokens from this address (django-axes, AXES_FAILURE_LIMIT): every token is refused until "
+         "the cool-off (PTB_LOGIN_LOCKOUT_SECONDS) ends or `manage.py axes_reset`.",
     502: "The judge command failed.",
     503: "The warehouse or the job queue is unavailable; try again after Retry-After seconds.",
 }
@@ -95,6 +97,7 @@ LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/anal
                       "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
                       "/api/analysis/reported", "/api/compare"}
 CREDENTIAL_TAGS = {"reruns", "reviews", "worker"}  # the staff routers (evaluator, traces.review), the worker router
+STAFF_TAGS = {"reruns", "reviews"}  # the routers of staff_auth, whose API tokens are throttled (429)
 
 
 class ExplorerAPI(NinjaAPI):
@@ -112,6 +115,8 @@ class ExplorerAPI(NinjaAPI):
                     statuses.add(404)
                 if CREDENTIAL_TAGS & set(operation.get("tags", [])):
                     statuses.add(403)
+                if STAFF_TAGS & set(operation.get("tags", [])):
+                    statuses.add(429)
                 statuses.update(EXTRA_STATUSES.get((method, path), ()))
                 responses = operation.setdefault("responses", {})
                 for status in sorted(statuses):

@@ -1,22 +1,30 @@
 """Public pages computed once per warehouse version: a Django middleware serving them from Django's cache.
 
-Which requests: ``GET`` and ``HEAD`` of the public pages whose only input is the warehouse (and the request): the
-leaderboard ``/`` and its htmx table, ``/plots/...``, ``/analysis/``, ``/runs/``, ``/runs/<id>/`` and its steps
-and step texts, and their JSON twins under ``/api/`` (leaderboard, plots, analysis, runs). Never ``/admin/``,
-``/reruns/`` (jobs), the workers' ``/api/worker/``, a write, or anything a user signs in for: a request that carries
-a session cookie (signed-in users, so every staff page with its staff buttons and CSRF tokens), a ``messages``
-cookie or an ``Authorization`` header is neither served from the cache nor stored, and such a page is marked
-``Cache-Control: private``. So the staff bit of the key is always "anonymous": staff pages are never cached.
+Which requests: ``GET`` and ``HEAD`` of the views that declare their inputs with :func:`page_inputs` (the public
+pages whose only input besides the request is the warehouse: the leaderboard ``/`` and its htmx table,
+``/plots/...``, ``/analysis/``, ``/runs/``, ``/runs/<id>/`` and its steps and step texts, and their JSON twins under
+``/api/``). Never ``/admin/``, ``/reruns/`` (jobs), the workers' ``/api/worker/``, a write, or anything a user signs
+in for: a request that carries a session cookie (signed-in users, so every staff page with its staff buttons and
+CSRF tokens), a ``messages`` cookie or an ``Authorization`` header is neither served from the cache nor stored, and
+such a page is marked ``Cache-Control: private``. So the staff bit of the key is always "anonymous": staff pages
+are never cached.
 
-The key: method, path, the query sorted by name, ``HX-Request`` (htmx partials get their own entries) and the
-warehouse version (:mod:`ptbsite.warehouse.version`, bumped after every committed write by whichever process
-wrote). The version is read from a small file and the cache, without opening the warehouse, so a hit never opens
-it. Only 200 answers without cookies and at most ``PTB_PAGE_CACHE_MAX_BYTES`` are stored, for
-``PTB_PAGE_CACHE_SECONDS`` at most (a safety net: a new version makes an entry unreachable at once).
+The key is built from everything that decides the answer, as the view declares it (:class:`PageInputs`): method,
+path, the declared query parameters (sorted by name; the last value of a repeated one, the one
+``request.GET.get`` reads), the declared headers (``HX-Request`` as present or not, ``HX-Target`` as one of the
+values the view tells apart, or absent) and the warehouse version (:mod:`ptbsite.warehouse.version`, bumped after
+every committed write by whichever process wrote). Before the view runs, the request is cut to what it declared
+(``request.GET`` and ``QUERY_STRING`` hold the declared parameters only, undeclared ``HX-*`` headers are removed,
+declared ones normalised), for every visitor and whether the cache is on or not: an unknown query parameter or
+header value can neither change the answer nor make a new entry, and a view that reads an input it did not declare
+sees nothing (tests/test_page_cache_keys.py checks each view). The version is read from a small file and the
+cache, without opening the warehouse, so a hit never opens it. Only 200 answers without cookies and at most
+``PTB_PAGE_CACHE_MAX_BYTES`` are stored, for ``PTB_PAGE_CACHE_SECONDS`` at most (a safety net: a new version makes
+an entry unreachable at once).
 
 Every answer of this kind carries ``ETag`` (a hash of the body), ``Last-Modified`` (the last write's time),
-``Vary: HX-Request, Cookie`` and ``Cache-Control: public, max-age=PTB_PAGE_MAX_AGE, must-revalidate``; a request
-whose ``If-None-Match`` (or ``If-Modified-Since``) matches gets 304. ``X-Page-Cache`` says ``hit``, ``miss`` or
+``Vary`` with the view's declared headers and ``Cookie``, and ``Cache-Control: public,
+max-age=PTB_PAGE_MAX_AGE, must-revalidate``; a request whose ``If-None-Match`` (or ``If-Modified-Since``) matches gets 304. ``X-Page-Cache`` says ``hit``, ``miss`` or
 ``stale``.
 
 After a write, one request computes each page of the new version (a lock in the cache, held at most
@@ -33,16 +41,21 @@ computed as if there were no cache.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
-import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.cache import caches
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, QueryDict
+from django.urls import Resolver404, resolve
 from django.utils.cache import get_conditional_response, patch_vary_headers
 from django.utils.http import http_date
 
@@ -50,12 +63,99 @@ from .warehouse import version
 
 log = logging.getLogger(__name__)
 
-# The public pages computed from the warehouse alone, and their JSON twins (module docstring).
-CACHED_PATHS = re.compile(
-    r"^/(?:$|leaderboard/table$|plots/|analysis/|runs/|search/|compare/"
-    r"|api/(?:leaderboard|plots/|analysis/|runs(?:/|$)|search$|compare$))"
-)
 _NOT_STORED_HEADERS = {"content-length", "date", "set-cookie", "etag", "last-modified", "cache-control"}
+PRESENT = "true"  # what a view sees of a declared presence header (HX-Request) that was sent with any value
+View = TypeVar("View", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class PageInputs:
+    """What decides a cached view's answer besides its path, the method and the warehouse.
+
+    ``query``: the query parameters it reads (one value each: the last, as ``request.GET.get`` reads it).
+    ``headers``: ``(name, values)`` pairs: ``values`` None for a header whose presence is the input (``HX-Request``:
+    any non-empty value reaches the view as ``"true"``); else the values the view tells apart (``HX-Target``:
+    ``("trace-results",)``), any other value reaching the view as no header at all."""
+
+    query: tuple[str, ...] = ()
+    headers: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+
+    @property
+    def header_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.headers)
+
+
+def page_inputs(*, query: tuple[str, ...] = (), headers: Mapping[str, tuple[str, ...] | None] | None = None
+                ) -> Callable[[View], View]:
+    """Decorator of a public view (a Django view or a django-ninja operation's function, under its
+    ``@router.get``): declares its inputs (:class:`PageInputs`), which makes its answers cacheable and keyed by
+    them (module docstring). A view without the declaration is never cached."""
+    declared = PageInputs(query=tuple(query), headers=tuple((headers or {}).items()))
+
+    def mark(view: View) -> View:
+        view.page_inputs = declared  # type: ignore[attr-defined]
+        return view
+    return mark
+
+
+@lru_cache(maxsize=256)
+def _inputs_of(func: Callable[..., Any], method: str) -> PageInputs | None:
+    declared = getattr(func, "page_inputs", None)
+    if declared is not None:
+        return declared
+    # A django-ninja URL's view is a wrapper of its PathView (closure ``self``), which holds one operation per method.
+    if not inspect.isfunction(func):
+        return None
+    path_view = inspect.getclosurevars(func).nonlocals.get("self")
+    for operation in getattr(path_view, "operations", ()):
+        if method in operation.methods or (method == "HEAD" and "GET" in operation.methods):
+            return getattr(operation.view_func, "page_inputs", None)
+    return None
+
+
+def declared_inputs(request: HttpRequest) -> PageInputs | None:
+    """The inputs the view of ``request`` declared (:func:`page_inputs`), None when it declared none (not cached)."""
+    path = request.path_info
+    if len(path) > 300:  # not kept: the LRU below holds at most 8192 x 300 characters of paths
+        return _declared_for_path.__wrapped__(path, request.method or "GET")
+    return _declared_for_path(path, request.method or "GET")
+
+
+@lru_cache(maxsize=8192)
+def _declared_for_path(path: str, method: str) -> PageInputs | None:
+    """Resolving a path costs about 0.3 ms (URL patterns tried in order), as much as the rest of a hit: kept for
+    the most recent paths (bounded in number and length, so random paths only evict)."""
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    return _inputs_of(match.func, method)
+
+
+def _header_key(name: str) -> str:
+    return "HTTP_" + name.upper().replace("-", "_")
+
+
+def cut_to_inputs(request: HttpRequest, inputs: PageInputs) -> None:
+    """Leave in ``request`` only what ``inputs`` declares: ``GET`` and ``QUERY_STRING`` hold the declared
+    parameters (the last value of each), undeclared ``HX-*`` headers are removed and declared headers normalised
+    (:class:`PageInputs`). The view then cannot read an input the cache key does not hold."""
+    sent = request.GET
+    text = urlencode([(name, sent[name]) for name in inputs.query if name in sent])  # QueryDict[name]: the last
+    request.META["QUERY_STRING"] = text
+    request.GET = QueryDict(text)
+    declared = dict(inputs.headers)
+    for key in [k for k in request.META if k.startswith("HTTP_HX_")]:
+        if key not in {_header_key(name) for name in declared}:
+            del request.META[key]
+    for name, values in declared.items():
+        key = _header_key(name)
+        value = request.META.pop(key, "")
+        if values is None and value:
+            request.META[key] = PRESENT
+        elif values is not None and value in values:
+            request.META[key] = value
+    request.__dict__.pop("headers", None)  # HttpRequest.headers is a cached property of META
 
 
 def _is_anonymous_public(request: HttpRequest) -> bool:
@@ -65,12 +165,14 @@ def _is_anonymous_public(request: HttpRequest) -> bool:
             and "HTTP_AUTHORIZATION" not in request.META)
 
 
-def cache_key(request: HttpRequest, token: str) -> str:
-    """The cache key of ``request`` at warehouse version ``token``: a hash of method, path, the query sorted by
-    name (repeated values keep their order), ``HX-Request`` and the token."""
-    query = urlencode(sorted(request.GET.lists()), doseq=True)
-    htmx = "1" if request.headers.get("HX-Request") else "0"
-    raw = "\n".join((request.method or "GET", request.path, query, htmx, "anonymous", token))
+def cache_key(request: HttpRequest, token: str, inputs: PageInputs | None = None) -> str:
+    """The cache key of ``request`` (already :func:`cut_to_inputs`) at warehouse version ``token``: a hash of
+    method, path, the declared query parameters sorted by name, the declared headers' values (normalised) and the
+    token. ``inputs``: the view's declaration (default: looked up from the request's path)."""
+    inputs = inputs or declared_inputs(request) or PageInputs()
+    query = urlencode(sorted((name, request.GET[name]) for name in inputs.query if name in request.GET))
+    headers = "&".join(f"{name}={request.META.get(_header_key(name), '')}" for name in inputs.header_names)
+    raw = "\n".join((request.method or "GET", request.path, query, headers, "anonymous", token))
     return "ptb:page:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -145,7 +247,11 @@ class PageCacheMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if not (settings.PTB_PAGE_CACHE and request.method in ("GET", "HEAD") and CACHED_PATHS.match(request.path)):
+        inputs = declared_inputs(request) if request.method in ("GET", "HEAD") else None
+        if inputs is None:
+            return self.get_response(request)
+        cut_to_inputs(request, inputs)
+        if not settings.PTB_PAGE_CACHE:
             return self.get_response(request)
         if not _is_anonymous_public(request):
             private = self.get_response(request)
@@ -157,21 +263,21 @@ class PageCacheMiddleware:
         try:
             current = version.current()
             cache = caches[version.CACHE_ALIAS]
-            key = cache_key(request, current.token)
+            key = cache_key(request, current.token, inputs)
             entry = _memo.get(key) or cache.get(key)
         except Exception as exc:  # the cache server is down: serve as if there were no cache
             log.warning("page cache unavailable, serving %s uncached: %s", request.path, exc)
             return self.get_response(request)
         if entry is not None:
             _memo.put(key, entry)
-            return self._answer(request, _response(entry), entry, "hit")
-        return self._compute(request, cache, key, current.at)
+            return self._answer(request, _response(entry), entry, "hit", inputs)
+        return self._compute(request, cache, key, current.at, inputs)
 
-    def _compute(self, request: HttpRequest, cache, key: str, at: float) -> HttpResponseBase:
+    def _compute(self, request: HttpRequest, cache, key: str, at: float, inputs: PageInputs) -> HttpResponseBase:
         """A miss: one request computes this version's page (a lock in the cache); one that finds the lock taken
         answers the page of the previous version (``stale``) or, with none, waits for the page to appear (at
         most ``PTB_SLOT_WAIT_SECONDS``), then computes it itself."""
-        latest = "ptb:latest:" + cache_key(request, "")  # the key of this request's newest stored entry
+        latest = "ptb:latest:" + cache_key(request, "", inputs)  # the key of this request's newest stored entry
         lock = key + ":computing"
         seconds = settings.PTB_PAGE_CACHE_STALE_SECONDS
         held = False
@@ -181,14 +287,14 @@ class PageCacheMiddleware:
                 previous = cache.get(latest)
                 stale = cache.get(previous) if previous else None
                 if stale is not None:
-                    return self._answer(request, _response(stale), stale, "stale")
+                    return self._answer(request, _response(stale), stale, "stale", inputs)
                 deadline = time.monotonic() + settings.PTB_SLOT_WAIT_SECONDS
                 while time.monotonic() < deadline:
                     time.sleep(0.05)
                     entry = cache.get(key)
                     if entry is not None:
                         _memo.put(key, entry)
-                        return self._answer(request, _response(entry), entry, "hit")
+                        return self._answer(request, _response(entry), entry, "hit", inputs)
         except Exception as exc:
             log.warning("page cache: %s", exc)
         try:
@@ -202,7 +308,7 @@ class PageCacheMiddleware:
             except Exception as exc:
                 log.warning("page cache: could not store %s: %s", request.path, exc)
             _memo.put(key, entry)
-            return self._answer(request, response, entry, "miss")
+            return self._answer(request, response, entry, "miss", inputs)
         finally:
             if held and seconds > 0:
                 try:
@@ -211,12 +317,13 @@ class PageCacheMiddleware:
                     pass
 
     @staticmethod
-    def _answer(request: HttpRequest, response: HttpResponseBase, entry: dict, state: str) -> HttpResponseBase:
+    def _answer(request: HttpRequest, response: HttpResponseBase, entry: dict, state: str,
+                inputs: PageInputs) -> HttpResponseBase:
         response["ETag"] = entry["etag"]
         response["Last-Modified"] = http_date(entry["modified"])
         response["Cache-Control"] = f"public, max-age={settings.PTB_PAGE_MAX_AGE}, must-revalidate"
         response["X-Page-Cache"] = state
-        patch_vary_headers(response, ("HX-Request", "Cookie"))
+        patch_vary_headers(response, (*inputs.header_names, "Cookie"))
         return get_conditional_response(request, etag=entry["etag"], last_modified=entry["modified"],
                                         response=response)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",  # login throttling (AXES_* below)
     "ninja",  # serves Swagger UI from its own static files (no CDN) at /api/docs
     "ptbsite",
     "leaderboard",
@@ -79,7 +81,22 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "ptbsite.unavailable.ServiceUnavailableMiddleware",
     "ptbsite.warehouse.RequestScopeMiddleware",
+    "axes.middleware.AxesMiddleware",  # a locked-out sign-in answers AXES_HTTP_RESPONSE_CODE (last, as axes asks)
 ]
+
+# Login throttling (django-axes): after PTB_LOGIN_FAILURE_LIMIT failed sign-ins (/login/, /admin/login/, and staff
+# API tokens: evaluator.permissions.staff_auth) from one address, or for one username, further attempts answer 429
+# for PTB_LOGIN_LOCKOUT_SECONDS, the right password too; failures counted per username and per address separately
+# (a token guess per address only: ptbsite.access.lockout_parameters). The address is REMOTE_ADDR. Reset:
+# `manage.py axes_reset` (all), `axes_reset_ip ADDR`, `axes_reset_username NAME`.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("PTB_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("PTB_LOGIN_LOCKOUT_SECONDS", "900")))
+AXES_LOCKOUT_PARAMETERS = "ptbsite.access.lockout_parameters"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_RESET_ON_SUCCESS = True
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)  # never a client-sent header such as X-Forwarded-For
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 ROOT_URLCONF = "ptbsite.urls"
 # The site's own sign-in page (templates/registration/login.html); back to the home page after signing out.
@@ -208,6 +225,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
+# Redis: a message a worker took but never acknowledged (acks_late; the worker was killed) is delivered again after
+# PTB_BROKER_VISIBILITY_SECONDS (unset: kombu's 3600); workers sweep for such messages every few seconds.
+if os.environ.get("PTB_BROKER_VISIBILITY_SECONDS") and CELERY_BROKER_URL.startswith(("redis", "rediss")):
+    _visibility = int(os.environ["PTB_BROKER_VISIBILITY_SECONDS"])
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility,
+                                       "unacked_restore_interval": max(1, min(10, _visibility // 2)),
+                                       "unacked_restore_throttle": 1}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True

@@ -94,6 +94,31 @@ def test_a_report_after_the_job_ended_is_ignored(client: Client, rerun_tree: dic
     assert client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": "[1]"}, **_auth(job)).status_code == 400
 
 
+@pytest.mark.parametrize("ended", ["failed", "succeeded", "cancelled"])
+def test_nothing_a_worker_sends_after_the_job_ended_changes_it(client: Client, rerun_tree: dict,
+                                                               ended: str) -> None:
+    """A job credential replayed after the job ended (every worker endpoint: start, progress, finish with each
+    status) changes no field of the job, not its log, and stores no evaluation (issue 25)."""
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x")
+    _start(client, job)
+    RerunJob.objects.filter(pk=job.pk).update(status=ended, reason="ended by the test", finished_at=timezone.now())
+    before = RerunJob.objects.filter(pk=job.pk).values().get()
+    evaluations = selectors.evaluations(rerun_tree["run_id"])
+    assert _start(client, job, "attacker")["proceed"] is False
+    progress = client.post(f"/api/worker/jobs/{job.pk}/progress", {"samples_done": 9, "samples_total": 9,
+                           "log": ["INJECTED progress line"]}, content_type="application/json", **_auth(job))
+    assert progress.json() == {"status": ended, "cancel_requested": False}
+    for status in ("succeeded", "failed", "cancelled"):
+        report = json.dumps({"status": status, "score": 1.0, "reason": "INJECTED reason", "samples_done": 9,
+                             "log": ["INJECTED finish line"], "provenance": {"x": 1}})
+        response = client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": report, "eval_log": BytesIO(b"z")},
+                               **_auth(job))
+        assert response.json() == {"status": ended, "reason": "ended by the test"}
+    assert RerunJob.objects.filter(pk=job.pk).values().get() == before
+    assert "INJECTED" not in RerunJob.objects.get(pk=job.pk).log
+    assert selectors.evaluations(rerun_tree["run_id"]) == evaluations
+
+
 # --- forged credentials ---
 
 def test_a_forged_or_foreign_credential_is_refused(client: Client, settings) -> None:

@@ -7,6 +7,7 @@ from django.conf import settings
 from ninja import Router
 from ninja.errors import HttpError
 
+from ptbsite.pagecache import page_inputs
 from ptbsite.reported import ReportedFact
 from ptbsite.suites import suite_ids
 
@@ -21,6 +22,8 @@ RunSortColumn = Literal[selectors.RUN_SORTS + ("",)]  # a column of the runs lis
 
 
 @router.get("/runs", response=selectors.RunsPage, summary="Runs, filtered, sorted, page by page")
+@page_inputs(query=("agent", "benchmark", "base_model", "flagged", "state", "facet", "suite", "latest", "sort", "dir",
+                    "after", "limit"))
 def runs(request, agent: str | None = None, benchmark: str | None = None, base_model: str | None = None,
          flagged: bool | None = None, state: str | None = None, facet: str | None = None, suite: str | None = None,
          latest: bool = False, sort: RunSortColumn | None = None, dir: Literal["asc", "desc"] | None = None,
@@ -37,6 +40,7 @@ def runs(request, agent: str | None = None, benchmark: str | None = None, base_m
 
 
 @router.get("/runs/{run_id}", response=selectors.RunPage, summary="One run, as on its page")
+@page_inputs()
 def run(request, run_id: str):
     """One run as its page shows it (``traces.selectors.run_page``, the page's own selector): the list fields plus
     time used (seconds, fraction of the budget), tokens, cost (USD), the base model's and instruct model's scores
@@ -56,6 +60,7 @@ def run(request, run_id: str):
 
 
 @router.get("/runs/{run_id}/steps", response=selectors.StepPage, summary="One page of a run's trace")
+@page_inputs(query=("after", "limit", "kind", "tool", "q", "trace", "before"))
 def steps(request, run_id: str, after: int = -1, limit: int = 50,
           kind: KindFilter | None = None,
           tool: str | None = None, q: str | None = None, trace: str = "agent", before: int | None = None):
@@ -74,6 +79,7 @@ def steps(request, run_id: str, after: int = -1, limit: int = 50,
 
 
 @router.get("/runs/{run_id}/steps/{index}/text", response=selectors.TextRange, summary="The whole text of one step, range by range")
+@page_inputs(query=("field", "trace", "offset", "length"))
 def step_text(request, run_id: str, index: int, field: Literal["input", "output"] = "output", trace: str = "agent",
               offset: int = 0, length: int = selectors.MAX_TEXT_RANGE):
     """Bytes ``offset`` to ``offset + length`` (UTF-8, at most 1 MiB per request, cut at character boundaries)
@@ -96,6 +102,7 @@ def _found(run_id: str) -> selectors.Run:
 
 
 @router.get("/runs/{run_id}/facets", response=list[selectors.Facet], summary="What the agent did, as on the run page")
+@page_inputs()
 def run_facets(request, run_id: str):
     """The run's facets (rules in ``traces/facets.py``): ``value_num`` is a count, a step number, or a fraction
     (``self_score``), null for presence facets; ``steps``: the agent-trace step indices each one cites."""
@@ -103,6 +110,7 @@ def run_facets(request, run_id: str):
 
 
 @router.get("/runs/{run_id}/timeline", response=selectors.Timeline, summary="Time use of one run, as on the run page")
+@page_inputs()
 def run_timeline(request, run_id: str):
     """Phases (seconds since the trace's first timed step), tool calls with their phase, system_monitor samples
     (GPU utilisation %, memory MiB) on the same axis, seconds per phase (``split_s``), idle gaps (longer than
@@ -120,18 +128,21 @@ def _analysis(suite: str) -> selectors.Analysis:
 
 
 @router.get("/analysis/method-mix", response=list[selectors.MethodMix], summary="Method mix per agent, as on /analysis/")
+@page_inputs(query=("suite",))
 def method_mix(request, suite: str = settings.DEFAULT_SUITE):
     """Per agent: its latest runs (``runs``) and how many used each method facet (``counts``)."""
     return _analysis(suite).method_mix
 
 
 @router.get("/analysis/score-by-method", response=list[selectors.MethodScore], summary="Score by method, as on /analysis/")
+@page_inputs(query=("suite",))
 def score_by_method(request, suite: str = settings.DEFAULT_SUITE):
     """Per method facet: scored latest runs with it and without it, and their mean verified score (percent)."""
     return _analysis(suite).score_by_method
 
 
 @router.get("/analysis/calibration", response=selectors.Calibration, summary="Calibration, as on /analysis/")
+@page_inputs(query=("suite",))
 def calibration(request, suite: str = settings.DEFAULT_SUITE):
     """Per agent: runs with a defined overoptimism ratio (self-reported / verified), its mean, the mean scores
     (percent), the best run (highest verified score) and its ratio. ``runs``: every run with a ratio, scores as
@@ -140,6 +151,7 @@ def calibration(request, suite: str = settings.DEFAULT_SUITE):
 
 
 @router.get("/analysis/time-use", response=list[selectors.AgentTimeUse], summary="Time use per agent, as on /analysis/")
+@page_inputs(query=("suite",))
 def time_use(request, suite: str = settings.DEFAULT_SUITE):
     """Per agent: mean fraction of the budget used, mean hours per phase and idle gaps per run (runs whose trace
     has times)."""
@@ -148,6 +160,7 @@ def time_use(request, suite: str = settings.DEFAULT_SUITE):
 
 @router.get("/analysis/reported", response=list[ReportedFact],
             summary="What the suite's source reports, as on /analysis/")
+@page_inputs(query=("suite", "topic"))
 def reported(request, suite: str = settings.DEFAULT_SUITE, topic: str | None = None):
     """The suite source's reported figures and statements in the suite file's order (``reported.facts``):
     ``topic`` score | methods | training_signal | calibration | note; ``value`` null for a statement without a

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ptbsite.query import ascii_int
+
 HARNESS_AGENTS_FILE = Path(__file__).resolve().parent / "data" / "harness_agents.json"
 _REST = re.compile(r"^(?P<config>.+?)_(?P<hours>\d+)h(?:_(?P<gpus>\d+)gpu)?(?P<experiment>(?:_.*)?)$")
 # Directories of baseline evaluations (spec 1.4): ``baseline/``, ``baseline_zeroshot/``, ``baseline_fewshot/``...
@@ -83,9 +85,10 @@ def parse_run_name(name: str) -> RunName:
     """
     head, _, cluster = name.rpartition("_")
     task, _, model_safe = head.partition("_")
-    if not cluster.isdigit() or not task or not model_safe:
+    cluster_id = ascii_int(cluster)
+    if cluster_id is None or not task or not model_safe:
         raise LayoutError(f"{name}: not a run directory (<task>_<model_safe>_<cluster_id>)")
-    return RunName(raw=name, benchmark=task, model_safe=model_safe, cluster_id=int(cluster))
+    return RunName(raw=name, benchmark=task, model_safe=model_safe, cluster_id=cluster_id)
 
 
 def run_id(method: str, run_dir: str) -> str:

@@ -233,17 +233,92 @@ class EvidenceStep(Model):
     input: str | None
 
 
+def _as_int(value: object) -> int | None:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_float(value: object) -> float | None:
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_text(value: object, limit: int = 80) -> str | None:
+    return str(value)[:limit] if value not in (None, "") else None
+
+
+class HowRun(Model):
+    """A rerun's public "how it was run": what a reader needs to judge the number, nothing of the server (no path,
+    host, pid or command line; the whole provenance is on staff pages only). Read from the provenance the worker
+    reported and the server added (evaluator.worker, evaluator.services._store_success).
+
+    ``harness_commit``: the PostTrainBench revision the evaluation follows; ``inspect_ai``/``inspect_evals``:
+    versions on the worker; ``provider``: ``hf`` or ``vllm``; ``dataset``: the benchmark's dataset as the harness
+    names it, or for a local copy only its folder's name with ``local_dataset`` true; ``dataset_size``: samples
+    in the test set, ``samples``: samples evaluated (fewer with a limit); ``max_tokens``: the new-token limit of
+    the attempt that scored; ``started`` UTC; ``seconds``: wall time of the whole evaluation."""
+
+    harness_commit: str | None
+    inspect_ai: str | None
+    inspect_evals: str | None
+    provider: str | None
+    dataset: str | None
+    local_dataset: bool
+    dataset_size: int | None
+    samples: int | None
+    max_tokens: int | None
+    started: datetime | None
+    seconds: float | None
+
+    @classmethod
+    def from_provenance(cls, provenance: dict) -> HowRun:
+        """The summary of a stored provenance dict (any missing or malformed field: None)."""
+        def part(parent: dict, key: str) -> dict:
+            value = parent.get(key)
+            return value if isinstance(value, dict) else {}
+
+        settings, versions = part(provenance, "settings"), part(provenance, "versions")
+        harness = part(versions, "harness")
+        dataset = _as_text(settings.get("dataset"), 400)
+        local = bool(dataset and (dataset.startswith(("/", "\\", "~")) or dataset[1:3] in (":/", ":\\")))
+        if local and dataset:  # an absolute path on the worker (runner.evaluate_checkpoint): only its last name
+            dataset = dataset.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or None
+        try:
+            started = datetime.fromisoformat(str(provenance.get("started"))) if provenance.get("started") else None
+        except ValueError:
+            started = None
+        return cls(
+            harness_commit=_as_text(harness.get("commit"), 40), local_dataset=local, dataset=_as_text(dataset),
+            inspect_ai=_as_text(provenance.get("log_inspect_ai") or provenance.get("inspect_ai")
+                                or versions.get("inspect_ai"), 40),
+            inspect_evals=_as_text(versions.get("inspect_evals"), 40), provider=_as_text(provenance.get("provider"), 20),
+            dataset_size=_as_int(provenance.get("samples_total")), samples=_as_int(provenance.get("samples")),
+            max_tokens=_as_int(settings.get("max_tokens")), started=started, seconds=_as_float(provenance.get("seconds")),
+        )
+
+
 class Evaluation(Model):
     """One scoring of the run's checkpoint (the original or a rerun). ``score``: fraction (percent in JSON);
-    ``counts``: this is the run's score (the newest that is not a partial rerun); ``created_at`` UTC."""
+    ``counts``: this is the run's score (the newest that is not a partial rerun); ``created_at`` UTC;
+    ``how_run``: a rerun's public summary (:class:`HowRun`). ``provenance`` (the worker's whole report: paths,
+    host, pids) is never serialised: staff pages show it."""
 
     id: str
     origin: str
     counts: bool
     score: Percent = Field(description="percent (0-100)")
     metrics: dict = Field(default_factory=dict)
-    provenance: dict
+    provenance: dict = Field(exclude=True)
     created_at: datetime
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def how_run(self) -> HowRun | None:
+        return HowRun.from_provenance(self.provenance) if self.origin != "original" and self.provenance else None
 
 
 class Facet(Model):

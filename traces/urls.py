@@ -5,6 +5,7 @@ from urllib.parse import urlencode
 
 from django.urls import path, reverse
 
+from ptbsite.query import ascii_int
 from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
 
 from . import compare_views, review, search_views, selectors, views
@@ -40,7 +41,7 @@ def run_file(params: Params, run: RunContext | None) -> FileTarget:
         return f"runs/{run_id}/index.html"
     trace = params.get("trace", "agent")
     step = str(params.get("step", ""))
-    if step.isdigit():
+    if ascii_int(step) is not None:
         return run.file(trace, run.trace(trace).page_of_step(int(step))), "", f"step-{step}"
     run.trace(trace)
     return run.file(trace, 1)

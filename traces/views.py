@@ -12,6 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.utils.http import urlencode
 
+from ptbsite.pagecache import page_inputs
+from ptbsite.query import query_int
 from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
@@ -22,7 +24,7 @@ from .verdicts import SCORED_KINDS
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-_TIME = re.compile(r"^\s*(?:hour\s*)?(\d+(?:\.\d+)?)\s*h?\s*$|^\s*(\d+):([0-5]\d)\s*$", re.I)
+_TIME = re.compile(r"^\s*(?:hour\s*)?(\d{1,6}(?:\.\d{1,6})?)\s*h?\s*$|^\s*(\d{1,6}):([0-5]\d)\s*$", re.I | re.ASCII)
 
 
 def parse_time_jump(text: str) -> float | None:
@@ -50,6 +52,8 @@ RUN_SORT_HEADS = [("agent", "Agent", ""), ("scaffold", "Scaffold", ""), ("benchm
                   ("time", "Time", "num"), ("steps", "Steps", "num"), ("date", "When", "")]
 
 
+@page_inputs(query=("agent", "benchmark", "base_model", "state", "facet", "suite", "flagged", "latest", "sort",
+                    "dir", "after"))
 def runs_list(request: HttpRequest) -> HttpResponse:
     """``/runs/?agent=&benchmark=&base_model=&flagged=&state=&facet=&suite=&latest=&sort=&dir=&after=``: runs,
     page by page.
@@ -89,11 +93,13 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     })
 
 
+VIEWER_QUERY = ("trace", "kind", "tool", "q", "limit")  # the parameters _viewer_params reads
+
+
 def _viewer_params(request: HttpRequest) -> dict:
     """The trace viewer's state from the URL; ``limit`` (steps per page, 1-500) is "" when it is PAGE_SIZE."""
     kind = request.GET.get("kind") or ""
-    limit = request.GET.get("limit", "")
-    limit = min(max(int(limit), 1), MAX_PAGE_SIZE) if limit.isdigit() else PAGE_SIZE
+    limit = min(max(query_int(request, "limit", PAGE_SIZE) or 1, 1), MAX_PAGE_SIZE)
     return {
         "trace": request.GET.get("trace") or "agent",
         "kind": kind if kind in STEP_KINDS else "",
@@ -117,6 +123,7 @@ def _limit(params: dict) -> int:
     return int(params["limit"] or PAGE_SIZE)
 
 
+@page_inputs(query=(*VIEWER_QUERY, "step", "at"), headers={"HX-Request": None, "HX-Target": ("trace-results",)})
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&limit=``: the run's header, evaluations (old vs new), judge
     panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
@@ -128,7 +135,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     params = _viewer_params(request)
     if request.headers.get("HX-Request") and request.headers.get("HX-Target") == "trace-results":
         return _trace_results(request, run_id, params)
-    step = int(request.GET["step"]) if request.GET.get("step", "").isdigit() else None
+    step = query_int(request, "step")
     seconds, time_jump_note = None, None
     if step is None and request.GET.get("at"):
         seconds = parse_time_jump(request.GET["at"])
@@ -185,6 +192,7 @@ def _timeline_figure(run_id: str) -> dict:
     return figures.timeline(timeline)
 
 
+@page_inputs()
 def run_timeline_figure(request: HttpRequest, run_id: str) -> JsonResponse:
     """``/runs/<id>/timeline.json``: the run page's timeline as a plotly figure (``{"data": [...], "layout":
     {...}}``), built from the same selector as its twin ``/api/runs/<id>/timeline`` (``selectors.timeline_page``,
@@ -193,6 +201,7 @@ def run_timeline_figure(request: HttpRequest, run_id: str) -> JsonResponse:
     return JsonResponse(_timeline_figure(run_id))
 
 
+@page_inputs(query=(*VIEWER_QUERY, "after", "before"), headers={"HX-Request": None})
 def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     """``/runs/<id>/steps?after=&before=&limit=&trace=&kind=&tool=&q=``: one page of steps after the cursor
     ``after``, or (``before``, a step index) the page of steps just before that step.
@@ -204,8 +213,8 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     previous page). One selector (``selectors.run_steps``), the one ``/api/runs/<id>/steps`` serves.
     """
     params = _viewer_params(request)
-    after = int(request.GET["after"]) if request.GET.get("after", "").lstrip("-").isdigit() else -1
-    before = int(request.GET["before"]) if request.GET.get("before", "").isdigit() else None
+    after = query_int(request, "after", -1, signed=True)
+    before = query_int(request, "before")
     partial = bool(request.headers.get("HX-Request"))
     data = selectors.run_steps(run_id, after=after, before=before, limit=_limit(params), with_previous=not partial,
                                **_filters(params))
@@ -237,6 +246,7 @@ def _get_run(run_id: str) -> selectors.Run:
     return run
 
 
+@page_inputs(query=("field", "trace", "offset"))
 def run_step_text(request: HttpRequest, run_id: str, index: int) -> HttpResponse:
     """``/runs/<id>/steps/<index>/text?field=output&trace=&offset=``: the whole text of one step field as plain
     text (never HTML: ``text/plain`` with ``nosniff``), at most ``selectors.MAX_TEXT_RANGE`` bytes from
@@ -246,7 +256,7 @@ def run_step_text(request: HttpRequest, run_id: str, index: int) -> HttpResponse
     field = request.GET.get("field", "output")
     if field not in ("input", "output"):
         return HttpResponseBadRequest("field must be input or output", content_type="text/plain; charset=utf-8")
-    offset = int(request.GET["offset"]) if request.GET.get("offset", "").isdigit() else 0
+    offset = query_int(request, "offset", 0)
     trace = request.GET.get("trace") or "agent"
     found = selectors.step_text(run.id, trace=trace, index=index, field=field, offset=offset)
     if found is None:
@@ -267,6 +277,7 @@ def _suite(request: HttpRequest) -> str:
     return suite
 
 
+@page_inputs(query=("suite",))
 def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
     calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what

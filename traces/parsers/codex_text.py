@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
+from ptbsite.query import ascii_int
 from traces.steps import ParsedTrace, StepKind
 
 from ._builder import TraceBuilder, add_tokens
@@ -153,4 +154,4 @@ def _tokens_used(b: TraceBuilder, line: int, time: datetime | None, number: str)
 
 def _int(number: str) -> int | None:
     digits = number.replace(",", "").replace("_", "")
-    return int(digits) if digits.isdigit() else None
+    return ascii_int(digits)
