@@ -154,7 +154,7 @@ def test_the_page_and_more_steps(client, demo_ingested):
 def test_checkboxes_lead_to_a_one_parameter_link_and_unknown_runs_are_said(client, demo_ingested):
     report, _, _ = demo_ingested
     a, b = _id(report.runs[0]), _id(report.runs[1])
-    answer = client.get(f"/compare/?runs={a}&runs={b}")
+    answer = client.get(f"/compare/pick/?runs={a}&runs={b}")
     assert answer.status_code == 302 and answer["Location"] == f"/compare/?runs={a}%2C{b}"
     assert client.get("/compare/?runs=nosuchrun").status_code == 404
     assert client.get("/api/compare?runs=nosuchrun").status_code == 404

@@ -7,6 +7,8 @@ from typing import Literal, get_args
 from ninja import Router
 from ninja.errors import HttpError
 
+from ptbsite.pagecache import page_inputs
+
 from .selectors import compare, search
 from .steps import STEP_KINDS
 
@@ -18,6 +20,8 @@ router = Router(tags=["across runs"])
 
 
 @router.get("/search", response=search.SearchPage, summary="Search every trace, results grouped by run")
+@page_inputs(query=("q", "agent", "benchmark", "base_model", "state", "suite", "facet", "flagged", "verdict", "latest",
+                    "kind", "tool", "after", "limit"))
 def search_all(request, q: str, agent: str | None = None, benchmark: str | None = None,
                base_model: str | None = None, state: str | None = None, suite: str | None = None,
                facet: str | None = None, flagged: bool | None = None, verdict: str | None = None,
@@ -38,6 +42,7 @@ def search_all(request, q: str, agent: str | None = None, benchmark: str | None 
 
 
 @router.get("/compare", response=compare.ComparePage, summary="Runs side by side, as on /compare/")
+@page_inputs(query=("runs", "after", "limit", "at"))
 def compare_runs(request, runs: str, after: str | None = None, limit: int = 25, at: float | None = None):
     """The runs of ``runs`` (comma-separated ids, at most 4) side by side as on /compare/: each run with its
     evaluations (score percent), judges' verdicts, facets, seconds per phase and its phases in 120 bins from 0 to

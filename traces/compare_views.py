@@ -7,6 +7,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from ptbsite.pagecache import page_inputs
+
 from .facets import PHASES
 from .selectors import compare
 from .views import parse_time_jump
@@ -19,17 +21,20 @@ def compare_url(run_ids: list[str], **query) -> str:
     return reverse("traces:compare") + "?" + urlencode({"runs": ",".join(run_ids), **query})
 
 
+def pick_runs(request: HttpRequest) -> HttpResponse:
+    """``/compare/pick/?runs=a&runs=b``: the runs picked with the runs list's checkboxes, sent to their comparison's
+    one-parameter URL (``/compare/?runs=a,b``), so every comparison is a link; not cached (a redirect)."""
+    ids = compare.parse_runs(request.GET.getlist("runs"))
+    return HttpResponseRedirect(compare_url(ids))
+
+
+@page_inputs(query=("runs", "after", "at"), headers={"HX-Request": None, "HX-Target": ("compare-more",)})
 def compare_runs(request: HttpRequest) -> HttpResponse:
     """``/compare/?runs=a,b[,c,d]&after=i,j&at=``: the runs' facts, verdicts, facets and phases side by side,
     differences marked, and their agent traces aligned by elapsed time (by position without clocks), 25 steps
     of each per page; ``after``: the cursors of the page (one step index per run), ``at`` ("hour 3", "3:30"):
-    from that elapsed time. Runs picked with checkboxes (``runs=a&runs=b``, the runs list's form) are sent to the
-    one-parameter URL, so every comparison is a link. To htmx (``HX-Target: compare-more``), the next page of
-    aligned rows only."""
-    asked = request.GET.getlist("runs")
-    ids = compare.parse_runs(asked)
-    if len(asked) > 1:
-        return HttpResponseRedirect(compare_url(ids))
+    from that elapsed time. To htmx (``HX-Target: compare-more``), the next page of aligned rows only."""
+    ids = compare.parse_runs(request.GET.getlist("runs"))
     if not ids:
         return render(request, "traces/compare.html", {"data": None})
     seconds = parse_time_jump(request.GET.get("at", "")) if request.GET.get("at") else None

@@ -10,6 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import urlencode
 
+from ptbsite.pagecache import page_inputs
+
 from . import selectors
 from .selectors import search
 from .steps import STEP_KINDS
@@ -33,6 +35,7 @@ def search_options(get) -> dict:
     return options
 
 
+@page_inputs(query=("q", *RUN_FILTERS, "flagged", "verdict", "latest", "kind", "tool", "after"))
 def search_results(request: HttpRequest) -> HttpResponse:
     """``/search/?q=&agent=&benchmark=&base_model=&state=&flagged=&verdict=&latest=&kind=&tool=&after=``: the
     runs whose steps hold every word and ``"quoted phrase"`` of ``q``, 20 runs a page (keyset on the run id),

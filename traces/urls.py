@@ -94,6 +94,7 @@ urlpatterns = [
     # The search of every trace needs the server: the static export's /search/ is its own Pagefind page
     # (export.exporter.EXPORT_PAGES), which reads the same ?q=.
     path("search/", search_views.search_results, name="search"),
+    path("compare/pick/", compare_views.pick_runs, name="compare_pick"),
     distill_path("compare/", compare_views.compare_runs, name="compare", distill_scope="run", distill_func=compare_pages,
                  distill_file=compare_file, distill_query=("runs",)),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
