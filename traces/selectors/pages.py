@@ -15,14 +15,14 @@ from pydantic import Field
 from ptbsite import warehouse
 
 from ..facets import overoptimism
-from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeVerdict, Model, OverrideEntry, Percent, Run,
+from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerdict, Model, OverrideEntry, Percent, Run,
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
                     read_tools_used, read_trace_names)
-from .verdicts import read_judge_panel, read_override_log
+from .verdicts import judge_questions, read_judge_panel, read_override_log
 
 
 @contextmanager
@@ -50,7 +50,7 @@ class RunPage(Run, RunTexts):
     ``counted``: those that can be the run's score (not partial reruns), newest first, so ``counted[0]`` is the
     score and ``counted[1]`` the one it replaced. ``overoptimism``: the agent's last self-reported score over the
     verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
-    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words,
+    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words (``judge_questions``: the same by question, with the era's rule),
     its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
 
     Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
@@ -72,6 +72,7 @@ class RunPage(Run, RunTexts):
     evidence_count: int
     override_log: list[OverrideEntry]
     judge_panel: list[JudgeVerdict] = Field(default_factory=list)
+    judge_questions: list[JudgeQuestion] = Field(default_factory=list)
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
     steps: StepPage = Field(exclude=True)
     timeline: Timeline = Field(exclude=True)
@@ -126,7 +127,8 @@ def run_page(
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
-            judge_panel=read_judge_panel(con, run), steps=steps,
+            judge_panel=(panel := read_judge_panel(con, run)), judge_questions=judge_questions(run, panel),
+            steps=steps,
             timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
             traces=read_trace_names(con, run.id), focus=focus, earlier_before=earlier,
         )
