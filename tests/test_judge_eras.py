@@ -114,15 +114,18 @@ def test_cluster_ids_by_number_not_as_strings(eras_tree):
     assert (new.is_latest, new.flags["contamination"], 100 * new.score) == (True, None, pytest.approx(30.0))
 
 
-@pytest.mark.parametrize("rule", ["era"])
+@pytest.mark.parametrize("rule", RULES)
 def test_the_leaderboard_rows_match_the_hand_computation(eras_tree, client, rule):
-    rows = {r["key"]: r for r in client.get(f"/api/leaderboard?source=runs&base_model={A}").json()["rows"]
-            if r["source"] == "runs"}
+    query = "" if rule == "era" else f"&verdicts={rule}"
+    board = client.get(f"/api/leaderboard?source=runs&base_model={A}{query}").json()
+    assert board["verdicts"] == rule and board["reviews"] is True
+    rows = {r["key"]: r for r in board["rows"] if r["source"] == "runs"}
     judges = rows[eras.JUDGES]
     assert judges["average"] == pytest.approx(METRIC_A[rule], abs=1e-9)
     for benchmark, values in CELLS.items():
         assert judges["scores"][benchmark] == pytest.approx(values[RULES.index(rule)], abs=1e-9), benchmark
-    every = {r["key"]: r for r in client.get("/api/leaderboard?source=runs").json()["rows"] if r["source"] == "runs"}
+    every = {r["key"]: r for r in client.get(f"/api/leaderboard?source=runs{query}").json()["rows"]
+             if r["source"] == "runs"}
     assert every[eras.JUDGES]["average"] == pytest.approx((METRIC_A[rule] + METRIC_B + 2 * ALL_BASE) / 4, abs=1e-9)
 
 
@@ -158,3 +161,55 @@ def test_the_run_page_shows_each_judge_per_question_and_the_rule(eras_tree, clie
     assert section.count("contamination: looked at train.py") == 2  # gpt5_4's and kimi's, not the aggregate's
     assert [q["kind"] for q in twin["judge_questions"]][:3] == ["contamination", "disallowed_model",
                                                                 "disallowed_api_usage"]
+
+
+def test_rank_change_against_the_default_view(eras_tree, client):
+    """Qwen3-1.7B: the judge-era method leads under the era's rule (21.2 vs Codex Max Low's 10 + 20 W_AIME =
+    14.53); under ``any`` it scores 10 + 50 W_ARENA = 14.52 and falls behind: rank change -1 and +1."""
+    def ranks(query: str) -> dict[str, tuple[int, int | None]]:
+        rows = client.get(f"/api/leaderboard?source=runs&base_model={A}{query}").json()["rows"]
+        return {r["key"]: (r["rank"], r["rank_change"]) for r in rows if r["source"] == "runs"}
+
+    assert ranks("") == {eras.JUDGES: (1, None), eras.CODEXLOW_KEY: (2, None)}
+    assert ranks("&verdicts=any") == {eras.JUDGES: (2, -1), eras.CODEXLOW_KEY: (1, 1)}
+    assert ranks("&verdicts=majority") == {eras.JUDGES: (1, 0), eras.CODEXLOW_KEY: (2, 0)}
+    page = client.get(f"/?source=runs&base_model={A}&verdicts=any").content.decode()
+    assert 'id="judging-notice"' in page and "flagged when any of the run&#x27;s judges flags" in page
+    assert '<td class="num rank-change">-1</td>' in page and 'data-verdicts="any"' in page
+
+
+def test_reviewers_overrides_on_top_unless_reviews_0(eras_tree, client):
+    """A reviewer clears gsm8k's contamination (both judges flagged it): with reviews the cell counts its 80
+    under era, any and majority; with ``reviews=0`` it falls back again. ``flags=ignore`` is the raw view:
+    ``verdicts=ignore&reviews=0``."""
+    from datetime import datetime
+
+    from ptbsite import warehouse
+
+    run = _run("gsm8k")
+    with warehouse.connect() as con:
+        con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
+                    "VALUES (?, 'contamination', false, 'the flagged file was the train split', 'reviewer', ?)",
+                    [run.id, datetime(2026, 11, 1)])
+    try:
+        for rule in ("era", "any", "majority", "ignore"):
+            for reviews, gsm8k in (("1", 80), ("0", CELLS["gsm8k"][RULES.index(rule)])):
+                board = client.get(f"/api/leaderboard?source=runs&base_model={A}&verdicts={rule}"
+                                   f"&reviews={reviews}").json()
+                row = next(r for r in board["rows"] if r["key"] == eras.JUDGES)
+                assert row["scores"]["gsm8k"] == pytest.approx(gsm8k, abs=1e-9), (rule, reviews)
+                expected = METRIC_A[rule] + (70 * W_GSM8K if (gsm8k == 80) != (CELLS["gsm8k"][RULES.index(rule)] == 80)
+                                             else 0)
+                assert row["average"] == pytest.approx(expected, abs=1e-9), (rule, reviews)
+        alias = client.get(f"/api/leaderboard?source=runs&base_model={A}&flags=ignore").json()
+        raw = client.get(f"/api/leaderboard?source=runs&base_model={A}&verdicts=ignore&reviews=0").json()
+        assert alias["rows"] == raw["rows"] and (alias["verdicts"], alias["reviews"]) == ("ignore", False)
+        usage = client.get("/api/plots/usage-vs-score?verdicts=ignore&reviews=0").json()
+        every = {r["key"]: r for r in raw["rows"]}
+        assert every  # the twin of the plot scores the same rows (average view)
+        runs_avg = {r["key"]: r["average"] for r in client.get(
+            "/api/leaderboard?source=runs&verdicts=ignore&reviews=0").json()["rows"] if r["source"] == "runs"}
+        assert {p["key"]: p["score"] for p in usage["points"]} == pytest.approx(runs_avg, abs=1e-9)
+    finally:
+        with warehouse.connect() as con:
+            con.execute("DELETE FROM verdict_overrides WHERE run_id = ?", [run.id])

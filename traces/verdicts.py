@@ -314,24 +314,24 @@ JUDGING_RULE_TEXT = {
     "era": "the benchmark's rule of each run's judge era",
     "any": "flagged when any of the run's judges flags",
     "majority": "flagged when more than half of the run's judges flag",
-    "ignore": "no verdict counts: every run with its own score",
+    "ignore": "no judge's verdict counts: every run with its own score",
 }
 
 
 def judges_answers(verdicts: list[Verdict], kind: str) -> dict[str, Verdict]:
-    """Each judge's own answer to ``kind``, judge id -> verdict: per-judge files only (judgement_<id>.json,
-    suffixed txt files such as contamination_judgement_gpt5_2.txt), the judge's rerun first; the plain txt
-    files as the judge ``codex`` when no suffixed file answers (the one judge of main, or the OR of the two-judge
-    era: then the suffixed files are the judges). judge_result.json is no judge's answer but their OR, and is
-    used only when no per-judge file answers (a reviewer's flip lives there in May 2026)."""
+    """Each judge's own answer to ``kind``, judge id -> verdict, the judge's rerun first (its newest answer): the
+    per-judge files (judgement_<id>.json, suffixed txt files such as contamination_judgement_gpt5_2.txt); the plain
+    txt files as the judge ``codex`` unless original suffixed files exist (in the two-judge era the plain files
+    hold their OR); judge_result.json (the judges' OR, and a reviewer's flip in May 2026) only when no original
+    per-judge file answers."""
     mine = [v for v in verdicts if v.kind == kind]
+    per_judge = [v for v in mine if v.era == "judgement_json" or (v.era == "txt" and v.judge != "codex")]
+    suffixed = any(v.era == "txt" and v.judge != "codex" and v.attempt == "original" for v in mine)
+    plain = [] if suffixed else [v for v in mine if v.era == "txt" and v.judge == "codex"]
+    pooled = [] if any(v.attempt == "original" for v in per_judge) else [v for v in mine if v.era == "judge_result"]
     out: dict[str, Verdict] = {}
-    for v in sorted((v for v in mine if v.era == "judgement_json" or (v.era == "txt" and v.judge != "codex")),
-                    key=lambda v: v.attempt != "rerun"):
+    for v in sorted([*per_judge, *plain, *pooled], key=lambda v: v.attempt != "rerun"):
         out.setdefault(v.judge, v)
-    if not out:
-        for v in sorted((v for v in mine if v.era in ("txt", "judge_result")), key=lambda v: v.attempt != "rerun"):
-            out.setdefault(v.judge, v)
     return out
 
 
@@ -344,7 +344,8 @@ def flags_under(verdicts: list[Verdict], rule: str, overrides: dict[str, bool] |
     one unreadable is a judge error. ``any``: over :func:`judges_answers`, flagged if one flags, a judge error
     if none gives a clean/flagged answer on a scored question. ``majority``: flagged if the flagging judges are
     more than half of the judges that answered (an unreadable answer counts as a judge, not a flag), a judge
-    error as for ``any``. ``ignore``: None everywhere, overrides too (the raw view).
+    error as for ``any``. ``ignore``: no judge's verdict counts, only the reviewers' overrides (pass none for the
+    raw view).
 
     Raises:
         ValueError: ``rule`` is not one of JUDGING_RULES.
@@ -355,11 +356,11 @@ def flags_under(verdicts: list[Verdict], rule: str, overrides: dict[str, bool] |
     result: dict[str, str | None] = {}
     era = era_rule(verdicts) if rule == "era" else None
     for kind in (*SCORED_KINDS, API_KIND):
-        if rule == "ignore":
-            result[kind] = None
-            continue
         if kind in overrides:
             result[kind] = "flagged" if overrides[kind] else None
+            continue
+        if rule == "ignore":
+            result[kind] = None
             continue
         chosen = chosen_verdicts(verdicts, kind, era) if era else list(judges_answers(verdicts, kind).values())
         valid = [v for v in chosen if v.flagged is not None]
