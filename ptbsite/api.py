@@ -25,6 +25,8 @@ from evaluator.api import worker_router
 from evaluator.permissions import staff_auth
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
+from traces.challenge_views import public_router as challenges_router
+from traces.challenge_views import staff_router as challenges_staff_router
 from traces.review import router as review_router
 
 from .unavailable import RETRY_AFTER_S, add_api_handlers
@@ -54,6 +56,7 @@ ERROR_TEXT = {
          "Authorization: Bearer <worker token>.",
     404: "No such run, step, job, suite or base model.",
     409: "The judge is already running on this run.",
+    429: "Too many challenges from this address: try again after Retry-After seconds.",
     422: "A parameter or the body failed validation (detail lists the errors, or says which value is wrong).",
     502: "The judge command failed.",
     503: "The warehouse or the job queue is unavailable; try again after Retry-After seconds.",
@@ -63,6 +66,8 @@ EXTRA_STATUSES = {
     ("post", "/api/reruns"): (400,),
     ("post", "/api/runs/{run_id}/overrides"): (400,),
     ("post", "/api/runs/{run_id}/judge"): (409, 502),
+    ("post", "/api/runs/{run_id}/challenges"): (429,),
+    ("post", "/api/challenges/{challenge_id}/triage"): (400,),
     ("post", "/api/worker/jobs/{job_id}/finish"): (400,),
 }
 # Operations without a path parameter that still look something up by a query parameter.
@@ -113,5 +118,7 @@ api.add_router("/", leaderboard_router)
 api.add_router("/", traces_router)
 api.add_router("/", evaluator_router)
 api.add_router("/", review_router, auth=staff_auth)  # traces' review endpoints, staff only
+api.add_router("/", challenges_router)  # the public's challenges of a verdict (anonymous, rate-limited)
+api.add_router("/", challenges_staff_router, auth=staff_auth)  # their triage, staff only
 api.add_router("/worker", worker_router)
 add_api_handlers(api)

@@ -307,6 +307,8 @@ class JudgeQuestion(Model):
     rule: str
     overridden: bool = False
     verdicts: list[JudgeVerdict] = Field(default_factory=list, exclude=True)  # JSON: the run's judge_panel, by kind
+    contested: list[str] = Field(default_factory=list, description="the claims of the public's challenges staff "
+                                                                   "accepted on this question (contested)")
 
 
 class OverrideEntry(Model):

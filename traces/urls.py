@@ -7,7 +7,7 @@ from django.urls import path, reverse
 
 from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
 
-from . import review, views
+from . import challenge_views, review, views
 
 app_name = "traces"
 
@@ -73,6 +73,9 @@ urlpatterns = [
                  distill_live_only=True),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
     path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
+    path("challenges/runs/<str:run_id>/new", challenge_views.challenge_form, name="challenge"),
+    path("challenges/", challenge_views.challenge_list, name="challenges"),
+    path("challenges/<str:challenge_id>/triage", challenge_views.challenge_triage, name="challenge_triage"),
 ]
 
 

@@ -132,9 +132,11 @@ def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
     return panel
 
 
-def judge_questions(run: Run, panel: list[JudgeVerdict]) -> list[JudgeQuestion]:
+def judge_questions(run: Run, panel: list[JudgeVerdict], said: list | None = None) -> list[JudgeQuestion]:
     """The judge panel by question: each question the run's flags or verdicts name, with its label, the era's
-    rule in words and the verdicts on it (in ``panel``'s order); a question nobody answered has none."""
+    rule in words and the verdicts on it (in ``panel``'s order); a question nobody answered has none.
+    ``said``: the run's public challenges (traces.challenges.PublicChallenge); the accepted ones on a question
+    make it contested (``contested``)."""
     rule = run.verdict_rule.text if run.verdict_rule else ""
     kinds = list(run.verdict_labels) + [v.kind for v in panel if v.kind not in run.verdict_labels]
     out = []
@@ -142,7 +144,8 @@ def judge_questions(run: Run, panel: list[JudgeVerdict]) -> list[JudgeQuestion]:
         label = run.verdict_labels.get(kind, "shown")
         out.append(JudgeQuestion(kind=kind, kind_text=kind_text(kind), label=label, rule=rule,
                                  overridden=kind in run.overrides,
-                                 verdicts=[v for v in panel if v.kind == kind]))
+                                 verdicts=[v for v in panel if v.kind == kind],
+                                 contested=[c.claim for c in said or () if c.kind == kind and c.status == "accepted"]))
     return out
 
 
