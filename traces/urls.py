@@ -73,6 +73,7 @@ urlpatterns = [
                  distill_live_only=True),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
     path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
+    distill_path("judges/", views.judges, name="judges", distill_file="judges/index.html"),
     path("challenges/runs/<str:run_id>/new", challenge_views.challenge_form, name="challenge"),
     path("challenges/", challenge_views.challenge_list, name="challenges"),
     path("challenges/<str:challenge_id>/triage", challenge_views.challenge_triage, name="challenge_triage"),
@@ -122,3 +123,4 @@ distill_api("api:run_facets", distill_scope="run", distill_func=_run_ids, distil
 distill_api("api:run_timeline", distill_scope="run", distill_func=_run_ids, distill_file=_run_part("timeline"))
 for _table in ("method_mix", "score_by_method", "calibration", "time_use"):
     distill_api(f"api:{_table}", distill_file=f"api/analysis/{_table.replace('_', '-')}.json", distill_query=("suite",))
+distill_api("api:judges", distill_file="api/judges.json")

@@ -280,3 +280,10 @@ def analysis(request: HttpRequest) -> HttpResponse:
         "suite_names": [(s, suite_name(s)) for s in suite_ids()], "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
     })
+
+
+def judges(request: HttpRequest) -> HttpResponse:
+    """``/judges/``: the judges' report card (``selectors.judge_report``, twin ``/api/judges``): per judge and
+    benchmark runs judged, flag rate, reviewers' confirmations and overturns, open challenges; agreement between
+    judges (Cohen's kappa); the runs where the site's rules and the judges part, with the steps the rules cite."""
+    return render(request, "traces/judges.html", {"report": selectors.judge_report(), "rule_text": RULE_TEXT})
