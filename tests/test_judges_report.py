@@ -20,6 +20,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 from tests import judge_eras_tree as eras
 from tests.test_judge_eras import _eras_warehouse, _run, eras_tree  # noqa: F401 (fixtures)
@@ -48,7 +50,15 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     assert client.post(f"/api/runs/{aime}/challenges", {"question": "contamination", "claim": "Kimi is right: the "
                        "agent trained on AIME questions.", "steps": []}, content_type="application/json"
                        ).status_code == 201
+    assert client.get("/api/judges").json()["contested"] == []  # open: not shown
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
+    (challenge,) = staff.get("/api/challenges").json()
+    assert staff.post(f"/challenges/{challenge['id']}/triage", {"action": "accepted", "reason": "plausible"}
+                      ).status_code == 302
     report = client.get("/api/judges").json()
+    assert [(c["run_id"], c["question"], c["claim"]) for c in report["contested"]] == [
+        (aime, "contamination", "Kimi is right: the agent trained on AIME questions.")]
     stats = {(s["judge"], s["benchmark"]): (s["runs"], s["flagged"], s["flag_rate"], s["confirmed"],
                                             s["overturned"], s["open_challenges"]) for s in report["stats"]}
     assert stats == {
@@ -72,4 +82,4 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     page = client.get("/judges/").content.decode()
     assert '<tr data-judge="kimi" data-benchmark="gsm8k">' in page and "0.20" in page
     assert f'href="/runs/{_run("healthbench").id}/?step=1#step-1">step 1</a>' in page
-    assert eras.JUDGES in page
+    assert eras.JUDGES in page and 'id="judge-contested"' in page and "Kimi is right" in page

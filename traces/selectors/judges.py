@@ -77,11 +77,23 @@ class Disagreement(BaseModel):
     steps: list[int] = Field(default_factory=list)
 
 
+class Contested(BaseModel):
+    """A verdict the public challenged and staff accepted: the run, the question and the visitor's claim."""
+
+    run_id: str
+    title: str
+    question: str
+    claim: str
+    steps: list[int]
+
+
 class JudgeReport(BaseModel):
     """The report card: ``stats`` per judge and benchmark, ``pairs`` of judges per question, ``disagreements``
-    (at most DISAGREEMENTS_SHOWN, rules-found-but-judged-clean first; ``disagreement_count`` all of them)."""
+    (at most DISAGREEMENTS_SHOWN, rules-found-but-judged-clean first; ``disagreement_count`` all of them),
+    ``contested``: the verdicts under an accepted challenge, with its claim."""
 
     stats: list[JudgeStats]
+    contested: list[Contested] = Field(default_factory=list)
     pairs: list[JudgePair]
     disagreements: list[Disagreement]
     disagreement_count: int
@@ -119,11 +131,18 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
                                              ).fetchall():
         overrides[run_id][kind] = flagged
     challenged: dict[str, list[str]] = defaultdict(list)
-    for run_id, kind in con.execute(
-            "SELECT c.run_id, c.kind FROM verdict_challenges c WHERE coalesce((SELECT e.action FROM challenge_events e "
-            "WHERE e.challenge_id = c.id ORDER BY e.created_at DESC LIMIT 1), 'open') IN ('open', 'accepted')"
-    ).fetchall():
+    contested: list[Contested] = []
+    names = {r[0]: f"{r[4]}/{r[3]}" for r in runs}
+    for run_id, kind, claim, steps, status in con.execute(
+            "SELECT c.run_id, c.kind, c.claim, c.steps, coalesce((SELECT e.action FROM challenge_events e "
+            "WHERE e.challenge_id = c.id ORDER BY e.created_at DESC LIMIT 1), 'open') AS status "
+            "FROM verdict_challenges c ORDER BY c.created_at DESC").fetchall():
+        if run_id not in names or status not in ("open", "accepted"):
+            continue
         challenged[run_id].append(kind)
+        if status == "accepted":
+            contested.append(Contested(run_id=run_id, title=names[run_id], question=kind, claim=claim,
+                                       steps=[int(x) for x in steps.split(",") if x]))
     evidence: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for run_id, idx, rules in con.execute(
             f"SELECT s.run_id, s.idx, s.suspicious FROM steps s JOIN runs r ON r.id = s.run_id WHERE {where} "
@@ -183,7 +202,8 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
              for (ja, jb, kind), (a, b) in sorted(pair_answers.items())]
     order = {"found": 0, "none": 1}
     found.sort(key=lambda d: (order[d.rules], d.judges != "clean", d.run_id, d.mode))
-    return JudgeReport(stats=sorted(stats.values(), key=lambda s: (s.judge, s.benchmark)), pairs=pairs,
+    return JudgeReport(stats=sorted(stats.values(), key=lambda s: (s.judge, s.benchmark)), contested=contested,
+                       pairs=pairs,
                        disagreements=found[:DISAGREEMENTS_SHOWN], disagreement_count=len(found),
                        modes={k: v[0] for k, v in MODES.items()})
 
