@@ -87,10 +87,12 @@ def _origin(v: Verdict) -> str:
 
 def _combines(v: Verdict, verdicts: list[Verdict]) -> bool:
     """judge_result.json's justification is aggregate_judgement.py's ``[<judge>] <text>`` paragraphs of judges
-    whose own verdicts on the same question the run holds with that text."""
+    whose own verdicts on the same question the run holds with that text, or one judge's text verbatim."""
     if v.judge != AGGREGATE_JUDGE or not v.text.strip():
         return False
     own = {(o.judge, o.text.strip()) for o in verdicts if o.kind == v.kind and o.era == "judgement_json"}
+    if any(text == v.text.strip() for _, text in own):
+        return True  # one judge's words copied verbatim (the API judge's, in aggregate_judgement.py)
     parts = [p.strip() for p in v.text.split("\n\n") if p.strip()]
     tagged = [_TAGGED.match(p) for p in parts]
     return all(tagged) and all((m[1], p[m.end():].strip()) in own for m, p in zip(tagged, parts, strict=True)
