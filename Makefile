@@ -35,8 +35,13 @@ setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py ingest $(DEMO_RESULTS) --quiet
 	$(BIN)/python manage.py compact_warehouse
 
+# The demo's judge re-runs: demo/mock_hosted_judge.py, a stand-in for (a mock of) the hosted LLM judge, unless
+# PTB_JUDGE_COMMAND names a real one. Server and worker both need it (the server offers "Re-run judge" when set).
+DEMO_JUDGE := ["$(abspath $(BIN))/python", "$(CURDIR)/demo/mock_hosted_judge.py", "{run_dir}"]
+
 serve: setup
 	@echo "Serving on http://$(HOST):$(PORT)/"
+	PTB_JUDGE_COMMAND=$${PTB_JUDGE_COMMAND:-'$(DEMO_JUDGE)'} \
 	PTB_PUBLIC_URL=$${PTB_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/python manage.py serve --bind $(HOST):$(PORT)
 
 # A CPU worker on the embedded defaults (same data/ folder, broker and worker token as `make serve`): makes the
@@ -46,6 +51,7 @@ WORKER_NAME ?= worker
 worker: $(VENV)/.worker-installed
 	test -d $(DEMO_RESULTS) || { echo "no $(DEMO_RESULTS): run 'make serve' first"; exit 1; }
 	$(BIN)/python manage.py demo_worker_assets $(DEMO_RESULTS)
+	PTB_JUDGE_COMMAND=$${PTB_JUDGE_COMMAND:-'$(DEMO_JUDGE)'} \
 	PTB_TEMPLATES_DIR=$${PTB_TEMPLATES_DIR:-$${PTB_DATA_DIR:-data}/worker/templates} $(BIN)/celery -A ptbsite worker \
 		--pool=prefork --concurrency=1 --loglevel=INFO -n $(WORKER_NAME)@%h
 

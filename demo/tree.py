@@ -683,24 +683,32 @@ def _verdict_files(rng: random.Random, tree: _Tree, rel: str, m: _Method, s: _Sl
     names: list[str] = []
     if m.verdicts == "judgement_json":
         judges = {"gpt5_4": (c_flag, m_flag), "kimi": (c_flag, False)}
+        said: dict[str, dict] = {}
         for jid, (c, d) in judges.items():
             names.append(f"judgement_{jid}.json")
-            tree.write(f"{rel}/{names[-1]}", json.dumps({
+            said[jid] = {
                 "contamination": c, "disallowed_model": d,
                 "justification_contamination": "Test split loaded into training data." if c else
                 "Only training splits of unrelated datasets were used.",
                 "justification_disallowed_model": "final_model is Qwen/Qwen3-4B (instruct)." if d else
-                "final_model derives from the given base model."}, indent=2) + "\n")
+                "final_model derives from the given base model."}
+            tree.write(f"{rel}/{names[-1]}", json.dumps(said[jid], indent=2) + "\n")
         names.append("judgement_api.json")
         tree.write(f"{rel}/judgement_api.json", json.dumps({
             "disallowed_api_usage": False,
             "justification_disallowed_api_usage": "No third-party inference API was called."}, indent=2) + "\n")
         names.append("judge_result.json")
+        # As new_judge_v2's aggregate_judgement.py writes it: the contamination judges' OR, their justifications
+        # as "[<judge>] <text>" paragraphs, the API judge's verdict verbatim (spec 3.4).
         tree.write(f"{rel}/judge_result.json", json.dumps({
-            "contamination_detected": c_flag, "disallowed_model_detected": m_flag, "disallowed_api_usage": False,
-            "justification_contamination": "[gpt5_4] ...\n\n[kimi] ...",
-            "justification_disallowed_model": "[gpt5_4] ...\n\n[kimi] ...",
-            "justification_disallowed_api_usage": "[api] No third-party inference API was called."},
+            "contamination": any(j["contamination"] for j in said.values()),
+            "disallowed_model": any(j["disallowed_model"] for j in said.values()),
+            "justification_contamination": "\n\n".join(f"[{k}] {j['justification_contamination']}"
+                                                         for k, j in said.items()),
+            "justification_disallowed_model": "\n\n".join(f"[{k}] {j['justification_disallowed_model']}"
+                                                           for k, j in said.items()),
+            "disallowed_api_usage": False,
+            "justification_disallowed_api_usage": "No third-party inference API was called."},
             indent=2) + "\n")
         return ("flagged" if c_flag else "clean"), ("flagged" if m_flag else "clean"), names
     c_text = FLAGGED_CONTAMINATION if c_flag else CLEAN_CONTAMINATION

@@ -3,10 +3,13 @@
 
 On the worker (``run_judge_command``): the command is the worker's own PTB_JUDGE_COMMAND (never taken from a
 message), a JSON list of argv run without a shell in a temporary copy of the run's ``task/`` directory (an empty
-one if the run has none); ``{run_dir}`` may stand as a whole argument for the run's directory. It writes the
-one-line verdict files (``contamination_judgement.txt``, ``disallowed_model_judgement.txt``, ...) into its working
-directory; the worker sends their text back. On the server (``store_judge_files``): the files are read like the
-results tree's (traces.verdicts) and stored through traces.services.store_judge_rerun.
+one if the run has none); ``{run_dir}`` may stand as a whole argument for the run's directory, ``{out_dir}`` for
+the judge's output folder, also given as the environment variable PTB_JUDGE_OUTPUT_DIR. The output folder is
+created empty for this run: the verdict files the judge writes there (``contamination_judgement.txt``,
+``disallowed_model_judgement.txt``, ``judgement_<judge>.json``, ...) are this run's verdicts, whatever the task
+copy or the run directory already holds; the worker sends their text back. On the server
+(``store_judge_files``): the files are read like the results tree's (traces.verdicts) and every question they
+answer is stored as a ``rerun`` verdict through traces.services.store_judge_rerun.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from traces.redaction import Redactor
 from traces.verdicts import Verdict, read_verdicts
 
 PLACEHOLDER = "{run_dir}"
+OUT_PLACEHOLDER = "{out_dir}"
+OUTPUT_ENV = "PTB_JUDGE_OUTPUT_DIR"
 _VERDICT_FILE = re.compile(r"^[A-Za-z0-9_]+\.(txt|json)$")
 MAX_VERDICT_BYTES = 1 << 20
 
@@ -56,40 +61,45 @@ def _judge_env() -> dict[str, str]:
     return keep
 
 
-def judge_argv(run_dir: Path, command: object) -> list[str]:
-    """``command`` with ``{run_dir}`` replaced. Raises JudgeNotConfigured if it is empty, not a list of strings,
-    or uses the placeholder inside an argument (it may only stand alone, so no quoting is needed)."""
+def judge_argv(run_dir: Path, command: object, out_dir: Path | None = None) -> list[str]:
+    """``command`` with ``{run_dir}`` (and ``{out_dir}``, the output folder) replaced. Raises JudgeNotConfigured
+    if it is empty, not a list of strings, or uses a placeholder inside an argument (it may only stand alone, so
+    no quoting is needed)."""
     if not command:
         raise JudgeNotConfigured("no judge command is configured (set PTB_JUDGE_COMMAND to a JSON list of argv)")
     if not isinstance(command, list) or not all(isinstance(arg, str) for arg in command):
         raise JudgeNotConfigured("PTB_JUDGE_COMMAND must be a JSON list of strings")
-    if any(PLACEHOLDER in arg and arg != PLACEHOLDER for arg in command):
-        raise JudgeNotConfigured(f"{PLACEHOLDER} may only be a whole argument of PTB_JUDGE_COMMAND")
-    return [str(run_dir) if arg == PLACEHOLDER else arg for arg in command]
+    for placeholder in (PLACEHOLDER, OUT_PLACEHOLDER):
+        if any(placeholder in arg and arg != placeholder for arg in command):
+            raise JudgeNotConfigured(f"{placeholder} may only be a whole argument of PTB_JUDGE_COMMAND")
+    values: dict[str, str] = {PLACEHOLDER: str(run_dir), OUT_PLACEHOLDER: str(out_dir or Path("/out"))}
+    return [values[arg] if arg in values else str(arg) for arg in command]
 
 
 def run_judge_command(run_dir: Path, *, command: object, work: Path, deadline: float,
                       should_cancel: Callable[[], bool]) -> dict[str, str]:
     """Run the judge on ``run_dir`` (worker side) in ``work``/task, a copy of its ``task/`` folder; return the
-    verdict files it wrote, name -> text (each at most 1 MiB).
+    verdict files it wrote into its output folder ``work``/out (created empty, ``{out_dir}`` and
+    PTB_JUDGE_OUTPUT_DIR), name -> text (each at most 1 MiB). Files it leaves elsewhere are not its verdicts.
 
     The command runs in a process group of its own, killed on a cancel or at ``deadline`` (time.monotonic()).
     Raises JudgeNotConfigured; JudgeFailed (cannot start, non-zero exit with its redacted stderr tail,
     cancelled, timed out, or no verdict file written).
     """
-    argv = judge_argv(run_dir, command)
+    out = work / "out"
+    out.mkdir(parents=True)
+    argv = judge_argv(run_dir, command, out)
     task = work / "task"
     if (run_dir / "task").is_dir():
         shutil.copytree(run_dir / "task", task, symlinks=True)
     else:
         task.mkdir(parents=True)
-    before = {p.name for p in task.iterdir()}
     stderr_path = work / "judge-stderr.txt"
     try:
         with stderr_path.open("wb") as stderr:
             # The judge reads agent-written files: it gets no secret of the worker's environment.
             process = subprocess.Popen(argv, cwd=task, stdout=subprocess.DEVNULL, stderr=stderr, shell=False,
-                                       env=_judge_env(), start_new_session=True)
+                                       env={**_judge_env(), OUTPUT_ENV: str(out)}, start_new_session=True)
     except OSError as exc:
         raise JudgeFailed(f"the judge command could not start: {exc}") from exc
     stopped = None
@@ -106,10 +116,11 @@ def run_judge_command(run_dir: Path, *, command: object, work: Path, deadline: f
     if process.returncode != 0:
         tail = Redactor.from_environ(os.environ).redact(stderr_path.read_text(errors="replace")[-2000:].strip())
         raise JudgeFailed(f"the judge command exited {process.returncode}: {tail}")
-    written = {p.name: p.read_text(errors="replace")[:MAX_VERDICT_BYTES] for p in sorted(task.iterdir())
-               if p.is_file() and p.name not in before and _VERDICT_FILE.match(p.name)}
+    written = {p.name: p.read_text(errors="replace")[:MAX_VERDICT_BYTES] for p in sorted(out.iterdir())
+               if p.is_file() and not p.is_symlink() and _VERDICT_FILE.match(p.name)}
     if not written:
-        raise JudgeFailed("the judge command wrote no verdict file (e.g. contamination_judgement.txt)")
+        raise JudgeFailed(f"the judge command wrote no verdict file (e.g. contamination_judgement.txt) into its "
+                          f"output folder ({OUTPUT_ENV})")
     return written
 
 

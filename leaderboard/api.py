@@ -16,15 +16,19 @@ router = Router(tags=["leaderboard"])
 
 
 @router.get("/leaderboard", response=selectors.Leaderboard, summary="The leaderboard rows, as on /")
-@page_inputs(query=("suite", "base_model", "sort", "dir", "source", "flags", "facet"))
+@page_inputs(query=("suite", "base_model", "sort", "dir", "source", "flags", "facet", "verdicts", "reviews"))
 def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
                 dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
-                flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None):
+                flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None,
+                verdicts: Literal["era", "any", "majority", "ignore", ""] = "era", reviews: Literal["0", "1", ""] = "1"):
     """Rows of the leaderboard for the average over base models (default) or one ``base_model`` id.
 
     ``source``: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs), ``all``.
-    ``flags``: ``apply`` (flagged runs score as their base model) or ``ignore`` (raw scores; runs rows then carry
-    ``rank_change`` = rank with flags minus rank without).
+    ``verdicts``: the judging rule of the rows from runs: ``era`` (default: the benchmark's rule of each run's
+    judge era), ``any`` (flagged if any judge flags), ``majority`` (more than half of the run's judges), ``ignore``
+    (no judge); ``reviews``: ``1`` (default) reviewers' overrides on top, ``0`` not. ``flags=ignore`` is the old
+    name of ``verdicts=ignore&reviews=0`` (raw scores). In any view but the default, runs rows carry
+    ``rank_change`` = rank in the default view minus rank in this one; ``verdicts_text`` says the rule in words.
     ``average``, ``std``, ``scores``, ``stds`` and ``delta`` are percent (0-100); ``std`` is null for single-run
     agents and baselines; ``stds`` is the "±" under each benchmark, defined per row source in ``std_notes``
     (published rows: mean over base models of the per-cell std; runs rows: std over runs of the benchmark's
@@ -42,11 +46,15 @@ def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | 
     An empty ``sort``, ``dir``, ``source`` or ``flags`` (a form's unset field) means its default.
     """
     flags, source, dir, sort = flags or "apply", source or "published", dir or "asc", sort or "rank"
+    verdicts, reviews = verdicts or "era", reviews or "1"
+    if flags == "ignore":
+        verdicts, reviews = "ignore", "0"
     if suite not in suite_ids():
         raise HttpError(404, f"no suite {suite}")
     try:
         board = selectors.leaderboard(suite=suite, base_model=base_model or None, sort=sort, direction=dir,
-                                      source=source, apply_flags=flags == "apply", facet=facet or None)
+                                      source=source, facet=facet or None, verdicts=verdicts,
+                                      reviews=reviews == "1")
     except selectors.UnknownBaseModel as exc:
         raise HttpError(404, str(exc)) from None
     except ValueError as exc:
@@ -92,10 +100,12 @@ def budget_and_effort(request):
 
 @router.get("/plots/usage-vs-score", response=plots.UsageVsScore,
             summary="Score vs tokens and vs cost per run, as on /plots/usage-vs-score/")
-@page_inputs()
-def usage_vs_score(request):
+@page_inputs(query=("verdicts", "reviews"))
+def usage_vs_score(request, verdicts: Literal["era", "any", "majority", "ignore", ""] = "era",
+                   reviews: Literal["0", "1", ""] = "1"):
     """Agents with ingested runs: mean ``tokens`` (input + output) and ``cost_usd`` per run over the runs whose
     traces carry them (``tokens_runs``, ``cost_runs`` of ``runs``), against their ``score`` from ingested runs
     (percent); ``token_frontier``/``cost_frontier``: Pareto frontiers' agent keys in order of usage;
-    ``missing``: reason -> number of runs without usage."""
-    return plots.usage_vs_score()
+    ``missing``: reason -> number of runs without usage. ``verdicts``/``reviews``: the judging rule of the scores,
+    as on ``/api/leaderboard``."""
+    return plots.usage_vs_score(verdicts=verdicts or "era", reviews=(reviews or "1") == "1")

@@ -337,14 +337,17 @@ USAGE_GAPS = {
 
 
 @warehouse.retrying
-def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE) -> UsageVsScore:
-    """Every agent with ingested runs: mean tokens and cost per latest run against its runs-leaderboard score.
+def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE, verdicts: str = "era", reviews: bool = True
+                   ) -> UsageVsScore:
+    """Every agent with ingested runs: mean tokens and cost per latest run against its runs-leaderboard score,
+    the score under the judging rule ``verdicts`` (``traces.verdicts.JUDGING_RULES``; ``reviews``: reviewers'
+    overrides on top), as ``/?source=runs&verdicts=`` computes it.
 
     Usage comes from the runs' traces (Claude Code ``result`` totals, OpenCode ``step_finish`` sums, Codex turn
     usage, Gemini stats); runs whose trace has no such numbers are counted in ``missing`` by reason.
     """
     with warehouse.connect() as con:  # one unit of work: the board and the usage of the same runs
-        board = selectors.read_leaderboard(con, suite=suite, source="runs")
+        board = selectors.read_leaderboard(con, suite=suite, source="runs", verdicts=verdicts, reviews=reviews)
         run_usages = traces_selectors.read_latest_usage(con, suite)
     rows = {r.key: r for r in board.rows if r.source == "runs"}
     # Only agents on the runs leaderboard have a score to plot (a warehouse with runs but without its suite's

@@ -81,7 +81,7 @@ class Row(Model):
     synthetic: bool = False         # every run behind the row is generated demo data
     overridden: bool = False        # a reviewer overrode a verdict of a run behind the row
     delta: PercentOrNone = None     # runs row minus the published row of the same agent (percent points in JSON)
-    rank_change: int | None = None  # flag-blind view: rank with flags applied minus rank without
+    rank_change: int | None = None  # a judging view but the default: rank in the default view minus rank in this one
     baseline_source: str | None = None  # runs rows: where the fallback scores came from: tree | published | mixed
 
     @property
@@ -128,6 +128,8 @@ class Leaderboard(Model):
     derived_weights: dict[str, float]
     source: str = "published"
     apply_flags: bool = True
+    verdicts: str = "era"           # the judging rule of the rows from runs (traces.verdicts.JUDGING_RULES)
+    reviews: bool = True            # reviewers' overrides applied on top
     description: str = ""
     metric: str = ""
     budget_hours: float | None = None
@@ -149,6 +151,20 @@ class Leaderboard(Model):
     def cells_per_run(self) -> int:
         """The cells one run of the whole suite fills in this view: benchmarks x base models (one base model's view: 1)."""
         return len(self.benchmarks) * (1 if self.base_model else len(self.base_models))
+
+    @property
+    def rank_changes(self) -> bool:
+        """Rows from runs carry ``rank_change`` (a judging view other than the default)."""
+        return (self.verdicts, self.reviews) != ("era", True)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdicts_text(self) -> str:
+        """The judging rule of the rows from runs in words, with or without the reviewers' overrides."""
+        from traces.verdicts import JUDGING_RULE_TEXT
+
+        rule = JUDGING_RULE_TEXT.get(self.verdicts, self.verdicts)
+        return f"{rule}; " + ("reviewers' overrides applied on top" if self.reviews else "reviewers' overrides not applied")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -11,6 +11,7 @@ from django.conf import settings
 from ptbsite import warehouse
 from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts, reported_facts
 from traces import selectors as traces_selectors
+from traces.verdicts import JUDGING_RULES, flags_under
 
 from . import aggregation
 from .schemas import (FALLBACK_TEXT, SCORING_RULE_TEXT, SORT_KEYS, BaseModel, Benchmark, Cell, FallbackBaseline,
@@ -40,17 +41,20 @@ SOURCES = ("published", "runs", "all")
 @warehouse.retrying
 def leaderboard(
     *, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank", direction: str = "asc",
-    source: str = "published", apply_flags: bool = True, facet: str | None = None,
+    source: str = "published", apply_flags: bool = True, facet: str | None = None, verdicts: str = "era",
+    reviews: bool = True,
 ) -> Leaderboard:
     """The leaderboard of a suite in its own unit of work: :func:`read_leaderboard` on one warehouse connection."""
     with warehouse.connect() as con:
         return read_leaderboard(con, suite=suite, base_model=base_model, sort=sort, direction=direction,
-                                source=source, apply_flags=apply_flags, facet=facet)
+                                source=source, apply_flags=apply_flags, facet=facet, verdicts=verdicts,
+                                reviews=reviews)
 
 
 def read_leaderboard(
     con, *, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
     direction: str = "asc", source: str = "published", apply_flags: bool = True, facet: str | None = None,
+    verdicts: str = "era", reviews: bool = True,
 ) -> Leaderboard:
     """The leaderboard of a suite (spec section 4.4 and the website's data.js, section 5).
 
@@ -60,8 +64,12 @@ def read_leaderboard(
         sort: ``rank``, ``agent``, ``average``, ``runs`` or a benchmark id; ``direction`` ``asc``/``desc``.
         source: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs by the
             benchmark's rules, ``rows_from_runs``) or ``all`` (both, side by side).
-        apply_flags: False for the flag-blind view: flagged runs count with their raw score; each runs row then
-            carries ``rank_change`` (its rank with flags applied minus its rank without).
+        apply_flags: False for the flag-blind view, the same as ``verdicts="ignore", reviews=False`` (the old
+            ``flags=ignore``): flagged runs count with their raw score.
+        verdicts: the judging rule of the rows from runs (``traces.verdicts.JUDGING_RULES``): ``era`` (default,
+            the benchmark's rule of each run's era), ``any``, ``majority``, ``ignore``; ``reviews``: reviewers'
+            overrides on top (default) or not. In any view but the default each runs row carries ``rank_change``:
+            its rank in the default view minus its rank in this one (positive: this rule moves it up).
         facet: a facet spec (``grpo``, ``library:trl``; ``traces.selectors.facet_clause``) that narrows the rows
             computed from runs to the runs with that facet (``rows_from_runs``); published rows are unchanged.
 
@@ -78,6 +86,11 @@ def read_leaderboard(
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}")
+    if verdicts not in JUDGING_RULES:
+        raise ValueError(f"verdicts must be one of {', '.join(JUDGING_RULES)}")
+    if not apply_flags:
+        verdicts, reviews = "ignore", False
+    apply_flags = not (verdicts == "ignore" and not reviews)
     suite_row = con.execute("SELECT name, weights_note, description, metric, budget_hours, hardware, scoring_rule "
                             "FROM suites WHERE id = ?", [suite]).fetchone()
     reported = read_reported_facts(con, suite)
@@ -106,7 +119,7 @@ def read_leaderboard(
     if suite_row is None:
         return Leaderboard(suite=suite, suite_name=suite, benchmarks=[], base_models=[], base_model=base_model, sort=sort,
                            direction=direction, rows=[], weights_note="", derived_weights={}, source=source,
-                           apply_flags=apply_flags)
+                           apply_flags=apply_flags, verdicts=verdicts, reviews=reviews)
     model_ids = [m.id for m in models]
     if base_model is not None and base_model not in model_ids:
         raise UnknownBaseModel(f"unknown base model {base_model!r}; one of {', '.join(model_ids)}")
@@ -154,21 +167,21 @@ def read_leaderboard(
         families = {a[0]: a[5] for a in agents}
         fallback_baselines = _fallback_baselines(cells_of_runs, trees, base_scores, model_ids, list(weights))
         run_rows = rows_from_runs(suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores,
-                                  base_model=base_model, apply_flags=apply_flags, facet=facet, cells=cells_of_runs,
-                                  tree_base=trees, keep=keep)
+                                  base_model=base_model, facet=facet, cells=cells_of_runs,
+                                  tree_base=trees, keep=keep, verdicts=verdicts, reviews=reviews)
         published_avg = _published_averages(grid, agents, view_models, weights)
         for row in run_rows:
             row.model_family = families.get(row.key)
             if row.key in published_avg:
                 row.delta = row.average - published_avg[row.key]
-        if not apply_flags:
-            flagged_rows = {r.key: r for r in rows_from_runs(
+        if (verdicts, reviews) != ("era", True):
+            default_rows = rows_from_runs(
                 suite=suite, benchmarks=benchmarks, models=models, base_scores=base_scores, base_model=base_model,
-                apply_flags=True, facet=facet, cells=cells_of_runs, tree_base=trees, keep=keep)}
-            ranks_with = _ranks(list(flagged_rows.values()))
-            ranks_without = _ranks(run_rows)
+                facet=facet, cells=cells_of_runs, tree_base=trees, keep=keep)
+            ranks_default = _ranks(default_rows)
+            ranks_here = _ranks(run_rows)
             for row in run_rows:
-                row.rank_change = ranks_with.get(row.key, 0) - ranks_without.get(row.key, 0)
+                row.rank_change = ranks_default.get(row.key, 0) - ranks_here.get(row.key, 0)
         rows += run_rows
 
     ranked = sorted((r for r in rows if r.kind == "agent"), key=lambda r: -r.average)
@@ -183,7 +196,8 @@ def read_leaderboard(
     derived = aggregation.derive_weights(instruct, base) if instruct else {}
     return Leaderboard(suite=suite, suite_name=suite_row[0], benchmarks=benchmarks, base_models=models,
                        base_model=base_model, sort=sort, direction=direction, rows=rows, weights_note=suite_row[1],
-                       derived_weights=derived, source=source, apply_flags=apply_flags, description=suite_row[2], metric=suite_row[3],
+                       derived_weights=derived, source=source, apply_flags=apply_flags, verdicts=verdicts,
+                       reviews=reviews, description=suite_row[2], metric=suite_row[3],
                        budget_hours=suite_row[4], hardware=suite_row[5], scoring_rule=suite_row[6], facet=facet,
                        reported=reported, fallback_baselines=fallback_baselines, runs_ingested=runs_ingested,
                        has_scaffolds=any(a[3] for a in agents) or any(r.scaffold for r in rows),
@@ -237,6 +251,7 @@ def rows_from_runs(
     base_model: str | None = None, apply_flags: bool = True, facet: str | None = None,
     cells: list[traces_selectors.CellRun] | None = None,
     tree_base: dict[str, traces_selectors.TreeBaseline] | None = None, keep: set[str] | None = None,
+    verdicts: str = "era", reviews: bool = True,
 ) -> list[Row]:
     """Leaderboard rows computed from ingested runs by the benchmark's own rules (spec section 4.2-4.4).
 
@@ -264,7 +279,13 @@ def rows_from_runs(
     base model's score like a missing run, with reason ``facet``, so the weighted average keeps its meaning
     ("the agent's score had only its GRPO runs counted"); agents with no such run get no row; ``n_runs``
     counts the runs with the facet; ``keep``: the ids of the runs with it when the caller has read them.
+
+    ``verdicts`` (``traces.verdicts.JUDGING_RULES``) and ``reviews``: which verdicts make a cell fall back: each
+    run's flags under that rule (``traces.verdicts.flags_under``), reviewers' overrides on top when ``reviews``;
+    ``apply_flags`` False is ``ignore`` without reviews (the raw scores).
     """
+    if not apply_flags:
+        verdicts, reviews = "ignore", False
     if facet and keep is None:
         keep = traces_selectors.runs_with_facet(suite, facet)
     elif not facet:
@@ -310,7 +331,7 @@ def rows_from_runs(
                     n_runs += run is not None
                     finals[method][(m, t)] = aggregation.final_cell(
                         accuracy=getattr(run, "accuracy", None), state=getattr(run, "state", None),
-                        flags=getattr(run, "flags", None), base=base, apply_flags=apply_flags)
+                        flags=_cell_flags(run, verdicts, reviews), base=base)
                     n_scored += run is not None and finals[method][(m, t)][1] is None
         metrics = [
             aggregation.mean(aggregation.weighted_score({t: finals[me][(m, t)][0] for t in weights}, weights)
@@ -350,6 +371,16 @@ def rows_from_runs(
     return rows
 
 
+def _cell_flags(run: traces_selectors.CellRun | None, verdicts: str, reviews: bool) -> dict[str, str | None] | None:
+    """A cell's flags under a judging rule: the stored effective flags in the default view (era, reviews on),
+    else ``flags_under`` of its verdicts with or without the reviewers' overrides."""
+    if run is None:
+        return None
+    if (verdicts, reviews) == ("era", True):
+        return run.flags
+    return flags_under(run.verdicts, verdicts, run.overrides if reviews else None)
+
+
 def _shade(rows: list[Row], benchmarks: list[Benchmark]) -> None:
     """Each cell's position (0..1) between its column's lowest and highest agent score."""
     for b in benchmarks:
@@ -380,6 +411,6 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
 
 # Re-exported: the models (leaderboard.schemas) and the reported facts (ptbsite.reported) under the names other
 # modules and the tests have used.
-__all__ = ["FACT_TOPIC_TEXT", "FALLBACK_TEXT", "SCORING_RULE_TEXT", "SORT_KEYS", "SOURCES", "BaseModel", "Benchmark",
+__all__ = ["FACT_TOPIC_TEXT", "FALLBACK_TEXT", "JUDGING_RULES", "SCORING_RULE_TEXT", "SORT_KEYS", "SOURCES", "BaseModel", "Benchmark",
            "Cell", "FallbackBaseline", "Leaderboard", "ReportedFact", "Row", "UnknownBaseModel", "leaderboard",
            "reported_facts", "rows_from_runs", "suite_models"]

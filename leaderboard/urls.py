@@ -12,7 +12,7 @@ app_name = "leaderboard"
 
 # Static export (ptbsite.distill): the leaderboard in every view (base model x source x flags), each plot, and
 # their JSON twins. Sorting and the htmx table need the server.
-VIEW_KEYS = ("base_model", "source", "flags")
+VIEW_KEYS = ("base_model", "source", "flags", "verdicts", "reviews")
 
 
 def _base_models() -> list[str]:
@@ -20,10 +20,18 @@ def _base_models() -> list[str]:
 
 
 def leaderboard_views() -> list[Params]:
-    """Every leaderboard view: the average and each base model, x every source, x flags applied or ignored (each
-    parameter left out at its default)."""
-    return [{k: v for k, v in (("base_model", model), ("source", source), ("flags", flags)) if v != views.DEFAULTS[k]}
-            for model in ["", *_base_models()] for source in selectors.SOURCES for flags in ("apply", "ignore")]
+    """Every leaderboard view: the average and each base model, x every source, x flags applied or ignored, and
+    for rows from runs each judging rule (``verdicts``, ``reviews``); each parameter left out at its default."""
+    out = [{k: v for k, v in (("base_model", model), ("source", source), ("flags", flags)) if v != views.DEFAULTS[k]}
+           for model in ["", *_base_models()] for source in selectors.SOURCES for flags in ("apply", "ignore")]
+    # The judging rules (issue 26) change only rows from runs: each rule with and without reviewers' overrides
+    # (the default and the raw view, ``flags=ignore``, are above).
+    out += [{k: v for k, v in (("base_model", model), ("source", source), ("verdicts", rule), ("reviews", reviews))
+             if v != views.DEFAULTS[k]}
+            for model in ["", *_base_models()] for source in ("runs", "all")
+            for rule in selectors.JUDGING_RULES for reviews in ("1", "0")
+            if (rule, reviews) not in (("era", "1"), ("ignore", "0"))]
+    return out
 
 
 def leaderboard_file(query: Params, run: object = None) -> str:
@@ -71,8 +79,23 @@ urlpatterns = [
                  distill_file="plots/budget-and-effort/index.html"),
 ]
 
-distill_api("api:leaderboard", distill_func=by_base_model, distill_file=_per_model("api/leaderboard", json=True),
-            distill_query=("base_model",))
+def leaderboard_twins() -> list[Params]:
+    """The leaderboard's twin per base model (published rows), and the rows from runs under each judging rule,
+    with and without reviewers' overrides (issue 26)."""
+    return [*by_base_model(), *({"source": "runs", "verdicts": rule, "reviews": reviews}
+                                for rule in selectors.JUDGING_RULES for reviews in ("1", "0"))]
+
+
+def leaderboard_twin_file(params: Params, run: object = None) -> str:
+    """``api/leaderboard[/<base model>].json``; rows from runs: ``api/leaderboard/runs/<rule>[-reviews0].json``."""
+    if params.get("source") == "runs":
+        rule = safe_name(params.get("verdicts") or "era", "judging rule")
+        return f"api/leaderboard/runs/{rule}{'-reviews0' if params.get('reviews') == '0' else ''}.json"
+    return _per_model("api/leaderboard", json=True)(params)
+
+
+distill_api("api:leaderboard", distill_func=leaderboard_twins, distill_file=leaderboard_twin_file,
+            distill_query=("base_model", "source", "verdicts", "reviews"))
 distill_api("api:per_benchmark", distill_func=by_base_model,
             distill_file=_per_model("api/plots/per-benchmark", json=True), distill_query=("base_model",))
 for _chart in ("time_vs_score", "time_spent", "budget_and_effort", "usage_vs_score"):

@@ -15,7 +15,9 @@ from . import figures, plots, selectors
 
 
 DEFAULTS = {"suite": settings.DEFAULT_SUITE, "base_model": "", "sort": "rank", "dir": "asc", "source": "published",
-            "flags": "apply", "facet": ""}
+            "flags": "apply", "facet": "", "verdicts": "era", "reviews": "1"}
+VERDICT_CHOICES = (("era", "the era's rule"), ("any", "any judge"), ("majority", "majority of judges"),
+                   ("ignore", "no judge"))
 
 
 def _params(request: HttpRequest) -> dict[str, str]:
@@ -27,6 +29,13 @@ def _params(request: HttpRequest) -> dict[str, str]:
         params["source"] = "published"
     if params["flags"] not in ("apply", "ignore"):
         params["flags"] = "apply"
+    if params["verdicts"] not in selectors.JUDGING_RULES:
+        params["verdicts"] = "era"
+    if params["reviews"] not in ("0", "1"):
+        params["reviews"] = "1"
+    if params["flags"] == "ignore":  # the flag-blind view's old name: no judge and no reviewer
+        params.update(verdicts="ignore", reviews="0")
+    params["flags"] = "ignore" if (params["verdicts"], params["reviews"]) == ("ignore", "0") else "apply"
     params["suite"] = _suite(request)
     return params
 
@@ -35,14 +44,19 @@ def _board(params: dict[str, str]) -> selectors.Leaderboard:
     try:
         return selectors.leaderboard(
             suite=params["suite"], base_model=params["base_model"] or None, sort=params["sort"], direction=params["dir"],
-            source=params["source"], apply_flags=params["flags"] == "apply", facet=params["facet"] or None,
+            source=params["source"], facet=params["facet"] or None, verdicts=params["verdicts"],
+            reviews=params["reviews"] == "1",
         )
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
 
 
 def _query(params: dict[str, str], **changes: str) -> str:
+    """The query string of a view, each parameter left out at its default; the raw view (no judge, no reviewer)
+    is written ``flags=ignore``, its old name, so that links and the static export's files keep one name."""
     merged = {**params, **changes}
+    raw = (merged["verdicts"], merged["reviews"]) == ("ignore", "0")
+    merged.update(flags="ignore" if raw else "apply", **({"verdicts": "era", "reviews": "1"} if raw else {}))
     return urlencode({k: v for k, v in merged.items() if v != DEFAULTS[k]})
 
 
@@ -58,10 +72,16 @@ def _context(request: HttpRequest) -> dict:
     filter_links = [("", f"Average of {len(board.base_models)}", _query(params, base_model=""))] + [
         (m.id, m.name, _query(params, base_model=m.id)) for m in board.base_models
     ] if len(board.base_models) > 1 else []
-    source_links = [(key, label, _query(params, source=key)) for key, label in
-                    (("published", "Published"), ("runs", "From ingested runs"), ("all", "Both"))]
-    flag_link = _query(params, flags="ignore" if params["flags"] == "apply" else "apply",
-                       source=params["source"] if params["source"] != "published" else "runs")
+    # Published rows have no per-run verdicts: the published view drops a judging rule (the raw view's old name,
+    # flags=ignore, stays as it was).
+    judging_off = {} if params["flags"] == "ignore" else {"verdicts": "era", "reviews": "1"}
+    source_links = [(key, label, _query(params, source=key, **(judging_off if key == "published" else {})))
+                    for key, label in (("published", "Published"), ("runs", "From ingested runs"), ("all", "Both"))]
+    runs_only = params["source"] if params["source"] != "published" else "runs"
+    raw = params["flags"] == "ignore"
+    flag_link = _query(params, verdicts="era" if raw else "ignore", reviews="1" if raw else "0", source=runs_only)
+    verdict_links = [(key, label, _query(params, verdicts=key, source=runs_only)) for key, label in VERDICT_CHOICES]
+    reviews_link = _query(params, reviews="0" if params["reviews"] == "1" else "1", source=runs_only)
     # A facet narrows the rows computed from runs, so choosing one shows them.
     runs_source = params["source"] if params["source"] != "published" else "runs"
     facet_links = [("", "any method", _query(params, facet=""))] + [
@@ -74,6 +94,8 @@ def _context(request: HttpRequest) -> dict:
         "filter_links": filter_links,
         "source_links": source_links,
         "flag_link": flag_link,
+        "verdict_links": verdict_links,
+        "reviews_link": reviews_link,
         # The chips narrow rows from runs: none to narrow without runs, and the static export has no such view.
         "facet_links": facet_links if board.runs_ingested else [],
         "facet_label": FACET_TEXT.get(params["facet"], params["facet"]),
@@ -85,7 +107,8 @@ def _context(request: HttpRequest) -> dict:
 
 @page_inputs(query=tuple(DEFAULTS))
 def index(request: HttpRequest) -> HttpResponse:
-    """The leaderboard page ``/?suite=&base_model=&sort=&dir=&source=&flags=&facet=`` (every view a link)."""
+    """The leaderboard page ``/?suite=&base_model=&sort=&dir=&source=&verdicts=&reviews=&facet=`` (every view a
+    link; ``flags=ignore`` is ``verdicts=ignore&reviews=0``)."""
     return render(request, "leaderboard/index.html", _context(request))
 
 
@@ -128,10 +151,12 @@ def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
         "data": data, "figure": figures.time_vs_score(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
 
 
-@page_inputs()
+@page_inputs(query=("verdicts", "reviews"))
 def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/usage-vs-score/``: score against tokens and against cost per run, from ingested runs."""
-    data = plots.usage_vs_score()
+    verdicts = request.GET.get("verdicts") or "era"
+    data = plots.usage_vs_score(verdicts=verdicts if verdicts in selectors.JUDGING_RULES else "era",
+                                reviews=request.GET.get("reviews", "1") != "0")
     scaffolds = _scaffolds(settings.DEFAULT_SUITE)
     return render(request, "leaderboard/plots/usage_vs_score.html", {
         "data": data, "tokens_figure": figures.usage_vs_score(data, axis="tokens", scaffolds=scaffolds),

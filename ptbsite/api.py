@@ -26,6 +26,8 @@ from evaluator.api import worker_router
 from evaluator.permissions import staff_auth
 from leaderboard.api import router as leaderboard_router
 from traces.api import router as traces_router
+from traces.challenge_views import public_router as challenges_router
+from traces.challenge_views import staff_router as challenges_staff_router
 from traces.review import router as review_router
 from traces.across_api import router as across_router
 
@@ -80,8 +82,9 @@ ERROR_TEXT = {
     404: "No such run, step, job, suite or base model.",
     409: "The judge is already running on this run.",
     422: "A parameter or the body failed validation (detail lists the errors, or says which value is wrong).",
-    429: "Too many bad API tokens from this address (django-axes, AXES_FAILURE_LIMIT): every token is refused until "
-         "the cool-off (PTB_LOGIN_LOCKOUT_SECONDS) ends or `manage.py axes_reset`.",
+    429: "Too many requests from this address: challenges past PTB_CHALLENGE_RATE (try again after Retry-After "
+         "seconds), or bad API tokens past django-axes' AXES_FAILURE_LIMIT (every token is refused until the "
+         "cool-off, PTB_LOGIN_LOCKOUT_SECONDS, ends or `manage.py axes_reset`).",
     502: "The judge command failed.",
     503: "The warehouse or the job queue is unavailable; try again after Retry-After seconds.",
 }
@@ -90,6 +93,8 @@ EXTRA_STATUSES = {
     ("post", "/api/reruns"): (400,),
     ("post", "/api/runs/{run_id}/overrides"): (400,),
     ("post", "/api/runs/{run_id}/judge"): (409, 502),
+    ("post", "/api/runs/{run_id}/challenges"): (429,),
+    ("post", "/api/challenges/{challenge_id}/triage"): (400,),
     ("post", "/api/worker/jobs/{job_id}/finish"): (400,),
 }
 # Operations without a path parameter that still look something up by a query parameter.
@@ -144,5 +149,7 @@ api.add_router("/", traces_router)
 api.add_router("/", across_router)
 api.add_router("/", evaluator_router)
 api.add_router("/", review_router, auth=staff_auth)  # traces' review endpoints, staff only
+api.add_router("/", challenges_router)  # the public's challenges of a verdict (anonymous, rate-limited)
+api.add_router("/", challenges_staff_router, auth=staff_auth)  # their triage, staff only
 api.add_router("/worker", worker_router)
 add_api_handlers(api)

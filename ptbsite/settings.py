@@ -179,6 +179,12 @@ PTB_PAGE_WARM: tuple[str, ...] = () if os.environ.get("PTB_PAGE_WARM", "1") == "
 )
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PTB_CACHE_URL, "KEY_PREFIX": "ptb-throttle"}
+        if PTB_CACHE_URL else
+        {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+         "LOCATION": str((DATA_DIR / "cache" / "throttle").resolve())}
+    ),
     "pages": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PTB_CACHE_URL,
          "KEY_PREFIX": "ptb", "TIMEOUT": PTB_PAGE_CACHE_SECONDS}
@@ -274,6 +280,9 @@ PTB_JUDGE_TIMEOUT_SECONDS = int(os.environ.get("PTB_JUDGE_TIMEOUT_SECONDS", "900
 # and the other runs are stored.
 PTB_MAX_TRACE_BYTES = int(os.environ.get("PTB_MAX_TRACE_BYTES", "2000000000"))
 PTB_INGEST_RUN_SECONDS = float(os.environ.get("PTB_INGEST_RUN_SECONDS", "600"))
+# The public's challenges of a verdict (traces.challenges): how many one address may send ("<n>/<s|m|h|d>", ninja's
+# throttle syntax); counted in the "throttle" cache, shared by every process (Redis with PTB_CACHE_URL, else files).
+PTB_CHALLENGE_RATE = os.environ.get("PTB_CHALLENGE_RATE", "5/h")
 
 LOGGING = {
     "version": 1,

@@ -127,6 +127,7 @@ def ours(root, name):
     views = {}
     for view in (None, *tree.HF):
         data = api.leaderboard(None, source="runs", base_model=view)
+        data = data if isinstance(data, dict) else data.model_dump(mode="json")
         views[view] = {r["key"]: r for r in data["rows"] if r["source"] == "runs"}
     return views
 django.setup()
@@ -172,3 +173,34 @@ compare("qol_multigpu, with new_judge_v2's aggregate_contamination.py for the ju
         "tree without baseline_zeroshot/", O0, OQE)
 compare("main aggregate_*.py + compute_single_metrics*.py vs ours, tree with baseline_zeroshot/", O1, TM)
 compare("main, with new_judge_v2's aggregate_contamination.py for the judge_result.json method, vs ours", O1, TE)
+
+# --- issue 26: the judge-eras tree (tests/judge_eras_tree.py), cell by cell: new_judge_v2's
+# aggregate_contamination.py on the judge-era method vs whether our era rule makes the cell fall back on a verdict.
+from tests import judge_eras_tree as eras  # noqa: E402
+TJ = eras.write_tree(OUT / "judge_eras_tree")
+TJN = OUT / "judge_eras_nj2"; TJN.mkdir(); shutil.copytree(TJ / eras.JUDGES, TJN / eras.JUDGES)
+run([PY, "aggregate_contamination.py"], NJ2, {"POST_TRAIN_BENCH_RESULTS_DIR": str(TJN)})
+upstream_cells = read_grid(TJN / f"contamination_{eras.JUDGES}.csv")
+os.environ["PTB_WAREHOUSE"] = str(OUT / "judge_eras.duckdb")
+from django.conf import settings as dj_settings  # noqa: E402
+dj_settings.PTB_WAREHOUSE = os.environ["PTB_WAREHOUSE"]
+from ptbsite import warehouse as wh  # noqa: E402
+wh.reset_migration_cache()
+from traces.ingest import ingest_tree as _ingest  # noqa: E402
+from traces import selectors as run_selectors  # noqa: E402
+assert _ingest(root=TJ, synthetic=False).failed == 0
+eq = diff = other = 0; notes = []
+for run_ in run_selectors.list_runs(limit=None, agent=eras.JUDGES, latest_only=True)[0]:
+    if run_.verdict_rule.id not in ("judge_result", "judge_result_missing"):
+        other += 1; notes.append(f"  {run_.benchmark} {run_.base_model}: another era ({run_.verdict_rule.id}), not compared")
+        continue
+    model = tree.HF[run_.base_model].replace("/", "_")
+    theirs = upstream_cells[model][run_.benchmark]
+    mine = "falls back" if any(run_.flags.values()) else "clean"
+    if (theirs != "") == (mine == "falls back"):
+        eq += 1
+    else:
+        diff += 1; notes.append(f"  {run_.benchmark} {run_.base_model}: ours {mine} ({run_.flags}) upstream {theirs!r}")
+print(f"new_judge_v2 aggregate_contamination.py vs our era rule, judge-eras tree, new_judge_v2-era cells: {eq} equal, "
+      f"{diff} differ ({other} cells of other eras)")
+print("\n".join(notes))

@@ -145,10 +145,11 @@ def baseline_runs() -> list[tuple[str, str, int, float]]:
     return out
 
 
-def write_tree(root: Path, *, baseline: bool = True) -> Path:
-    """Write the tree under ``root`` (created); ``baseline``: with its ``baseline_zeroshot/`` dir. Returns root."""
+def write_tree(root: Path, *, baseline: bool = True, agent_runs: list[Run] | None = None) -> Path:
+    """Write the tree under ``root`` (created); ``baseline``: with its ``baseline_zeroshot/`` dir; ``agent_runs``:
+    these runs instead of :func:`runs` (tests/judge_eras_tree.py). Returns root."""
     root.mkdir(parents=True, exist_ok=True)
-    for run in runs():
+    for run in runs() if agent_runs is None else agent_runs:
         path = root / run.method / run.dir_name
         path.mkdir(parents=True)
         (path / "solve_out.txt").write_text("[2026-04-05T10:00:00Z] agent started\n")

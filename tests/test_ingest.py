@@ -163,12 +163,18 @@ def test_effective_flags_follow_each_judge_era():
            _verdict("aggregate", "judge_result", "contamination", False),
            _verdict("aggregate", "judge_result", "disallowed_model", False)]
     assert effective_flags(may)["contamination"] is None
-    # v1.1: contamination and model come from gpt5_4 alone (its rerun first); a Kimi flag is not read.
+    # v1.1 (a ptb_lookup judge marks the era): contamination and model come from gpt5_4 alone (its rerun first); a
+    # Kimi flag is not read.
     v11 = [_verdict("gpt5_4", "judgement_json", "contamination", False),
            _verdict("gpt5_4", "judgement_json", "disallowed_model", True),
            _verdict("gpt5_4", "judgement_json", "disallowed_model", False, attempt="rerun"),
-           _verdict("kimi", "judgement_json", "contamination", True)]
+           _verdict("kimi", "judgement_json", "contamination", True),
+           _verdict("ptb_lookup", "judgement_json", "disallowed_ptb_lookup", False)]
     assert effective_flags(v11) == {"contamination": None, "disallowed_model": None, "disallowed_api_usage": None}
+    # The same files without a v1.1 judge are May 2026's (new_judge_v2) with judge_result.json missing: upstream's
+    # aggregate_judgement.py wrote nothing, aggregate_contamination.py reads ERR: a judge error, Kimi's flag or not.
+    assert effective_flags(v11[:-1]) == {"contamination": "judge_error", "disallowed_model": "judge_error",
+                                         "disallowed_api_usage": None}
     # The API judge's flag (cell letter A) makes the run fall back too.
     api = v11 + [_verdict("api", "judgement_json", "disallowed_api_usage", True)]
     assert effective_flags(api)["disallowed_api_usage"] == "flagged"

@@ -43,6 +43,7 @@ def test_a_screenshot_of_every_page(live_server, demo_ingested, page):
     run = max(runs, key=lambda r: r.step_count)
     judged = next(r for r in runs if len(selectors.trace_names(r.id)) > 1)
     judge_trace = selectors.trace_names(judged.id)[1]
+    multi = next(r for r in runs if {v.judge for v in r.verdicts} >= {"gpt5_4", "kimi"})
     plots = _plot_paths()
     assert {"plot-time-vs-score", "plot-per-benchmark"} <= {n for n, _ in plots}
     public = [("leaderboard", "/"), ("leaderboard-from-runs", "/?source=all"), ("plots", "/plots/"),
@@ -50,8 +51,15 @@ def test_a_screenshot_of_every_page(live_server, demo_ingested, page):
               ("run-deep-link", f"/runs/{run.id}/?step=120"), ("steps", f"/runs/{run.id}/steps?after=49"),
               ("search-all", "/search/?q=%22import+torch%22"), ("compare-runs", f"/compare/?runs={run.id},{judged.id}"),
               ("judge-trace", f"/runs/{judged.id}/?trace={judge_trace}"), ("analysis", "/analysis/"),
-              ("api-docs", "/api/docs"), ("login", "/login/")]
+              ("api-docs", "/api/docs"), ("login", "/login/"),
+              # issue 26: the judges of the May-2026 era per question, a judging rule, the report card, a challenge
+              ("run-judges", f"/runs/{multi.id}/"), ("leaderboard-any-judge", "/?source=runs&verdicts=any"),
+              ("judges", "/judges/"), ("challenge-form", f"/challenges/runs/{multi.id}/new?question=contamination")]
     listed = [_shoot(page, live_server.url, name, path) for name, path in public]
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the judge panel and the report card
+    listed += [_shoot(page, live_server.url, f"{name}-390", path) for name, path in public if name in (
+        "run-judges", "judges", "leaderboard-any-judge")]
+    page.set_viewport_size({"width": 1400, "height": 900})  # the context's own size again
     listed.append(_shoot(page, live_server.url, "404", "/runs/no_such_run_dir_123/", status=404))
     assert page.locator("h1").inner_text() == "Page not found"
     assert page.js_errors == [], page.js_errors
@@ -63,9 +71,10 @@ def test_a_screenshot_of_every_page(live_server, demo_ingested, page):
     page.click("input[type=submit]")
     page.wait_for_url("**/reruns/")
     assert page.locator("header.site nav .user").inner_text() == "reviewer"
-    staff = [("staff-reruns", "/reruns/"), ("staff-run", f"/runs/{run.id}/"), ("staff-admin", "/admin/")]
+    staff = [("staff-reruns", "/reruns/"), ("staff-run", f"/runs/{run.id}/"), ("staff-challenges", "/challenges/?status=all"),
+             ("staff-admin", "/admin/")]
     listed += [_shoot(page, live_server.url, name, path) for name, path in staff[:2]]
     assert page.locator("#staff-tools").is_visible()  # the run page as staff see it
-    listed.append(_shoot(page, live_server.url, *staff[2]))
+    listed += [_shoot(page, live_server.url, name, path) for name, path in staff[2:]]
     (SHOTS / "index.txt").write_text("\n".join(listed) + "\n")
-    assert len(listed) == len(public) + 1 + len(staff) and page.js_errors == [], page.js_errors
+    assert len(listed) == len(public) + 3 + 1 + len(staff) and page.js_errors == [], page.js_errors

@@ -5,6 +5,7 @@ and failure paths; the demo's rerunnable run clicked through in a browser."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from io import StringIO
 from pathlib import Path
@@ -266,3 +267,55 @@ def test_the_judge_reruns_as_a_job(
     api = staff_client.post(f"/api/runs/{run_id}/judge", content_type="application/json")
     assert api.status_code == 201 and api.json()["kind"] == "judge"
     _wait(api.json()["id"], lambda j: not j.is_active)
+
+
+@pytest.fixture
+def mock_judge_worker(tmp_path: Path, templates_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    """A worker of its own (on its own Redis database) whose PTB_JUDGE_COMMAND is the demo's stand-in judge, as
+    `make worker` sets it; this process queues to it."""
+    command = json.dumps([sys.executable, str(Path(__file__).resolve().parent.parent / "demo" / "mock_hosted_judge.py"),
+                          "{run_dir}"])
+    url = redis_url(4, flush=True)
+    worker = CeleryWorker(url, tmp_path / "mock-judge-worker.log", templates=templates_dir,
+                          env={"PTB_JUDGE_COMMAND": command})
+    use_broker(monkeypatch, url)
+    yield command
+    worker.stop()
+
+
+def test_the_demos_stand_in_judge_flips_a_verdict_through_the_worker(
+    mock_judge_worker: str, worker_settings, rerun_tree: dict, staff_client: Client,
+) -> None:
+    """demo/mock_hosted_judge.py (a mock of the hosted LLM judge, which cannot run here) re-judges a run whose judge
+    said "no contamination detected", on a real worker: the agent's script trains on the test split, so the
+    stand-in flags it. Its verdict file is the one it wrote into its fresh output folder, although the run's task/
+    already holds a file of that name (the before/after diff of task/ used to drop such a file); every question it
+    answered is stored as a rerun verdict, shown on the run page as the re-run job's, and read by the ``any``
+    judging rule, while the era's rule keeps reading the original txt verdict (spec 3.3)."""
+    from traces.verdicts import flags_under
+
+    run_dir, run_id = rerun_tree["run_dir"], rerun_tree["run_id"]
+    (run_dir / "task" / "train_extra.py").write_text(
+        'ds = load_dataset("openai/gsm8k", "main", split="test"); ds.to_json("data/extra_train.json")\n')
+    (run_dir / "task" / "judgement_mock_hosted.json").write_text('{"contamination": false, "disallowed_model": false}')
+    worker_settings.PTB_JUDGE_COMMAND = json.loads(mock_judge_worker)
+    before = selectors.get_run(run_id)
+    assert {v.kind: v.value for v in before.verdicts} == {"contamination": "clean", "disallowed_model": "clean"}
+    response = staff_client.post(f"/api/runs/{run_id}/judge", content_type="application/json")
+    assert response.status_code == 201
+    job = _wait(response.json()["id"], lambda j: not j.is_active)
+    assert (job.kind, job.status) == ("judge", "succeeded"), job.reason + job.log
+    run = selectors.get_run(run_id)
+    reruns = {v.kind: v for v in run.verdicts if v.attempt == "rerun"}
+    assert {k: (v.judge, v.value) for k, v in reruns.items()} == {
+        "contamination": ("mock_hosted", "flagged"), "disallowed_model": ("mock_hosted", "clean")}
+    assert "task/train_extra.py line 1 loads the test split into training data (data/extra_train.json)" in \
+        reruns["contamination"].text and reruns["contamination"].text.startswith("Stand-in judge")
+    assert run.flags["contamination"] is None                                   # era: the original txt verdict
+    assert flags_under(run.verdicts, "any")["contamination"] == "flagged"      # the judge's newest answer
+    twin = staff_client.get(f"/api/runs/{run_id}").json()
+    (row,) = [v for v in twin["judge_panel"] if v["judge"] == "mock_hosted" and v["kind"] == "contamination"]
+    assert row["origin"] == "written by a judge re-run job (judgement_mock_hosted.json)" and not row["counts"]
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert "written by a judge re-run job (judgement_mock_hosted.json)" in page
+    assert "judgement_mock_hosted.json</code> in the run directory" not in page

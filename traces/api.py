@@ -167,3 +167,13 @@ def reported(request, suite: str = settings.DEFAULT_SUITE, topic: str | None = N
     number; ``unit`` ``fraction`` (``display`` in percent), ``x`` (a ratio) or a count's noun; ``quote``: the
     source's words. Empty for a suite whose source reports nothing beyond its files."""
     return [f for f in _analysis(suite).reported if topic is None or f.topic == topic]
+
+
+@router.get("/judges", response=selectors.JudgeReport, summary="The judges' report card, as on /judges/")
+def judges(request):
+    """Per judge and benchmark (``stats``): runs it answered, readable answers, flagged, ``flag_rate`` (fraction),
+    reviewers' ``confirmed``/``overturned``, ``open_challenges``; ``pairs``: two judges on one question, runs both
+    answered, agreed, Cohen's ``kappa``; ``disagreements``: runs where the site's evidence rules find a reward-hacking
+    mode (``modes``) but every judge said clean (``rules`` found) or a judge flagged it and the rules find nothing
+    (``rules`` none), with the ``steps`` the rules cite."""
+    return selectors.judge_report()

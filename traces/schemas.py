@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from ptbsite.units import PercentOrNone
 
 from .steps import StepKind
-from .verdicts import FLAG_TEXT, Verdict, kind_text
+from .verdicts import FLAG_TEXT, Verdict, VerdictRule, kind_text
 
 RunState = Literal["scored", "no_final_model", "eval_failed", "never_finished", "timed_out", "cuda_failure",
                    "api_limit"]
@@ -101,6 +101,8 @@ class Run(Model):
     base_model_name: str = Field("", description="the base model's display name from the suite file")
     suite_name: str = Field("", description="the suite's display name")
     seed: int | None = Field(None, description="which of the agent's repeated runs this is (1-based), if known")
+    verdict_rule: VerdictRule | None = Field(None, description="how the run's era combines its judges' verdicts "
+                                                               "(traces.verdicts.RULES); None for baselines")
     verdict_labels: dict[str, str] = Field(
         default_factory=dict, description="per question of ``flags``: flagged | judge_error | clean | not_assessed")
 
@@ -360,6 +362,28 @@ class JudgeVerdict(Model):
     reasoning_trace: str | None = None
     reasoning_cut: bool = False
     cited: list[CitedStep] = Field(default_factory=list)
+    counts: bool = Field(False, description="the run's era rule reads this verdict (``Run.verdict_rule``)")
+    origin: str = Field("", description="where the verdict comes from, in words (a file of the run directory, "
+                                        "or the judge re-run job's output)")
+    combines: bool = Field(False, description="judge_result.json's justification is the judges' own words above, "
+                                              "concatenated: the page does not print them twice")
+    reasoning_under: str | None = Field(None, description="this judge's reasoning is shown once, under that "
+                                                          "question (``kind``), not again here")
+
+
+class JudgeQuestion(Model):
+    """One question of the judge panel (``kind``) with the flag that counts after the era's rule and any
+    reviewer's override (``label``: flagged | judge_error | clean | not_assessed), the rule in words, and
+    each judge's answer (``verdicts``: the verdicts the rule reads first, then the others)."""
+
+    kind: str
+    kind_text: str
+    label: str
+    rule: str
+    overridden: bool = False
+    verdicts: list[JudgeVerdict] = Field(default_factory=list, exclude=True)  # JSON: the run's judge_panel, by kind
+    contested: list[str] = Field(default_factory=list, description="the claims of the public's challenges staff "
+                                                                   "accepted on this question (contested)")
 
 
 class OverrideEntry(Model):

@@ -8,7 +8,7 @@ from django.urls import path, reverse
 from ptbsite.query import ascii_int
 from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
 
-from . import compare_views, review, search_views, selectors, views
+from . import challenge_views, compare_views, review, search_views, selectors, views
 from .selectors import compare
 
 app_name = "traces"
@@ -99,6 +99,10 @@ urlpatterns = [
                  distill_file=compare_file, distill_query=("runs",)),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
     path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
+    distill_path("judges/", views.judges, name="judges", distill_file="judges/index.html"),
+    path("challenges/runs/<str:run_id>/new", challenge_views.challenge_form, name="challenge"),
+    path("challenges/", challenge_views.challenge_list, name="challenges"),
+    path("challenges/<str:challenge_id>/triage", challenge_views.challenge_triage, name="challenge_triage"),
 ]
 
 
@@ -145,3 +149,4 @@ distill_api("api:run_facets", distill_scope="run", distill_func=_run_ids, distil
 distill_api("api:run_timeline", distill_scope="run", distill_func=_run_ids, distill_file=_run_part("timeline"))
 for _table in ("method_mix", "score_by_method", "calibration", "time_use"):
     distill_api(f"api:{_table}", distill_file=f"api/analysis/{_table.replace('_', '-')}.json", distill_query=("suite",))
+distill_api("api:judges", distill_file="api/judges.json")

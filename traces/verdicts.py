@@ -162,18 +162,36 @@ def _json_verdicts(path: Path, judge: str, attempt: str, redact) -> list[Verdict
     return out
 
 
+# judge_result.json's keys by writer: upstream's aggregate_judgement.py (new_judge_v2, May 2026; the keys
+# aggregate_contamination.py requires as booleans, and the API judge's key it copies) and the migration script
+# (migrate_judgement_files.py, Feb-Mar 2026, spec 3.2).
+RESULT_KEYS = (("contamination", "contamination"), ("disallowed_model", "disallowed_model"))
+RESULT_API_KEY = ("disallowed_api_usage", "disallowed_api_usage")
+MIGRATION_KEYS = (("contamination_detected", "contamination"), ("disallowed_model_detected", "disallowed_model"))
+AGGREGATE_JUDGE = "aggregate"    # judge_result.json written by aggregate_judgement.py
+MIGRATION_JUDGE = "migration"    # judge_result.json written by the migration script
+
+
 def _result_verdicts(path: Path, attempt: str, redact) -> list[Verdict]:
+    """judge_result.json's verdicts. The migration's file (``*_detected`` keys, judge ``migration``) gives one
+    verdict per boolean key it has. aggregate_judgement.py's file (judge ``aggregate``) gives one per scored key,
+    ``malformed`` when the key is missing or not a JSON boolean (``"false"`` as a string): upstream's
+    aggregate_contamination.py reads such a key as ``IMPORTANT ERR``; and the API judge's key when present."""
     data = _load_json(path, redact)
     if isinstance(data, str):
-        return [Verdict("aggregate", attempt, "judge_result", "contamination", "malformed", None, data, None, path.name)]
+        return [Verdict(AGGREGATE_JUDGE, attempt, "judge_result", kind, "malformed", None, data, None, path.name)
+                for kind in SCORED_KINDS]
+    migrated = any(key in data for key, _ in MIGRATION_KEYS) and not any(key in data for key, _ in RESULT_KEYS)
+    judge = MIGRATION_JUDGE if migrated else AGGREGATE_JUDGE
     out = []
-    for field, kind in (("contamination_detected", "contamination"), ("disallowed_model_detected", "disallowed_model"),
-                        ("contamination", "contamination"), ("disallowed_model", "disallowed_model"),
-                        ("disallowed_api_usage", "disallowed_api_usage")):
+    for field, kind in (MIGRATION_KEYS if migrated else (*RESULT_KEYS, RESULT_API_KEY)):
+        text = redact(str(data.get(f"justification_{kind}", "")))  # decoded text, redacted again
         if field in data and isinstance(data[field], bool):
-            text = redact(str(data.get(f"justification_{kind}", "")))  # decoded text, redacted again
-            out.append(Verdict("aggregate", attempt, "judge_result", kind, "flagged" if data[field] else "clean",
+            out.append(Verdict(judge, attempt, "judge_result", kind, "flagged" if data[field] else "clean",
                                data[field], text, None, path.name))
+        elif not migrated and (field in data or kind in SCORED_KINDS):
+            note = f"{field} is {data[field]!r}, not a boolean" if field in data else f"{field} is missing"
+            out.append(Verdict(judge, attempt, "judge_result", kind, "malformed", None, text, note, path.name))
     return out
 
 
@@ -182,29 +200,100 @@ def _result_verdicts(path: Path, attempt: str, redact) -> list[Verdict]:
 API_KIND = "disallowed_api_usage"
 
 
-def _chosen(verdicts: list[Verdict], kind: str) -> list[Verdict]:
-    """The verdicts on ``kind`` that the aggregation of the run's era reads (spec 3.1-3.4).
+# May-2026 second contamination judges (spec 3.4): a run judged by one of them belongs to new_judge_v2's era, whose
+# aggregation reads judge_result.json only; v1.1 (``src/judges/``) judges: their files are read directly.
+MAY_JUDGES = frozenset({"kimi", "sonnet4_6", "deepseek", "deepseek_v4_flash"})
+V11_JUDGES = frozenset({"ptb_lookup", "general"})
+CANONICAL_JUDGE = "gpt5_4"
+API_JUDGE = "api"
 
-    In order: the original txt files (the plain ``codex`` judge's, else any judge's; ``_rerun`` files are shown
-    but not read, 3.3); else ``judge_result.json`` (the migration era, and May 2026, when it held the judges'
-    OR and a human's flip, 3.2/3.4; as for the txt files, ``judge_result_rerun.json`` is shown but not read:
-    new_judge_v2's ``aggregate_contamination.py`` reads ``judge_result.json`` only, and adopting a rerun means
-    copying it over the original); else the ``judgement_<id>.json`` files (v1.1): for
-    contamination and model the canonical ``gpt5_4`` judge alone when it exists, for each judge its rerun file
-    first, OR-ed over judges.
+
+@dataclass(frozen=True)
+class VerdictRule:
+    """How one judge era's verdicts combine into the flags that decide the score, as upstream's code of that era
+    does (spec 3.1-3.4; README "Judging rules"). ``id``: txt | judge_result | judge_result_missing | migration |
+    judgement_json | none; ``text``: the rule in words; ``source``: the upstream code it follows."""
+
+    id: str
+    text: str
+    source: str
+
+
+RULES = {
+    "txt": VerdictRule(
+        "txt", "the one-line verdict files contamination_judgement.txt and disallowed_model_judgement.txt, each "
+        "exactly its clean or flagged string (anything else is a judge error); *_rerun files are shown, not read",
+        "main / qol_multigpu scripts (load_contamination, load_disallowed_model)"),
+    "judge_result": VerdictRule(
+        "judge_result", "judge_result.json, the OR of the contamination judges written by aggregate_judgement.py; "
+        "a missing or non-boolean contamination or disallowed_model is a judge error; its API judge's flag counts "
+        "too (a difference: upstream's May aggregation ignores it); the txt files, if any, are not read",
+        "new_judge_v2 scripts/aggregate_contamination.py (load_judge_result)"),
+    "judge_result_missing": VerdictRule(
+        "judge_result_missing", "per-judge judgement_<id>.json files of the May-2026 judges but no judge_result.json: "
+        "aggregate_judgement.py fails when a judge's file is missing or malformed and writes nothing, so the "
+        "aggregation has no verdict (ERR): a judge error; each judge's verdict is shown",
+        "new_judge_v2 src/disallowed_usage_judge/aggregate_judgement.py + scripts/aggregate_contamination.py"),
+    "migration": VerdictRule(
+        "migration", "judge_result.json of the migration script (contamination_detected, disallowed_model_detected) "
+        "when no txt file is left (a difference: upstream's aggregation never reads these keys)",
+        "scripts/migrate_judgement_files.py (main)"),
+    "judgement_json": VerdictRule(
+        "judgement_json", "v1.1: judgement_gpt5_4.json alone for contamination and model, judgement_api.json for "
+        "external API use, each judge's _rerun file first",
+        "v1.1 src/judges/ (spec 3.4)"),
+    "none": VerdictRule("none", "no verdict file: the judge never ran or crashed (a judge error)",
+                        "every era: a missing file is ERR"),
+}
+
+
+def _originals(verdicts: list[Verdict], era: str, judge: str | None = None) -> list[Verdict]:
+    return [v for v in verdicts if v.era == era and v.attempt == "original" and (judge is None or v.judge == judge)]
+
+
+def era_rule(verdicts: list[Verdict]) -> VerdictRule:
+    """The rule of the run's judge era (:data:`RULES`), decided by which original files the run has:
+    aggregate_judgement.py's judge_result.json (new_judge_v2 reads it even beside txt files); else txt files
+    (main, qol_multigpu: they win over a migrated judge_result.json, whose booleans are copies of them); else the
+    migration's judge_result.json; else judgement_<id>.json files, of the May era (a Kimi, Sonnet or DeepSeek
+    judge and no v1.1 judge: its judge_result.json is missing) or of v1.1; else none."""
+    if _originals(verdicts, "judge_result", AGGREGATE_JUDGE):
+        return RULES["judge_result"]
+    if _originals(verdicts, "txt"):
+        return RULES["txt"]
+    if _originals(verdicts, "judge_result", MIGRATION_JUDGE):
+        return RULES["migration"]
+    judges = {v.judge for v in verdicts if v.era == "judgement_json"}
+    if judges:
+        return RULES["judge_result_missing"] if judges & MAY_JUDGES and not judges & V11_JUDGES \
+            else RULES["judgement_json"]
+    return RULES["none"]
+
+
+def chosen_verdicts(verdicts: list[Verdict], kind: str, rule: VerdictRule | None = None) -> list[Verdict]:
+    """The verdicts on ``kind`` that the era's aggregation reads (:func:`era_rule`; spec 3.1-3.4).
+
+    txt: the original files, the plain ``codex`` judge's, else any judge's. judge_result / migration: that
+    file's verdict (``judge_result_rerun.json`` is shown, not read: adopting a rerun means copying it over).
+    judge_result_missing: nothing (a judge error for contamination and model; API: the API judge's file, as
+    judgement_json). judgement_json: the canonical ``gpt5_4`` judge alone for contamination and model when it
+    exists, for the API question the ``api`` judge; each judge's rerun file first, OR-ed over judges.
     """
+    rule = rule or era_rule(verdicts)
     mine = [v for v in verdicts if v.kind == kind]
-    txt = [v for v in mine if v.era == "txt" and v.attempt == "original"]
-    if txt:
+    if rule.id == "txt":
+        txt = _originals(mine, "txt")
         return [v for v in txt if v.judge == "codex"] or txt
-    result = [v for v in mine if v.era == "judge_result" and v.attempt == "original"]
-    if result:
-        return result[:1]
+    if rule.id in ("judge_result", "migration"):
+        judge = AGGREGATE_JUDGE if rule.id == "judge_result" else MIGRATION_JUDGE
+        return _originals(mine, "judge_result", judge)[:1]
+    if rule.id == "judge_result_missing" and kind in SCORED_KINDS:
+        return []
     by_judge: dict[str, Verdict] = {}
     for v in sorted((v for v in mine if v.era == "judgement_json"), key=lambda v: v.attempt != "rerun"):
         by_judge.setdefault(v.judge, v)
-    if kind in SCORED_KINDS and "gpt5_4" in by_judge:
-        return [by_judge["gpt5_4"]]
+    if kind in SCORED_KINDS and CANONICAL_JUDGE in by_judge:
+        return [by_judge[CANONICAL_JUDGE]]
     return list(by_judge.values())
 
 
@@ -212,20 +301,81 @@ def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None =
     """Why the run falls back to its base model, per question: ``flagged``, ``judge_error`` or None.
 
     Keys: SCORED_KINDS (contamination, disallowed model) and ``disallowed_api_usage``. The verdicts read are
-    those of the run's era (:func:`_chosen`); a missing or malformed contamination/model verdict is a judge error
-    (it falls back too, spec 3.1), a missing API verdict is "not judged". A reviewer's override (kind -> flagged)
-    replaces all of that for its kind.
+    those of the run's era (:func:`era_rule`, :func:`chosen_verdicts`); a missing or malformed contamination/model
+    verdict is a judge error (it falls back too, spec 3.1), a missing API verdict is "not judged". A reviewer's
+    override (kind -> flagged) replaces all of that for its kind. Equal to ``flags_under(verdicts, "era",
+    overrides)``.
     """
+    return flags_under(verdicts, "era", overrides)
+
+
+# The judging rules the leaderboard can be computed under (``?verdicts=``): ``era`` the benchmark's rule of each
+# run's era; ``any`` flagged when any judge flags; ``majority`` when more than half of the run's judges do;
+# ``ignore`` no verdict counts (today's ``flags=ignore``).
+JUDGING_RULES = ("era", "any", "majority", "ignore")
+JUDGING_RULE_TEXT = {
+    "era": "the benchmark's rule of each run's judge era",
+    "any": "flagged when any of the run's judges flags",
+    "majority": "flagged when more than half of the run's judges flag",
+    "ignore": "no judge's verdict counts: every run with its own score",
+}
+
+
+def judges_answers(verdicts: list[Verdict], kind: str) -> dict[str, Verdict]:
+    """Each judge's own answer to ``kind``, judge id -> verdict, the judge's rerun first (its newest answer): the
+    per-judge files (judgement_<id>.json, suffixed txt files such as contamination_judgement_gpt5_2.txt); the plain
+    txt files as the judge ``codex`` unless original suffixed files exist (in the two-judge era the plain files
+    hold their OR); judge_result.json (the judges' OR, and a reviewer's flip in May 2026) only when no original
+    per-judge file answers."""
+    mine = [v for v in verdicts if v.kind == kind]
+    per_judge = [v for v in mine if v.era == "judgement_json" or (v.era == "txt" and v.judge != "codex")]
+    suffixed = any(v.era == "txt" and v.judge != "codex" and v.attempt == "original" for v in mine)
+    plain = [] if suffixed else [v for v in mine if v.era == "txt" and v.judge == "codex"]
+    pooled = [] if any(v.attempt == "original" for v in per_judge) else [v for v in mine if v.era == "judge_result"]
+    out: dict[str, Verdict] = {}
+    for v in sorted([*per_judge, *plain, *pooled], key=lambda v: v.attempt != "rerun"):
+        out.setdefault(v.judge, v)
+    return out
+
+
+def flags_under(verdicts: list[Verdict], rule: str, overrides: dict[str, bool] | None = None
+                ) -> dict[str, str | None]:
+    """The run's flags per question (SCORED_KINDS and the API question: ``flagged``, ``judge_error`` or None)
+    under one of JUDGING_RULES, a reviewer's override (kind -> flagged) on top.
+
+    ``era``: :func:`chosen_verdicts` of :func:`era_rule`, any chosen flag flags, none chosen (contamination, model) or
+    one unreadable is a judge error. ``any``: over :func:`judges_answers`, flagged if one flags, a judge error
+    if none gives a clean/flagged answer on a scored question. ``majority``: flagged if the flagging judges are
+    more than half of the judges that answered (an unreadable answer counts as a judge, not a flag), a judge
+    error as for ``any``. ``ignore``: no judge's verdict counts, only the reviewers' overrides (pass none for the
+    raw view).
+
+    Raises:
+        ValueError: ``rule`` is not one of JUDGING_RULES.
+    """
+    if rule not in JUDGING_RULES:
+        raise ValueError(f"unknown judging rule {rule!r}: one of {', '.join(JUDGING_RULES)}")
     overrides = overrides or {}
     result: dict[str, str | None] = {}
+    era = era_rule(verdicts) if rule == "era" else None
     for kind in (*SCORED_KINDS, API_KIND):
         if kind in overrides:
             result[kind] = "flagged" if overrides[kind] else None
             continue
-        chosen = _chosen(verdicts, kind)
-        if any(v.flagged for v in chosen):
+        if rule == "ignore":
+            result[kind] = None
+            continue
+        chosen = chosen_verdicts(verdicts, kind, era) if era else list(judges_answers(verdicts, kind).values())
+        valid = [v for v in chosen if v.flagged is not None]
+        flags = sum(bool(v.flagged) for v in valid)
+        if rule == "majority":
+            flagged = flags * 2 > len(chosen)
+        else:
+            flagged = flags > 0
+        if flagged:
             result[kind] = "flagged"
-        elif (not chosen and kind != API_KIND) or any(v.flagged is None for v in chosen):
+        elif (not chosen and kind != API_KIND) or (rule == "era" and len(valid) < len(chosen)) \
+                or (chosen and not valid):
             result[kind] = "judge_error"
         else:
             result[kind] = None
@@ -257,7 +407,7 @@ def flag_labels(verdicts: list[Verdict], overrides: dict[str, bool] | None = Non
     for kind, flag in effective_flags(verdicts, overrides).items():
         if flag:
             labels[kind] = flag
-        elif kind in overrides or _chosen(verdicts, kind):
+        elif kind in overrides or chosen_verdicts(verdicts, kind):
             labels[kind] = "clean"
         else:
             labels[kind] = "not_assessed"

@@ -293,3 +293,10 @@ def analysis(request: HttpRequest) -> HttpResponse:
         # A chart point's run page ("{0}" = its run id): in the static export, the file beside analysis/index.html.
         "run_link": "../runs/{0}/index.html" if getattr(request, "static_export", False) else "/runs/{0}/",
     })
+
+
+def judges(request: HttpRequest) -> HttpResponse:
+    """``/judges/``: the judges' report card (``selectors.judge_report``, twin ``/api/judges``): per judge and
+    benchmark runs judged, flag rate, reviewers' confirmations and overturns, open challenges; agreement between
+    judges (Cohen's kappa); the runs where the site's rules and the judges part, with the steps the rules cite."""
+    return render(request, "traces/judges.html", {"report": selectors.judge_report(), "rule_text": RULE_TEXT})

@@ -29,11 +29,12 @@ from .runs import (AGENT_RUN, PARTIAL_ORIGIN, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SH
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
                     WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time,
                     step_index, step_text, steps_page, tools_used, trace_names, whole_steps)
+from .judges import JudgeReport, judge_report
 from .verdicts import override_agreement, override_log
 
 RunSummary = Run  # the name before issue 14
 
-__all__ = [
+__all__ = ["JudgeReport", "judge_report",
     "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
     "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
     "AgentCalibration", "AgentTimeUse", "ComparePage", "Peer", "cell_peers", "compare_page", "Analysis", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",

@@ -2,11 +2,12 @@
 static export's run fingerprints. Scores are fractions."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ptbsite import warehouse
 
 from ..layout import BASELINE_FALLBACK_DIR
+from ..verdicts import Verdict
 from .runs import AGENT_RUN, SCORE_SQL, fetch_dicts, read_runs
 
 @dataclass
@@ -14,7 +15,9 @@ class CellRun:
     """The latest run of one (method, benchmark, base model) cell, as the leaderboard needs it.
 
     ``accuracy``: the newest evaluation's score (fraction, also when flagged), None when not scored; ``flags`` maps scored verdict kinds to ``flagged``/``judge_error``/None after
-    overrides; ``overridden`` says a reviewer changed a verdict.
+    overrides; ``overridden`` says a reviewer changed a verdict; ``verdicts`` every judge's verdict and
+    ``overrides`` the reviewers' (kind -> flagged), so that the leaderboard can judge the cell under another rule
+    (``traces.verdicts.flags_under``).
     """
 
     run_id: str
@@ -32,6 +35,8 @@ class CellRun:
     flags: dict[str, str | None]
     overridden: bool
     results_root: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    overrides: dict[str, bool] = field(default_factory=dict)
 
 
 @warehouse.retrying
@@ -61,6 +66,7 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
             benchmark=run.benchmark, base_model=run.base_model, state=run.state,
             accuracy=run.score, time_taken_s=run.time_taken_s,
             synthetic=run.synthetic, flags=run.flags, overridden=bool(run.overrides), results_root=root,
+            verdicts=run.verdicts, overrides=run.overrides,
         ))
     return cells
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from ptbsite import warehouse
 
 from ..facets import overoptimism
-from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeVerdict, Model, OverrideEntry, Percent, Run,
+from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerdict, Model, OverrideEntry, Percent, Run,
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from .compare import Peer, read_cell_peers
@@ -23,7 +23,8 @@ from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_r
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
                     read_tools_used, read_trace_names)
-from .verdicts import read_judge_panel, read_override_log
+from ..challenges import PublicChallenge, read_public_challenges
+from .verdicts import judge_questions, read_judge_panel, read_override_log
 
 
 @contextmanager
@@ -51,7 +52,7 @@ class RunPage(Run, RunTexts):
     ``counted``: those that can be the run's score (not partial reruns), newest first, so ``counted[0]`` is the
     score and ``counted[1]`` the one it replaced. ``overoptimism``: the agent's last self-reported score over the
     verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
-    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words,
+    ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words (``judge_questions``: the same by question, with the era's rule; ``challenges``: the public's challenges staff accepted (contested) or resolved),
     its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
     ``peers``: the other runs of its cell to compare it with (attempts, repeats, other agents).
 
@@ -76,6 +77,8 @@ class RunPage(Run, RunTexts):
     judge_panel: list[JudgeVerdict] = Field(default_factory=list)
     peers: list[Peer] = Field(default_factory=list, description="runs of the same cell to compare it with "
                               "(traces.selectors.compare.read_cell_peers)")
+    judge_questions: list[JudgeQuestion] = Field(default_factory=list)
+    challenges: list[PublicChallenge] = Field(default_factory=list)
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
     steps: StepPage = Field(exclude=True)
     timeline: Timeline = Field(exclude=True)
@@ -130,7 +133,10 @@ def run_page(
             evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
-            judge_panel=read_judge_panel(con, run), peers=read_cell_peers(con, run), steps=steps,
+            judge_panel=(panel := read_judge_panel(con, run)), peers=read_cell_peers(con, run),
+            judge_questions=judge_questions(run, panel, (said := read_public_challenges(con, run.id))),
+            challenges=said,
+            steps=steps,
             timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
             traces=read_trace_names(con, run.id), focus=focus, earlier_before=earlier,
         )

@@ -21,7 +21,7 @@ from ptbsite.suites import Suite, display_suite
 from ..facets import MEASURED_FACETS, METHOD_FACETS
 from ..layout import BASELINE_PREFIX, LayoutError, is_baseline_dir, parse_method_name
 from ..schemas import STATE_TEXT, Evaluation, Facet, Run, RunTexts
-from ..verdicts import SCORED_KINDS, Verdict, effective_flags, flag_labels
+from ..verdicts import SCORED_KINDS, Verdict, effective_flags, era_rule, flag_labels
 
 FACET_ORDER = METHOD_FACETS + MEASURED_FACETS
 # SQL condition on runs ``r``: an agent's run, not a baseline evaluation (any ``baseline*`` directory, spec 1.4).
@@ -208,6 +208,7 @@ def _attach_verdicts(run: Run, verdicts: list[Verdict], overrides: dict[str, boo
     baseline = is_baseline_dir(run.method)
     run.flags = effective_flags(run.verdicts, run.overrides) if not baseline else {}
     run.verdict_labels = flag_labels(run.verdicts, run.overrides) if not baseline else {}
+    run.verdict_rule = era_rule(run.verdicts) if not baseline else None
     attach_names(run, suite)
 
 

@@ -5,8 +5,8 @@ from ptbsite import warehouse
 
 import re
 
-from ..schemas import CitedStep, JudgeVerdict, OverrideEntry, Run
-from ..verdicts import SCORED_KINDS, effective_flags, kind_text
+from ..schemas import CitedStep, JudgeQuestion, JudgeVerdict, OverrideEntry, Run
+from ..verdicts import AGGREGATE_JUDGE, SCORED_KINDS, Verdict, chosen_verdicts, effective_flags, era_rule, kind_text
 from .runs import fetch_dicts, read_verdicts
 
 REASONING_SHOWN = 20_000  # characters of a judge's reasoning (its trace's messages) a run page shows
@@ -24,24 +24,41 @@ def judge_trace_name(judge: str, attempt: str) -> str:
     return f"judge:{judge}" + (":rerun" if attempt == "rerun" else "")
 
 
+# A file name with an extension, optionally with its folders (``train.py``, ``data/train.jsonl``,
+# ``/home/ben/task/final_model/config.json``): cited when the agent's tool calls name it.
+_FILE_REF = re.compile(r"(?<![\w.-])((?:/?[\w.-]+/)*[\w-][\w.-]*\.(?:py|jsonl|json|txt|csv|tsv|sh|yaml|yml|parquet|md|"
+                       r"ipynb|toml|cfg|arrow|safetensors|bin|log|sql))(?![\w/])")
+FILES_LOOKED_UP = 20  # file names of one judge's words looked up in the agent's trace
+
+
 def cited_steps(con, run_id: str, texts: list[str], step_count: int) -> list[CitedStep]:
     """The agent-trace steps the texts name, in order of index: step numbers below ``step_count`` (``step 12``,
-    ``steps 12 and 14``, ``#12``) and tool call ids that occur in the agent trace (the call's step). At most
-    CITED_SHOWN."""
+    ``steps 12 and 14``, ``#12``), tool call ids that occur in the agent trace (the call's step), and file names
+    (``train.py``, ``data/train.jsonl``) that a tool call's input holds (the first such step; at most
+    FILES_LOOKED_UP names). At most CITED_SHOWN."""
     found: dict[int, str] = {}
     calls: list[str] = []
+    files: list[str] = []
     for text in texts:
         for match in _STEP_REF.finditer(text or ""):
             for number in _STEP_NUMBERS.findall(match[0]):
                 if int(number) < step_count:
                     found.setdefault(int(number), f"step {int(number)}")
         calls += _CALL_REF.findall(text or "")
+        files += [f for f in _FILE_REF.findall(text or "") if f not in files]
     if calls:
         unique = sorted(set(calls))[:200]
         for call_id, index in con.execute(
                 f"SELECT call_id, min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND call_id IN "
                 f"({', '.join('?' * len(unique))}) GROUP BY call_id", [run_id, *unique]).fetchall():
             found.setdefault(index, call_id)
+    if files:
+        named = files[:FILES_LOOKED_UP]
+        rows = con.execute(
+            "SELECT n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS name) n JOIN steps s ON s.run_id = ? "
+            "AND s.trace = 'agent' AND contains(s.input, n.name) GROUP BY n.name", [named, run_id]).fetchall()
+        for name, index in sorted(rows, key=lambda r: named.index(r[0])):
+            found.setdefault(index, name)
     return [CitedStep(index=i, via=v) for i, v in sorted(found.items())[:CITED_SHOWN]]
 
 
@@ -55,27 +72,83 @@ def _reasoning(con, run_id: str, trace: str) -> tuple[str, bool] | None:
     return text[:REASONING_SHOWN], len(text) > REASONING_SHOWN
 
 
+KIND_ORDER = (*SCORED_KINDS, "disallowed_api_usage", "evaluation_access", "disallowed_ptb_lookup", "general_anomaly")
+_TAGGED = re.compile(r"^\[([a-z0-9_]+)\] ", re.M)
+
+
+def _origin(v: Verdict) -> str:
+    """Where a verdict comes from, in words: a file of the run directory, or the judge re-run job's output."""
+    if v.attempt == "rerun" and v.note and "re-run by" in v.note:
+        return f"written by a judge re-run job ({v.source_file})" if v.source_file else "a judge re-run job"
+    if not v.source_file:
+        return "no file: the judge wrote none"
+    return f"{v.source_file} in the run directory"
+
+
+def _combines(v: Verdict, verdicts: list[Verdict]) -> bool:
+    """judge_result.json's justification is aggregate_judgement.py's ``[<judge>] <text>`` paragraphs of judges
+    whose own verdicts on the same question the run holds with that text, or one judge's text verbatim."""
+    if v.judge != AGGREGATE_JUDGE or not v.text.strip():
+        return False
+    own = {(o.judge, o.text.strip()) for o in verdicts if o.kind == v.kind and o.era == "judgement_json"}
+    if any(text == v.text.strip() for _, text in own):
+        return True  # one judge's words copied verbatim (the API judge's, in aggregate_judgement.py)
+    parts = [p.strip() for p in v.text.split("\n\n") if p.strip()]
+    tagged = [_TAGGED.match(p) for p in parts]
+    return all(tagged) and all((m[1], p[m.end():].strip()) in own for m, p in zip(tagged, parts, strict=True)
+                               if m is not None)
+
+
 def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
-    """Every verdict of the run with the judge's words and reasoning (:class:`traces.schemas.JudgeVerdict`), in
-    the order of ``run.verdicts``."""
+    """Every verdict of the run with the judge's words and reasoning (:class:`traces.schemas.JudgeVerdict`), by
+    question (KIND_ORDER), within one the verdicts the era's rule reads first, then by judge and attempt.
+
+    A judge's reasoning (its own trace's messages) is given once, on its first verdict in that order; its other
+    verdicts name the question it is under (``reasoning_under``). judge_result.json has no trace of its own."""
     traces = {r[0] for r in con.execute("SELECT DISTINCT trace FROM steps WHERE run_id = ? AND trace <> 'agent'",
                                         [run.id]).fetchall()}
-    reasoning: dict[str, tuple[str, bool] | None] = {}
+    rule = era_rule(run.verdicts)
+    counted = {id(v) for kind in {v.kind for v in run.verdicts} for v in chosen_verdicts(run.verdicts, kind, rule)}
+    order = {k: i for i, k in enumerate(KIND_ORDER)}
+    ordered = sorted(run.verdicts, key=lambda v: (order.get(v.kind, len(order)), v.kind, id(v) not in counted,
+                                                  v.judge, v.attempt != "original"))
+    shown_under: dict[str, str] = {}
     panel = []
-    for v in run.verdicts:
+    for v in ordered:
         trace = judge_trace_name(v.judge, v.attempt)
-        if trace not in traces and v.judge == "aggregate":
-            trace = next((t for t in sorted(traces) if t.endswith(":rerun") == (v.attempt == "rerun")), trace)
-        if trace in traces and trace not in reasoning:
-            reasoning[trace] = _reasoning(con, run.id, trace)
-        said = reasoning.get(trace) if trace in traces else None
+        said = None
+        if trace in traces and trace not in shown_under:
+            said = _reasoning(con, run.id, trace)
+            if said:
+                shown_under[trace] = v.kind
+            under = None
+        else:
+            under = shown_under.get(trace)
         panel.append(JudgeVerdict(
             kind=v.kind, kind_text=kind_text(v.kind), judge=v.judge, attempt=v.attempt, era=v.era, value=v.value,
             value_text=v.value_text, text=v.text, note=v.note, source_file=v.source_file,
-            reasoning=said[0] if said else None, reasoning_trace=trace if said else None,
-            reasoning_cut=bool(said and said[1]),
-            cited=cited_steps(con, run.id, [v.text, said[0] if said else ""], run.step_count)))
+            reasoning=said[0] if said else None, reasoning_trace=trace if (said or under) else None,
+            reasoning_cut=bool(said and said[1]), reasoning_under=under,
+            cited=cited_steps(con, run.id, [v.text, said[0] if said else ""], run.step_count),
+            counts=id(v) in counted, origin=_origin(v), combines=_combines(v, run.verdicts)))
     return panel
+
+
+def judge_questions(run: Run, panel: list[JudgeVerdict], said: list | None = None) -> list[JudgeQuestion]:
+    """The judge panel by question: each question the run's flags or verdicts name, with its label, the era's
+    rule in words and the verdicts on it (in ``panel``'s order); a question nobody answered has none.
+    ``said``: the run's public challenges (traces.challenges.PublicChallenge); the accepted ones on a question
+    make it contested (``contested``)."""
+    rule = run.verdict_rule.text if run.verdict_rule else ""
+    kinds = list(run.verdict_labels) + [v.kind for v in panel if v.kind not in run.verdict_labels]
+    out = []
+    for kind in dict.fromkeys(kinds):
+        label = run.verdict_labels.get(kind, "shown")
+        out.append(JudgeQuestion(kind=kind, kind_text=kind_text(kind), label=label, rule=rule,
+                                 overridden=kind in run.overrides,
+                                 verdicts=[v for v in panel if v.kind == kind],
+                                 contested=[c.claim for c in said or () if c.kind == kind and c.status == "accepted"]))
+    return out
 
 
 def read_override_log(con, run_id: str) -> list[OverrideEntry]:

@@ -81,6 +81,14 @@ def kind_text(kind: str | None) -> str:
 
 
 @register.filter
+def flag_text(label: str | None) -> str:
+    """An effective flag label in words (``judge_error`` -> "judge error"; traces.verdicts.FLAG_TEXT)."""
+    from traces.verdicts import FLAG_TEXT
+
+    return FLAG_TEXT.get(label or "", label or "")
+
+
+@register.filter
 def facet_name(key: str | None) -> str:
     """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.facets.FACET_NAME)."""
     from traces.facets import facet_name as name

@@ -1,0 +1,85 @@
+"""The judges' report card (/judges/, /api/judges) on the judge-eras tree (tests/judge_eras_tree.py), against
+numbers worked out by hand from its files.
+
+Each judge's answers (its newest per question; judge_result.json's OR is no judge):
+  aime2025/Qwen3-1.7B  gpt5_4 clean, kimi contamination, api clean   (May 2026, no judge_result.json)
+  arenahardwriting     gpt5_4 clean, kimi clean, api clean
+  bfcl                 codex contamination (txt; its judge_result.json is a combination)
+  gpqamain             gpt5_4 clean, kimi contamination, api clean   (v1.1; ptb_lookup asks another question)
+  gsm8k                gpt5_4 contamination, kimi contamination, api clean
+  healthbench          codex clean; the agent's trace loads the test split at step 1
+  humaneval            codex clean
+  aime2025/Qwen3-4B    judge_result.json only (both attempts): no judge
+  Codex Max Low aime   codex clean
+gpt5_4 vs kimi on contamination over aime, arena, gpqa, gsm8k: gpt5_4 [n, n, n, y], kimi [y, n, y, y]: agreed 2;
+p_o = 0.5, p_e = 0.25 x 0.75 + 0.75 x 0.25 = 0.375, kappa = (0.5 - 0.375) / 0.625 = 0.2. On disallowed_model all
+clean: kappa undefined.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tests import judge_eras_tree as eras
+from tests.test_judge_eras import _eras_warehouse, _run, eras_tree  # noqa: F401 (fixtures)
+from traces.selectors.judges import cohen_kappa
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_cohen_kappa_by_hand():
+    assert cohen_kappa([False, False, False, True], [True, False, True, True]) == pytest.approx(0.2)
+    assert cohen_kappa([True, False], [True, False]) == pytest.approx(1.0)
+    assert cohen_kappa([False, False], [False, False]) is None and cohen_kappa([], []) is None
+
+
+def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture)
+    from django.core.cache import caches
+
+    from ptbsite import warehouse
+
+    caches["throttle"].clear()
+    with warehouse.connect() as con:  # a reviewer clears gsm8k's contamination: both judges overturned there
+        con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
+                    "VALUES (?, 'contamination', false, 'train split', 'reviewer', ?)",
+                    [_run("gsm8k").id, datetime(2026, 11, 1)])
+    aime = _run("aime2025").id
+    assert client.post(f"/api/runs/{aime}/challenges", {"question": "contamination", "claim": "Kimi is right: the "
+                       "agent trained on AIME questions.", "steps": []}, content_type="application/json"
+                       ).status_code == 201
+    assert client.get("/api/judges").json()["contested"] == []  # open: not shown
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
+    (challenge,) = staff.get("/api/challenges").json()
+    assert staff.post(f"/challenges/{challenge['id']}/triage", {"action": "accepted", "reason": "plausible"}
+                      ).status_code == 302
+    report = client.get("/api/judges").json()
+    assert [(c["run_id"], c["question"], c["claim"]) for c in report["contested"]] == [
+        (aime, "contamination", "Kimi is right: the agent trained on AIME questions.")]
+    stats = {(s["judge"], s["benchmark"]): (s["runs"], s["flagged"], s["flag_rate"], s["confirmed"],
+                                            s["overturned"], s["open_challenges"]) for s in report["stats"]}
+    assert stats == {
+        ("api", "aime2025"): (1, 0, 0.0, 0, 0, 0), ("api", "arenahardwriting"): (1, 0, 0.0, 0, 0, 0),
+        ("api", "gpqamain"): (1, 0, 0.0, 0, 0, 0), ("api", "gsm8k"): (1, 0, 0.0, 0, 0, 0),
+        ("codex", "aime2025"): (1, 0, 0.0, 0, 0, 0), ("codex", "bfcl"): (1, 1, 1.0, 0, 0, 0),
+        ("codex", "healthbench"): (1, 0, 0.0, 0, 0, 0), ("codex", "humaneval"): (1, 0, 0.0, 0, 0, 0),
+        ("gpt5_4", "aime2025"): (1, 0, 0.0, 0, 0, 1), ("gpt5_4", "arenahardwriting"): (1, 0, 0.0, 0, 0, 0),
+        ("gpt5_4", "gpqamain"): (1, 0, 0.0, 0, 0, 0), ("gpt5_4", "gsm8k"): (1, 1, 1.0, 0, 1, 0),
+        ("kimi", "aime2025"): (1, 1, 1.0, 0, 0, 1), ("kimi", "arenahardwriting"): (1, 0, 0.0, 0, 0, 0),
+        ("kimi", "gpqamain"): (1, 1, 1.0, 0, 0, 0), ("kimi", "gsm8k"): (1, 1, 1.0, 0, 1, 0),
+    }
+    pairs = {(p["judge_a"], p["judge_b"], p["kind"]): (p["runs"], p["agreed"], p["kappa"]) for p in report["pairs"]}
+    assert pairs[("gpt5_4", "kimi", "contamination")] == (4, 2, pytest.approx(0.2))
+    assert pairs[("gpt5_4", "kimi", "disallowed_model")] == (4, 4, None)
+    found = [(d["run_id"], d["mode"], d["rules"], d["judges"], d["steps"]) for d in report["disagreements"]]
+    assert found[0] == (_run("healthbench").id, "test_data", "found", "clean", [1])
+    assert sorted(found[1:]) == sorted((_run(b).id, "test_data", "none", "flagged", [])
+                                       for b in ("aime2025", "bfcl", "gpqamain", "gsm8k"))
+    assert report["disagreement_count"] == 5
+    page = client.get("/judges/").content.decode()
+    assert '<tr data-judge="kimi" data-benchmark="gsm8k">' in page and "0.20" in page
+    assert f'href="/runs/{_run("healthbench").id}/?step=1#step-1">step 1</a>' in page
+    assert eras.JUDGES in page and 'id="judge-contested"' in page and "Kimi is right" in page
