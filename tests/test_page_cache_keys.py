@@ -44,7 +44,9 @@ def _patterns(resolvers=None, prefix: str = ""):
 # URL names that are not public pages (staff, workers, sign-in, the API's own documents): never cached.
 NOT_PUBLIC = ("admin:", "evaluator:", "api:openapi", "api:api-root", "api:worker", "api:list_jobs", "api:create_job",
               "api:get_job", "api:cancel_job", "api:rerun_judge", "api:list_workers", "api:override", "api:agreement",
-              "login", "logout", "traces:override", "traces:compare_pick", "favicon")
+              "login", "logout", "traces:override", "traces:compare_pick", "favicon",
+              # the public's challenges: a form with the visitor's CSRF token, a POST, staff triage
+              "traces:challenge", "api:create_challenge", "api:list_challenges", "api:triage")
 
 
 def test_every_public_view_declares_its_inputs() -> None:
@@ -53,7 +55,7 @@ def test_every_public_view_declares_its_inputs() -> None:
         inputs = pagecache._inputs_of(callback, "GET")
         is_private = not name or name.startswith(NOT_PUBLIC) or route.startswith("admin/")
         (private if is_private else public).append((route, name, inputs))
-    assert len(public) == 35, public
+    assert len(public) == 37, public
     assert [p for p in public if p[2] is None] == []
     assert [p for p in private if p[2] is not None] == []
 

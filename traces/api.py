@@ -170,6 +170,7 @@ def reported(request, suite: str = settings.DEFAULT_SUITE, topic: str | None = N
 
 
 @router.get("/judges", response=selectors.JudgeReport, summary="The judges' report card, as on /judges/")
+@page_inputs()
 def judges(request):
     """Per judge and benchmark (``stats``): runs it answered, readable answers, flagged, ``flag_rate`` (fraction),
     reviewers' ``confirmed``/``overturned``, ``open_challenges``; ``pairs``: two judges on one question, runs both

@@ -295,6 +295,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
     })
 
 
+@page_inputs()
 def judges(request: HttpRequest) -> HttpResponse:
     """``/judges/``: the judges' report card (``selectors.judge_report``, twin ``/api/judges``): per judge and
     benchmark runs judged, flag rate, reviewers' confirmations and overturns, open challenges; agreement between
