@@ -45,6 +45,7 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
     """(MB of Python objects held after streaming the run's trace, calls, steps); ``settle`` False turns
     ``Call.settle`` into a no-op for the measurement."""
     from traces import facets, layout
+    from traces.ingest.files import RunFiles
     from traces.ingest.reader import Ingester, _Counts
     from traces.redaction import Redactor
 
@@ -58,7 +59,7 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         agent = ingester._stream_agent("bench", run_dir / "solve_out.txt", method, context, _dropping_writer(),
-                                       _Counts())
+                                       _Counts(), RunFiles(run_dir, run_dir.parent.parent))
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
         return held / 1e6, len(agent.calls), len(agent.steps)

@@ -77,9 +77,9 @@ def build(settings, work: Path, k: int, scale: float) -> tuple[str, dict]:
     from traces.ingest import ingest_tree
 
     cpu, wall = cpu_with_children(), time.perf_counter()
-    report = ingest_tree(root=tree)
-    figures = {"runs": report.stored, "cpu_s": cpu_with_children() - cpu, "wall_s": time.perf_counter() - wall,
-               "mb": report.bytes_read / 1e6}
+    ingested = ingest_tree(root=tree)
+    figures = {"runs": ingested.stored, "cpu_s": cpu_with_children() - cpu, "wall_s": time.perf_counter() - wall,
+               "mb": ingested.bytes_read / 1e6}
     compacted = warehouse.compact()  # as ``make setup`` does after its ingest (compact_warehouse, default keep)
     figures["compact_s"] = compacted.seconds
     marker.write_text(json.dumps(figures))

@@ -191,8 +191,9 @@ from traces import selectors as run_selectors  # noqa: E402
 assert _ingest(root=TJ, synthetic=False).failed == 0
 eq = diff = other = 0; notes = []
 for run_ in run_selectors.list_runs(limit=None, agent=eras.JUDGES, latest_only=True)[0]:
-    if run_.verdict_rule.id not in ("judge_result", "judge_result_missing"):
-        other += 1; notes.append(f"  {run_.benchmark} {run_.base_model}: another era ({run_.verdict_rule.id}), not compared")
+    rule = run_.verdict_rule.id if run_.verdict_rule else None
+    if rule not in ("judge_result", "judge_result_missing"):
+        other += 1; notes.append(f"  {run_.benchmark} {run_.base_model}: another era ({rule}), not compared")
         continue
     model = tree.HF[run_.base_model].replace("/", "_")
     theirs = upstream_cells[model][run_.benchmark]
