@@ -75,6 +75,21 @@ class RerunJob(models.Model):
         return self.status in self.ACTIVE
 
     @property
+    def exploratory_reason(self) -> str:
+        """Why this evaluation's score cannot become the run's score, "" when it can. The rule: only a rerun
+        on the benchmark's own dataset (the worker's Hugging Face cache of it, no ``dataset_path``) with all of
+        its samples (no ``limit``) may replace a run's score; anything else is an exploratory evaluation, stored
+        and shown as such (traces.services.add_evaluation). A judge job has no score: ""."""
+        if self.kind != self.Kind.EVALUATION:
+            return ""
+        reasons = []
+        if self.limit is not None:
+            reasons.append(f"{self.limit} sample{'s' if self.limit != 1 else ''}, not the whole test set")
+        if self.dataset_path:
+            reasons.append(f"dataset {self.dataset_path}, not the benchmark's own")
+        return "; ".join(reasons)
+
+    @property
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.splitlines()[-lines:])
 

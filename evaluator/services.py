@@ -299,7 +299,8 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     evaluation "samples_done", "samples_total", "provenance" (dict) and the worker's "score" (ignored: the score
     stored is the one the server reads from the .eval log itself, evaluator.eval_logs), or of a judge re-run
     "verdict_files" ({name: text}). On success the .eval log is stored and checked, then its score is added as a
-    new evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``); a judge's verdicts are
+    new evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``; exploratory, never the
+    run's score, unless it ran on the benchmark's own dataset with all of its samples: RerunJob.exploratory_reason); a judge's verdicts are
     stored as the run's ``rerun`` verdicts. A pending cancel wins over a late success: nothing is stored then.
 
     Raises RerunRefused for a malformed report, LogUploadRefused for a refused .eval log (the job is failed
@@ -335,7 +336,8 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     if updated:
         _append_log(job_id, f"{status}" + (f": {fields['reason']}" if fields["reason"] else
                                            f": score {fields.get('new_score')}" if job.kind == RerunJob.Kind.EVALUATION
-                                           else ""))
+                                           else "") + (f" (exploratory, not the run's score: {job.exploratory_reason})"
+                                                       if status == "succeeded" and job.exploratory_reason else ""))
     job.refresh_from_db()
     if refused:
         raise LogUploadRefused(refused)
@@ -369,7 +371,7 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
     try:
         run_services.add_evaluation(
             run_id=job.run_id, accuracy=read.score, evaluation_id=evaluation_id, provenance=_redacted(provenance),
-            metrics={"accuracy": read.score, "stderr": read.stderr}, partial=job.limit is not None,
+            metrics={"accuracy": read.score, "stderr": read.stderr}, exploratory=job.exploratory_reason,
         )
     except Exception:
         path.unlink(missing_ok=True)
