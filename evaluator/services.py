@@ -26,7 +26,7 @@ from traces import selectors as run_selectors
 from traces import services as run_services
 from traces.redaction import Redactor
 
-from evaluator.benchmarks import BENCHMARKS
+from evaluator.benchmarks import BENCHMARKS, cannot_rerun
 
 from . import eval_logs, judge
 from .models import RerunJob
@@ -51,8 +51,13 @@ def _now():
     return timezone.now()
 
 
+_STAMPED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")  # a line a worker already timed (evaluator.worker)
+
+
 def _log_line(text: str) -> str:
-    return f"{_now():%Y-%m-%d %H:%M:%S} {text}\n"
+    """One line of a job's log: ``YYYY-MM-DD HH:MM:SS <text>`` (UTC), the time it happened: a worker's own (it
+    times its lines when they happen and sends them with the next heartbeat), else now. One time a line."""
+    return f"{text}\n" if _STAMPED.match(text) else f"{_now():%Y-%m-%d %H:%M:%S} {text}\n"
 
 
 def _redacted(value: Any) -> Any:
@@ -133,6 +138,9 @@ def queue_rerun(
     if run.benchmark not in BENCHMARKS:
         raise RerunRefused(f"run {run_id} is of benchmark {run.benchmark!r}, which has no evaluation here "
                            f"(known: {', '.join(sorted(BENCHMARKS))})")
+    refused = cannot_rerun(BENCHMARKS[run.benchmark])
+    if refused:
+        raise RerunRefused(refused)
     checkpoint = run_selectors.checkpoint_path(run_id)
     job = RerunJob.objects.create(
         run_id=run.id, benchmark=run.benchmark, checkpoint=os.path.abspath(checkpoint), limit=limit,

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from ptbsite import warehouse
@@ -314,6 +315,14 @@ def get_run(run_id: str) -> Run | None:
         return read_run(con, run_id)
 
 
+@warehouse.retrying
+def run_titles(run_ids: Iterable[str]) -> dict[str, str]:
+    """Run id -> its :attr:`Run.title` ("<agent> on <benchmark> with <base model>", display names), for the ids
+    that name a run, in one unit of work (a job list names its jobs' runs so)."""
+    with warehouse.connect() as con:
+        return {rid: run.title for rid in dict.fromkeys(run_ids) if (run := read_run(con, rid)) is not None}
+
+
 def read_run_texts(con, run_id: str) -> RunTexts | None:
     row = con.execute(
         "SELECT left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
@@ -444,7 +453,7 @@ def checkpoint_path(run_id: str) -> Path | None:
     return run_dir / "final_model" if run_dir else None
 
 
-__all__ = ["AGENT_RUN", "EXPLORATORY_ORIGINS", "FACET_ORDER", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT",
+__all__ = ["AGENT_RUN", "EXPLORATORY_ORIGINS", "run_titles", "FACET_ORDER", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT",
            "TEXT_SHOWN", "RunSort", "SortDirection", "read_run_sort",
            "checkpoint_path", "evaluations", "facet_clause", "fetch_dicts", "filter_options", "get_run", "list_runs",
            "read_evaluations", "read_filter_options", "read_reference_scores", "read_run", "read_run_facets",
