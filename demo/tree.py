@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Literal
 
 from demo.episode import (
@@ -829,7 +830,8 @@ def _write_aggregated(tree: _Tree, runs: list[DemoRun]) -> None:
 # Entry point
 
 
-def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True) -> DemoReport:
+def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True,
+                      progress: Callable[[str], None] | None = None) -> DemoReport:
     """Write a seeded, realistic PostTrainBench results tree under ``root`` and describe it.
 
     Args:
@@ -838,6 +840,8 @@ def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True
             format, every RunState, both flag kinds, every verdict era, a retry and the planted secrets.
         seed: seeds ``random.Random``; the same seed gives byte-identical files.
         long_run: make the first Claude run a ~10 h run with 20,000+ tool calls and a ~50 MB solve_out.txt.
+        progress: called with a line after each run written ("run 3 of 40: <run dir> (52.1 MB so far)"), so a
+            person watching knows it is moving (``make serve`` on a fresh clone).
 
     Returns:
         DemoReport with one DemoRun per agent run dir (the ground truth for tests and ingest checks).
@@ -866,6 +870,8 @@ def make_demo_results(*, root: Path, runs: int, seed: int, long_run: bool = True
         used_ids.add(cluster)
         slot.start, slot.cluster = start, cluster
         written.append(_write_run(rng, tree, slot, start, cluster, secrets, hostile_runs))
+        if progress is not None:
+            progress(f"run {len(written)} of {runs}: {written[-1].run_dir} ({tree.bytes / 1e6:.1f} MB so far)")
         if slot.long:
             long_dir = written[-1].run_dir
     _fix_retry_order(written)

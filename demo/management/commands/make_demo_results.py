@@ -27,7 +27,8 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: Any) -> None:
         started = time.perf_counter()
         report = make_demo_results(root=options["dir"], runs=options["runs"], seed=options["seed"],
-                                   long_run=not options["no_long_run"])
+                                   long_run=not options["no_long_run"],
+                                   progress=None if options["verbosity"] < 1 else self.stdout.write)
         self.stdout.write(
             f"Wrote {len(report.runs)} runs in {len(report.methods)} methods "
             f"(+{len(report.baseline_runs)} baseline runs), {report.files_written} files, "
