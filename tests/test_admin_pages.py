@@ -90,3 +90,31 @@ def test_a_samples_score_is_in_words(scored_log: Path) -> None:  # noqa: F811
     assert all(raw in ("C", "I") and words == {"C": "correct", "I": "incorrect"}[raw] for words, raw in shown)
     assert [score_text(v) for v in ("P", "N", True, 0.5, "7")] == ["partially correct", "no answer", "correct",
                                                                   "0.5", "7"]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_refused_form_and_a_job_page_in_a_browser(live_server, page, rerun_tree: dict, redis_broker: str) -> None:
+    from .conftest import ARTIFACTS
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
+    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                               "url": live_server.url}])
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x", limit=3,
+                                  dataset_path="/data/datasets/gsm8k-demo", status=RerunJob.Status.RUNNING)
+    services.worker_progress(job.pk, samples_done=1, samples_total=3, log_lines=[
+        "2026-05-01 10:00:00 [worker] attempt 1 of 4: max_tokens 4000 " + "--flag " * 60])
+    page.goto(f"{live_server.url}/runs/{rerun_tree['run_id']}/")
+    page.fill('#rerun-form input[name="limit"]', "ten")
+    page.click('#rerun-form button[type="submit"]')
+    assert page.locator("#rerun-error").inner_text().startswith("Not queued: Samples must be a whole number")
+    page.screenshot(path=ARTIFACTS / "pages" / "rerun-refused-1440.png", full_page=True)
+    page.goto(f"{live_server.url}/reruns/{job.pk}/")
+    assert page.locator("#job-exploratory").is_visible()
+    box = page.locator("#job-log")
+    assert box.evaluate("e => e.scrollWidth <= e.clientWidth")  # long lines wrap inside the box
+    page.screenshot(path=ARTIFACTS / "pages" / "rerun-job-1440.png", full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=ARTIFACTS / "pages" / "rerun-job-390.png", full_page=True)
+    assert page.js_errors == []

@@ -6,15 +6,17 @@ The generated demo tree (``make_demo_results``, written by ``make serve`` withou
 
 1. picks the demo run to make rerunnable: the first scored ``gsm8k_Qwen_*`` run (by method and run directory)
    with a ``final_model/``;
-2. writes a real tiny Qwen2 checkpoint into its ``final_model/`` (evaluator.tiny_model, trained 300 steps to
-   answer briefly, so the 4,000-token ladder rung ends in seconds on a CPU);
+2. writes a real tiny Qwen2 checkpoint into its ``final_model/`` (evaluator.tiny_model, hidden size 64, trained
+   TRAIN_STEPS steps on gsm8k word problems of the demo dataset's form as inspect_evals' gsm8k asks them,
+   demo.datasets.gsm8k_conversation), so it answers briefly (the 4,000-token ladder rung ends in seconds on a
+   CPU) and gets some of the 8 demo questions right;
 3. writes a synthetic local copy of the benchmark's dataset (openai/gsm8k in the Hugging Face ``datasets``
    cache layout, 8 test questions) under PTB_LOCAL_DATASETS_DIR, which the run page's rerun form offers first;
 4. writes a stand-in ``qwen3.jinja`` (ChatML, not the harness's file) into DATA_DIR/worker/templates, used when
    the worker has no PTB_TEMPLATES_DIR; the provenance of such an evaluation says its template is not the
    harness's.
 
-Prints the run's page. Real reruns need the real datasets in the worker's cache and the harness's templates.
+Prints the run page's URL (on PTB_PUBLIC_URL, which ``make worker`` sets as ``make serve`` does). Real reruns need the real datasets in the worker's cache and the harness's templates.
 """
 from __future__ import annotations
 
@@ -24,12 +26,15 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from demo.datasets import synthetic_rows
+from demo.datasets import gsm8k_conversation, gsm8k_corpus, synthetic_rows
 from evaluator.hf_cache import local_datasets, write_local_dataset
 from evaluator.tiny_model import CHATML_TEMPLATE, build_tiny_checkpoint
 from traces.layout import run_id as make_run_id
 
 DEMO_DATASET = "gsm8k-demo"
+# Steps of the demo checkpoint's training: about a minute of one CPU core; it then answers 3 of the 8 demo questions
+# (issue 29: it answered "ANSWER: 8" to all of them and scored 0).
+TRAIN_STEPS = 1400
 TEMPLATES = Path("worker") / "templates"
 
 
@@ -46,7 +51,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("results", nargs="?", default="data/demo-results", help="the demo results tree")
-        parser.add_argument("--train-steps", type=int, default=300,
+        parser.add_argument("--train-steps", type=int, default=TRAIN_STEPS,
                             help="training steps of the tiny checkpoint (0: random weights, answers run to max_tokens)")
 
     def handle(self, *args, results: str, train_steps: int, **options):
@@ -58,9 +63,10 @@ class Command(BaseCommand):
         checkpoint = run_dir / "final_model"
         if not (checkpoint / "model.safetensors").is_file():
             stub = json.loads((checkpoint / "config.json").read_text())
-            build_tiny_checkpoint(checkpoint, train_steps=train_steps)
+            build_tiny_checkpoint(checkpoint, hidden_size=64, train_steps=train_steps, examples=gsm8k_conversation,
+                                  corpus=gsm8k_corpus(), progress=self.stdout.write)
             (checkpoint / "DEMO.md").write_text(
-                "A tiny random Qwen2 checkpoint (about 30k parameters) standing in for the agent's model of this "
+                "A tiny Qwen2 checkpoint (about 110k parameters, trained on made-up gsm8k word problems) standing in for the agent's model of this "
                 f"synthetic run, written by `manage.py demo_worker_assets`; the run's own config named "
                 f"{stub.get('_name_or_path') or stub.get('architectures')}.\n")
             self.stdout.write(f"wrote a tiny checkpoint into {checkpoint}")
@@ -78,4 +84,6 @@ class Command(BaseCommand):
                 "Stand-in chat templates for the demo worker (ChatML, written by the project, not the harness's "
                 "files). Point PTB_TEMPLATES_DIR at the harness's src/eval/templates for real reruns.\n")
         rid = make_run_id(run_dir.parent.name, run_dir.name)
-        self.stdout.write(f"demo run ready for reruns: /runs/{rid}/ on the site `make serve` serves")
+        url = f"{settings.PTB_PUBLIC_URL.rstrip('/')}/runs/{rid}/"
+        self.stdout.write(f"The demo run to re-evaluate (log in as a staff user, then \"Re-evaluate\" once the worker "
+                          f"below says ready): {url}")
