@@ -1,19 +1,12 @@
 """A tiny Qwen2-architecture checkpoint for tests and demos (DESIGN.md, "Evaluation").
 
 It scores nothing meaningful; it exists so the whole evaluation path (checkpoint on disk -> inspect-ai ->
-`.eval` log -> score) runs on a CPU in seconds, offline. Trained on conversations of a benchmark's own form (the
-demo's: demo/datasets.py), it gets some of a synthetic dataset's questions right.
+`.eval` log -> score) runs on a CPU in seconds, offline.
 """
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-
-# A training conversation: chat messages (role, content) and the assistant's reply to learn.
-Examples = Callable[[random.Random], tuple[list[dict[str, str]], str]]
 
 # ChatML, the format of the Qwen family's own template (trimmed: no tools, no thinking blocks).
 CHATML_TEMPLATE = (
@@ -35,26 +28,22 @@ _SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, num_layers: int = 2,
-                          train_steps: int = 0, examples: Examples | None = None, corpus: Sequence[str] = (),
-                          progress: Callable[[str], None] | None = None) -> Path:
-    """Write a tiny Qwen2 checkpoint with its tokenizer into `path` and return `path`.
+                          train_steps: int = 0) -> Path:
+    """Write a randomly initialised tiny Qwen2 checkpoint with its tokenizer into `path` and return `path`.
 
     Default shape: hidden size 32, 2 layers, 4 attention heads (2 key/value heads), intermediate size 64, a
-    byte-level BPE vocabulary of at most 1,024 tokens (digits one token each; merges may cross spaces) trained with
-    `tokenizers` on a few lines plus `corpus`; saved as `model.safetensors` with `config.json`,
-    `generation_config.json` and the tokenizer files, including a ChatML chat template
-    (`architectures == ["Qwen2ForCausalLM"]`, so the benchmark's evaluate.py would treat it as the qwen family).
-    `seed` fixes the weights. Untrained it takes about 3 s on a CPU. `hidden_size` and `num_layers` scale it up,
-    e.g. 896 and 24 for a random model of Qwen2-0.5B's attention shape (14 heads of 64) to time vLLM with
-    (bench/gpu_rerun.sh). Below 256 the hidden size is split into 4 heads (so it must be a multiple of 4), from
-    256 into heads of 64 (a multiple of 64); 2 key/value heads; the intermediate size is twice the hidden size.
-
-    `train_steps` > 0 trains it that many AdamW steps (batches of 8, one-cycle learning rate peaking at 3e-3, loss
-    on the assistant's reply only) on conversations from `examples` (a function of a `random.Random` returning
-    chat messages and the assistant's reply); without `examples`, questions "What is a + b?" answered
-    ``ANSWER: <n>``, so that it answers in a few tokens and stops as an instruction-tuned model does (an
-    untrained one generates until max_tokens: minutes at the benchmarks' 4,000-token rungs on a CPU). Each reply
-    ends with ``<|im_end|>``. `progress` is called with a line about every 10 s of training (step, loss).
+    byte-level BPE vocabulary of at most 512 tokens trained with `tokenizers` on a few lines; about 30k
+    parameters, saved as `model.safetensors` with `config.json`, `generation_config.json` and the tokenizer
+    files, including a ChatML chat template (`architectures == ["Qwen2ForCausalLM"]`, so the benchmark's
+    evaluate.py would treat it as the qwen family). `seed` fixes the weights. Takes about 3 s on a CPU.
+    `hidden_size` and `num_layers` scale it up, e.g. 896 and 24 for a random model of Qwen2-0.5B's attention
+    shape (14 heads of 64) to time vLLM with (bench/gpu_rerun.sh). Below 256 the hidden size is split into 4
+    heads (so it must be a multiple of 4), from 256 into heads of 64 (a multiple of 64); 2 key/value heads;
+    the intermediate size is twice the hidden size.
+    `train_steps` > 0 trains it that many AdamW steps on chat-formatted questions answered ``ANSWER: <n>``
+    followed by ``<|im_end|>``, so that it answers in a few tokens and stops, as an instruction-tuned model does
+    (an untrained one generates until max_tokens: minutes at the benchmarks' 4,000-token rungs on a CPU); it
+    still answers wrongly, mostly. 300 steps take about 10 s on a CPU.
     The directory is created if needed; existing files in it are overwritten.
     """
     import torch
@@ -64,15 +53,12 @@ def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, n
     path.mkdir(parents=True, exist_ok=True)
 
     bpe = Tokenizer(models.BPE())
-    # Digits one token each (numbers are read and written digit by digit); merges may cross spaces, so the
-    # fixed phrasing of a benchmark's prompt takes few tokens and a training step stays short.
-    bpe.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     bpe.train_from_iterator(
-        [*_TRAINING_LINES, *corpus],
+        _TRAINING_LINES,
         trainers.BpeTrainer(
-            vocab_size=1024,
+            vocab_size=512,
             special_tokens=_SPECIAL_TOKENS,
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         ),
@@ -102,57 +88,35 @@ def build_tiny_checkpoint(path: Path, *, seed: int = 0, hidden_size: int = 32, n
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
     if train_steps:
-        _train(model, tokenizer, steps=train_steps, seed=seed, examples=examples or _sum_question, progress=progress)
+        _teach_short_answers(model, tokenizer, steps=train_steps, seed=seed)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(path, safe_serialization=True)
     return path
 
 
-def _sum_question(rng: random.Random) -> tuple[list[dict[str, str]], str]:
-    """A question "What is a + b?" after a system text of varied length, answered ``ANSWER: <a + b>``."""
-    fillers = [line.replace("\n", " ") for line in _TRAINING_LINES]
-    system = " ".join(rng.choice(fillers) for _ in range(rng.randint(0, 12)))
-    a, b = rng.randint(1, 60), rng.randint(1, 60)
-    messages = ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": f"What is {a} + {b}? Solve it step by step."}]
-    return messages, f"ANSWER: {a + b}"
+def _teach_short_answers(model, tokenizer, *, steps: int, seed: int) -> None:
+    """A few AdamW steps on ChatML conversations whose assistant turn is ``ANSWER: <n><|im_end|>`` (loss on that
+    turn only), after system texts of varied length, so the model learns to answer briefly and stop."""
+    import random
 
-
-def _train(model, tokenizer, *, steps: int, seed: int, examples: Examples,
-           progress: Callable[[str], None] | None) -> None:
-    """AdamW steps on batches of 8 conversations from ``examples``, the loss on the reply only (see
-    build_tiny_checkpoint)."""
     import torch
 
     rng = random.Random(seed)
+    fillers = [line.replace("\n", " ") for line in _TRAINING_LINES]
 
     def example() -> tuple[list[int], list[int]]:
-        messages, reply = examples(rng)
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        p, t = tokenizer(prompt)["input_ids"], tokenizer(reply + "<|im_end|>")["input_ids"]
+        system = " ".join(rng.choice(fillers) for _ in range(rng.randint(0, 12)))
+        a, b = rng.randint(1, 60), rng.randint(1, 60)
+        prompt = (f"<|im_start|>system\n{system}<|im_end|>\n" if system else "") + (
+            f"<|im_start|>user\nWhat is {a} + {b}? Solve it step by step.<|im_end|>\n<|im_start|>assistant\n")
+        reply = f"ANSWER: {a + b}<|im_end|>"
+        p, t = tokenizer(prompt)["input_ids"], tokenizer(reply)["input_ids"]
         return p + t, [-100] * len(p) + t
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=steps, pct_start=0.1)
     model.train()
-    said = time.monotonic()
-    # One thread: this model's operations are too small to share out (the demo's 1,400 steps took 78 CPU seconds
-    # on one thread, and more than twice that, still unfinished, on torch's default threads, on a loaded 2-core box).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        _steps(model, tokenizer, optimizer, schedule, steps=steps, example=example, progress=progress, said=said)
-    finally:
-        torch.set_num_threads(threads)
-    model.eval()
-
-
-def _steps(model, tokenizer, optimizer, schedule, *, steps: int, example: Callable[[], tuple[list[int], list[int]]],
-           progress: Callable[[str], None] | None, said: float) -> None:
-    import torch
-
-    for step in range(steps):
+    for _ in range(steps):
         batch = [example() for _ in range(8)]
         width = max(len(ids) for ids, _ in batch)
         ids = torch.tensor([x + [tokenizer.pad_token_id] * (width - len(x)) for x, _ in batch])
@@ -162,7 +126,4 @@ def _steps(model, tokenizer, optimizer, schedule, *, steps: int, example: Callab
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        schedule.step()
-        if progress is not None and (time.monotonic() - said >= 10 or step == steps - 1):
-            progress(f"training the tiny checkpoint: step {step + 1} of {steps}, loss {loss.item():.3f}")
-            said = time.monotonic()
+    model.eval()

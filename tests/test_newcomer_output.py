@@ -1,7 +1,7 @@
 """What a newcomer reads in the terminal (issue 29): ``make serve`` and ``make worker`` show progress as they go
-(pip without -q, the demo tree's runs one by one, ingest's runs, the tiny checkpoint's training), ingest names
+(pip without -q, the demo tree's runs one by one, ingest's runs), ingest names
 each problem and where it is, ``compact_warehouse`` says what it did in words, "Serving on" once, ``make worker``
-ends with the demo run's URL (tests/test_demo_checkpoint.py), the README says how to pick the port."""
+ends with the demo run's URL, the README says how to pick the port."""
 from __future__ import annotations
 
 import json
@@ -75,3 +75,20 @@ def test_compaction_is_told_in_words():
         "compacted in 3.7 s. The site now reads 20 files (2,232 before): 2,212 files merged into others, 4,469 rows "
         "moved from the catalog into files. On disk: 20 files (2,232 before); 2,212 files deleted, 671 old "
         "snapshots expired.")
+
+
+def test_make_worker_ends_with_the_demo_run_url(tmp_path: Path, settings):
+    from tests.conftest import RERUN_METHOD, RERUN_RUN_DIR
+    from traces.layout import run_id as make_run_id
+
+    root = tmp_path / "demo-results"
+    run_dir = write_run(root, checkpoint=None)
+    (run_dir / "final_model").mkdir()
+    (run_dir / "final_model" / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"]}))
+    settings.PTB_LOCAL_DATASETS_DIR, settings.DATA_DIR = tmp_path / "datasets", tmp_path / "data"
+    settings.PTB_PUBLIC_URL = "http://127.0.0.1:8123"
+    out = StringIO()
+    call_command("demo_worker_assets", str(root), train_steps=0, stdout=out)  # untrained: quick to build
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("The demo run to re-evaluate") and last.endswith(
+        f": http://127.0.0.1:8123/runs/{make_run_id(RERUN_METHOD, RERUN_RUN_DIR)}/")  # a URL, not a path
