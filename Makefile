@@ -6,23 +6,26 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Every step prints as it goes (pip's progress, the demo tree's runs, ingest's runs): a fresh clone's first
+# `make serve` takes minutes, and a person watching should see it move at least every 10 s (issue 29).
+export PYTHONUNBUFFERED := 1
 
 .PHONY: serve setup worker test lint demo-data clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install --upgrade pip
 
 $(VENV)/.web-installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -r requirements.txt
 	touch $@
 
 $(VENV)/.worker-installed: requirements.txt requirements-eval.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt -r requirements-eval.txt
+	$(BIN)/pip install -r requirements.txt -r requirements-eval.txt
 	touch $@ $(VENV)/.web-installed
 
 $(VENV)/.dev-installed: requirements.txt requirements-eval.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -r requirements-dev.txt
 	touch $@ $(VENV)/.web-installed $(VENV)/.worker-installed
 
 DEMO_RESULTS := data/demo-results
@@ -32,7 +35,7 @@ setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py import_published
 	$(BIN)/python manage.py import_published --suite frogsgame
 	test -d $(DEMO_RESULTS) || $(BIN)/python manage.py make_demo_results $(DEMO_RESULTS) --runs 40 --seed 7
-	$(BIN)/python manage.py ingest $(DEMO_RESULTS) --quiet
+	$(BIN)/python manage.py ingest $(DEMO_RESULTS)
 	$(BIN)/python manage.py compact_warehouse
 
 # The demo's judge re-runs: demo/mock_hosted_judge.py, a stand-in for (a mock of) the hosted LLM judge, unless
@@ -40,7 +43,6 @@ setup: $(VENV)/.web-installed
 DEMO_JUDGE := ["$(abspath $(BIN))/python", "$(CURDIR)/demo/mock_hosted_judge.py", "{run_dir}"]
 
 serve: setup
-	@echo "Serving on http://$(HOST):$(PORT)/"
 	PTB_JUDGE_COMMAND=$${PTB_JUDGE_COMMAND:-'$(DEMO_JUDGE)'} \
 	PTB_PUBLIC_URL=$${PTB_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/python manage.py serve --bind $(HOST):$(PORT)
 
@@ -50,7 +52,7 @@ serve: setup
 WORKER_NAME ?= worker
 worker: $(VENV)/.worker-installed
 	test -d $(DEMO_RESULTS) || { echo "no $(DEMO_RESULTS): run 'make serve' first"; exit 1; }
-	$(BIN)/python manage.py demo_worker_assets $(DEMO_RESULTS)
+	PTB_PUBLIC_URL=$${PTB_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/python manage.py demo_worker_assets $(DEMO_RESULTS)
 	PTB_JUDGE_COMMAND=$${PTB_JUDGE_COMMAND:-'$(DEMO_JUDGE)'} \
 	PTB_TEMPLATES_DIR=$${PTB_TEMPLATES_DIR:-$${PTB_DATA_DIR:-data}/worker/templates} $(BIN)/celery -A ptbsite worker \
 		--pool=prefork --concurrency=1 --loglevel=INFO -n $(WORKER_NAME)@%h

@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Literal
 
 from demo.episode import (
@@ -984,7 +985,8 @@ def _write_aggregated(tree: _Tree, runs: list[DemoRun]) -> None:
 
 
 def make_demo_results(*, root: Path, runs: int | None = None, seed: int, long_run: bool = True,
-                      methods: int | None = None, trace_scale: float = 1.0) -> DemoReport:
+                      methods: int | None = None, trace_scale: float = 1.0,
+                      progress: Callable[[str], None] | None = None) -> DemoReport:
     """Write a seeded, realistic PostTrainBench results tree under ``root`` and describe it.
 
     Args:
@@ -999,6 +1001,8 @@ def make_demo_results(*, root: Path, runs: int | None = None, seed: int, long_ru
             :func:`trace_size` (median ~0.6 MB, a few 50-200 MB). From 9 on it covers what ``runs=12`` covers.
         trace_scale: methods mode only: multiplies every drawn trace size (0.05 gives a ~30 KB median; a trace
             never gets below one training cycle, ~20-50 KB).
+        progress: called with a line after each run written ("run 3 of 40: <run dir> (52.1 MB so far)"), so a
+            person watching knows it is moving (``make serve`` on a fresh clone).
 
     Returns:
         DemoReport with one DemoRun per agent run dir (the ground truth for tests and ingest checks).
@@ -1022,8 +1026,8 @@ def make_demo_results(*, root: Path, runs: int | None = None, seed: int, long_ru
     written: list[DemoRun] = []
     used_ids: set[int] = set()
     long_dir: str | None = None
-    slots = (_assign_slots(rng, runs, long_run) if runs is not None
-             else _method_slots(rng, methods or 0, long_run, trace_scale))
+    slots = list(_assign_slots(rng, runs, long_run) if runs is not None
+                 else _method_slots(rng, methods or 0, long_run, trace_scale))
     for slot in slots:
         start = slot.method.start + timedelta(minutes=rng.randint(0, 36 * 60))
         cluster = _cluster_id(start, rng)
@@ -1035,6 +1039,8 @@ def make_demo_results(*, root: Path, runs: int | None = None, seed: int, long_ru
         used_ids.add(cluster)
         slot.start, slot.cluster = start, cluster
         written.append(_write_run(rng, tree, slot, start, cluster, secrets, hostile_runs))
+        if progress is not None:
+            progress(f"run {len(written)} of {len(slots)}: {written[-1].run_dir} ({tree.bytes / 1e6:.1f} MB so far)")
         if slot.long:
             long_dir = written[-1].run_dir
     _fix_retry_order(written)

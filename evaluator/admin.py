@@ -18,8 +18,11 @@ from .permissions import staff_required
 
 
 class BulkRerunForm(forms.Form):
-    agent = forms.CharField(required=False, help_text="a leaderboard agent key or a method name; empty: all")
-    benchmark = forms.CharField(required=False, help_text="e.g. gsm8k; empty: all")
+    """The bulk rerun's choices; agents and benchmarks are those of the ingested runs
+    (traces.selectors.filter_options), shown by their display names."""
+
+    agent = forms.ChoiceField(required=False, help_text="the ingested runs' agents; all: every agent")
+    benchmark = forms.ChoiceField(required=False, help_text="all: every benchmark")
     only_flagged = forms.BooleanField(required=False, label="Only flagged runs")
     only_with_checkpoint = forms.BooleanField(required=False, initial=True, label="Only runs with a final_model/")
     latest_only = forms.BooleanField(required=False, initial=True, label="Only the latest run of each cell")
@@ -27,7 +30,17 @@ class BulkRerunForm(forms.Form):
     limit = forms.IntegerField(min_value=1, required=False, label="Samples per run", help_text="empty: all")
     max_tokens = forms.IntegerField(min_value=1, required=False, help_text="empty: the retry ladder")
     dataset_path = forms.CharField(required=False, help_text="on the workers: a local dataset folder or a JSONL; "
-                                                             "empty: their Hugging Face cache")
+                                                             "empty: their Hugging Face cache (a sample or another "
+                                                             "dataset makes exploratory evaluations, never the score)")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        options = run_selectors.filter_options()
+        agent_field = self.fields["agent"]
+        bench_field = self.fields["benchmark"]
+        assert isinstance(agent_field, forms.ChoiceField) and isinstance(bench_field, forms.ChoiceField)
+        agent_field.choices = [("", "all agents")] + [(key, f"{name} ({key})") for key, name in options["agents"]]
+        bench_field.choices = [("", "all benchmarks")] + list(options["benchmarks"])
 
 
 def matching_runs(data: dict) -> list[run_selectors.RunSummary]:

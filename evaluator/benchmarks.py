@@ -316,16 +316,26 @@ def check_inputs(spec: BenchmarkSpec, *, dataset_path: Path | None, judge_model:
         raise DatasetUnavailable(f"{spec.task_id} local dataset {dataset_path} does not exist")
 
 
+def cannot_rerun(spec: BenchmarkSpec) -> str | None:
+    """Why no worker here can rerun ``spec`` at all, whatever its settings, or None: an LLM-judged benchmark
+    without an inspect task for its judging (arenahardwriting: pairwise judging against the harness's baseline
+    answers). The server refuses such a rerun when it is queued (evaluator.services.queue_rerun); a worker
+    refuses it the same way."""
+    if spec.judge is not None and spec.task_id != "healthbench":
+        return (f"{spec.task_id} ({spec.dataset_note}) cannot be rerun here: {spec.notes[0] if spec.notes else 'no inspect task'}; "
+                "rerun it with the harness's evaluate.py")
+    return None
+
+
 def _judged_inputs(spec: BenchmarkSpec, *, dataset_path: Path | None, judge_model: str, data: Path | None) -> Path:
+    refused = cannot_rerun(spec)
+    if refused:
+        raise DatasetUnavailable(refused)
     if not judge_model:
         raise JudgeModelNotConfigured(
             f"{spec.task_id} is scored by an LLM judge (the harness uses {spec.judge} through the OpenAI API); "
             "no judge model is configured on this worker: set PTB_EVAL_JUDGE_MODEL to an inspect-ai model name "
             "(e.g. openai/gpt-5-mini, with OPENAI_API_KEY)")
-    if spec.task_id != "healthbench":
-        raise DatasetUnavailable(
-            f"{spec.task_id} ({spec.dataset_note}) cannot be rerun here: {spec.notes[0]}; rerun it with the "
-            "harness's evaluate.py")
     path = dataset_path if dataset_path is not None else data
     if path is None or not path.is_file():
         raise DatasetUnavailable(

@@ -105,10 +105,26 @@ def _cut(text: object, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + f" … ({len(text) - limit} more characters)"
 
 
+# inspect-ai's score value letters (inspect_ai.scorer: CORRECT "C", INCORRECT "I", PARTIAL "P", NOANSWER "N").
+SCORE_WORDS = {"C": "correct", "I": "incorrect", "P": "partially correct", "N": "no answer"}
+
+
+def score_text(value: object) -> str:
+    """A sample's score value in words: inspect's letters as SCORE_WORDS says (``"I"`` -> "incorrect"), True /
+    False as correct / incorrect, a number as it is (4 significant digits), anything else as text."""
+    if isinstance(value, str) and value in SCORE_WORDS:
+        return SCORE_WORDS[value]
+    if isinstance(value, bool):
+        return "correct" if value else "incorrect"
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def summarize(path: Path) -> dict:
     """A stored log for its page: {"task", "model", "status", "packages", "metrics": {name: value},
-    "samples": [{"id", "epoch", "input", "output", "target", "scores": {scorer: value}}]} (texts cut at 2,000
-    characters). Raises LogRefused if inspect-ai cannot read it."""
+    "samples": [{"id", "epoch", "input", "output", "target", "scores": {scorer: (value in words, raw value)}}]}
+    (texts cut at 2,000 characters; words by :func:`score_text`). Raises LogRefused if inspect-ai cannot read it."""
     from inspect_ai.log import read_eval_log
 
     try:
@@ -124,5 +140,6 @@ def summarize(path: Path) -> dict:
         "samples": [{"id": s.id, "epoch": s.epoch, "input": _cut(s.input if isinstance(s.input, str) else
                      "\n".join(f"{m.role}: {m.text}" for m in s.input)),
                      "output": _cut(s.output.completion if s.output else ""), "target": _cut(s.target),
-                     "scores": {k: v.value for k, v in (s.scores or {}).items()}} for s in (log.samples or [])],
+                     "scores": {k: (score_text(v.value), _cut(v.value, 200)) for k, v in (s.scores or {}).items()}}
+                    for s in (log.samples or [])],
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from pathlib import PurePath
 
 from django.conf import settings
 from django.db import models
@@ -73,6 +74,22 @@ class RerunJob(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def exploratory_reason(self) -> str:
+        """Why this evaluation's score cannot become the run's score, "" when it can. The rule: only a rerun
+        on the benchmark's own dataset (the worker's Hugging Face cache of it, no ``dataset_path``) with all of
+        its samples (no ``limit``) may replace a run's score; anything else is an exploratory evaluation, stored
+        and shown as such (traces.services.add_evaluation). A judge job has no score: ""."""
+        if self.kind != self.Kind.EVALUATION:
+            return ""
+        reasons = []
+        if self.limit is not None:
+            reasons.append(f"{self.limit} sample{'s' if self.limit != 1 else ''}, not the whole test set")
+        if self.dataset_path:
+            # its name only: the reason is shown on public pages, where no server path may appear (issue 25)
+            reasons.append(f"the local dataset {PurePath(self.dataset_path).name}, not the benchmark's own")
+        return "; ".join(reasons)
 
     @property
     def log_tail(self, lines: int = 40) -> str:

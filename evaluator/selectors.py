@@ -8,6 +8,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from evaluator.hf_cache import LocalDataset, local_datasets
+from traces import selectors as run_selectors
 
 from . import workers
 from .models import RerunJob
@@ -25,6 +26,17 @@ def list_jobs(*, run_id: str | None = None, status: str | None = None, limit: in
     if status:
         jobs = jobs.filter(status=status)
     return list(jobs[:limit])
+
+
+def run_titles(run_ids: list[str]) -> dict[str, str]:
+    """Run id -> "<agent> on <benchmark> with <base model>" (traces' Run.title) for the ids that name a run: how
+    job pages and lists name a job's run."""
+    return run_selectors.run_titles(run_ids)
+
+
+def get_run(run_id: str) -> run_selectors.Run | None:
+    """The run a rerun form names (traces.selectors.get_run), None for an unknown id."""
+    return run_selectors.get_run(run_id) if run_id else None
 
 
 def datasets_for(benchmark: str) -> list[LocalDataset]:

@@ -26,7 +26,7 @@ from traces import selectors as run_selectors
 from traces import services as run_services
 from traces.redaction import Redactor
 
-from evaluator.benchmarks import BENCHMARKS
+from evaluator.benchmarks import BENCHMARKS, cannot_rerun
 
 from . import eval_logs, judge
 from .models import RerunJob
@@ -60,8 +60,13 @@ def _now():
     return timezone.now()
 
 
+_STAMPED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")  # a line a worker already timed (evaluator.worker)
+
+
 def _log_line(text: str) -> str:
-    return f"{_now():%Y-%m-%d %H:%M:%S} {text}\n"
+    """One line of a job's log: ``YYYY-MM-DD HH:MM:SS <text>`` (UTC), the time it happened: a worker's own (it
+    times its lines when they happen and sends them with the next heartbeat), else now. One time a line."""
+    return f"{text}\n" if _STAMPED.match(text) else f"{_now():%Y-%m-%d %H:%M:%S} {text}\n"
 
 
 def _redacted(value: Any) -> Any:
@@ -142,6 +147,9 @@ def queue_rerun(
     if run.benchmark not in BENCHMARKS:
         raise RerunRefused(f"run {run_id} is of benchmark {run.benchmark!r}, which has no evaluation here "
                            f"(known: {', '.join(sorted(BENCHMARKS))})")
+    refused = cannot_rerun(BENCHMARKS[run.benchmark])
+    if refused:
+        raise RerunRefused(refused)
     checkpoint = run_selectors.checkpoint_path(run_id)
     job = RerunJob.objects.create(
         run_id=run.id, benchmark=run.benchmark, checkpoint=os.path.abspath(checkpoint), limit=limit,
@@ -308,7 +316,8 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     evaluation "samples_done", "samples_total", "provenance" (dict) and the worker's "score" (ignored: the score
     stored is the one the server reads from the .eval log itself, evaluator.eval_logs), or of a judge re-run
     "verdict_files" ({name: text}). On success the .eval log is stored and checked, then its score is added as a
-    new evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``); a judge's verdicts are
+    new evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``; exploratory, never the
+    run's score, unless it ran on the benchmark's own dataset with all of its samples: RerunJob.exploratory_reason); a judge's verdicts are
     stored as the run's ``rerun`` verdicts. A pending cancel wins over a late success: nothing is stored then.
 
     Raises RerunRefused for a malformed report, LogUploadRefused for a refused .eval log (the job is failed
@@ -348,7 +357,8 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
         _append_log(job_id, *[str(x) for x in report.get("log", [])])
         _append_log(job_id, f"{status}" + (f": {fields['reason']}" if fields["reason"] else
                                            f": score {fields.get('new_score')}" if job.kind == RerunJob.Kind.EVALUATION
-                                           else ""))
+                                           else "") + (f" (exploratory, not the run's score: {job.exploratory_reason})"
+                                                       if status == "succeeded" and job.exploratory_reason else ""))
     job.refresh_from_db()
     if refused:
         raise LogUploadRefused(refused)
@@ -382,7 +392,7 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
     try:
         run_services.add_evaluation(
             run_id=job.run_id, accuracy=read.score, evaluation_id=evaluation_id, provenance=_redacted(provenance),
-            metrics={"accuracy": read.score, "stderr": read.stderr}, partial=job.limit is not None,
+            metrics={"accuracy": read.score, "stderr": read.stderr}, exploratory=job.exploratory_reason,
         )
     except Exception:
         path.unlink(missing_ok=True)

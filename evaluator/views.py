@@ -18,13 +18,21 @@ from .models import RerunJob
 from .permissions import staff_required
 
 
-def _int_or_none(text: str | None) -> int | None:
+class FieldRefused(services.RerunRefused):
+    """A form field's value refused; ``field`` names it (the re-rendered form marks that field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _int_or_none(text: str | None, field: str, label: str) -> int | None:
     text = (text or "").strip()
     if not text:
         return None
     number = ascii_int(text)
     if number is None:
-        raise services.RerunRefused(f"{text[:40]!r} is not a whole number")
+        raise FieldRefused(field, f"{label} must be a whole number of at least 1 (or empty), not {text[:40]!r}")
     return number
 
 
@@ -38,11 +46,13 @@ def _get_job(job_id: int) -> RerunJob:
 @require_GET
 @staff_required
 def job_list(request: HttpRequest) -> HttpResponse:
-    """``/reruns/?run=&status=``: rerun jobs, newest first."""
+    """``/reruns/?run=&status=``: rerun jobs, newest first, each named by its run (agent, benchmark, base model)."""
     run_id, status = request.GET.get("run") or None, request.GET.get("status") or None
+    jobs = selectors.list_jobs(run_id=run_id, status=status)
+    titles = selectors.run_titles([job.run_id for job in jobs] + ([run_id] if run_id else []))
     return render(request, "evaluator/jobs.html", {
-        "jobs": selectors.list_jobs(run_id=run_id, status=status), "run_id": run_id, "status": status,
-        "statuses": RerunJob.Status.values,
+        "jobs": [(job, titles.get(job.run_id, "")) for job in jobs], "run_id": run_id, "status": status,
+        "run_title": titles.get(run_id or "", ""), "statuses": RerunJob.Status.values,
     })
 
 
@@ -51,7 +61,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """``/reruns/<id>/``: status, progress, timings, scores, log tail; polls its status partial while active."""
     job = _get_job(job_id)
-    return render(request, "evaluator/job.html", {"job": job, "waiting": selectors.waiting_notice(job)})
+    return render(request, "evaluator/job.html", {"job": job, "waiting": selectors.waiting_notice(job),
+                                                  "run_title": selectors.run_titles([job.run_id]).get(job.run_id, "")})
 
 
 @require_GET
@@ -109,15 +120,21 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 def job_create(request: HttpRequest) -> HttpResponse:
     """``POST /reruns/new`` (run_id, limit, max_tokens, dataset_path or dataset_path_other): queue a rerun, go to
     its page (303).
-    400 for a bad request, 503 when the broker is down (the job is kept, failed, with the reason)."""
+    A refused request (a bad value, an unknown run, a benchmark no worker can rerun) answers 400 with the form
+    again, its values kept and the reason above it; 503 when the broker is down (the job is kept, failed, with
+    the reason)."""
+    values = {"run_id": request.POST.get("run_id", ""), "limit": request.POST.get("limit", ""),
+              "max_tokens": request.POST.get("max_tokens", ""),
+              "dataset_path": (request.POST.get("dataset_path_other") or "").strip() or request.POST.get("dataset_path", "")}
     try:
         job = services.queue_rerun(
-            run_id=request.POST.get("run_id", ""), user=request.user, limit=_int_or_none(request.POST.get("limit")),
-            max_tokens=_int_or_none(request.POST.get("max_tokens")),
-            dataset_path=(request.POST.get("dataset_path_other") or "").strip() or request.POST.get("dataset_path", ""),
+            run_id=values["run_id"], user=request.user, limit=_int_or_none(values["limit"], "limit", "Samples"),
+            max_tokens=_int_or_none(values["max_tokens"], "max_tokens", "Max tokens"), dataset_path=values["dataset_path"],
         )
     except services.RerunRefused as exc:
-        return HttpResponse(f"Not queued: {exc}", status=400, content_type="text/plain")
+        return render(request, "evaluator/rerun_form.html", {
+            "error": str(exc), "values": values, "field": getattr(exc, "field", ""),
+            "run": selectors.get_run(values["run_id"])}, status=400)
     except services.BrokerUnavailable as exc:
         return render(request, "evaluator/broker_down.html", {"reason": str(exc)}, status=503)
     messages.success(request, f"Rerun queued as job {job.pk}: this page follows it.")

@@ -19,7 +19,7 @@ import socket
 import tempfile
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,8 @@ class _Heartbeat(threading.Thread):
     def say(self, line: str) -> None:
         log.info("%s", line)
         with self.lock:
-            self.lines.append(f"{datetime.now():%H:%M:%S} [worker] {line}")
+            # when it happened, in UTC like the server's own lines (the server adds no second time to it)
+            self.lines.append(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} [worker] {line}")
         self.wake.set()
 
     def on_progress(self, done: int, total: int) -> None:

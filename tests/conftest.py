@@ -392,6 +392,8 @@ class CeleryWorker:
 
         self.log_path = log_path
         caches = log_path.parent / f"{log_path.stem}-caches"
+        # the worker's own Hugging Face datasets cache (HF_HOME/datasets) and inspect-ai's copies of what it loaded
+        self.hf_datasets_cache, self.inspect_cache = caches / "hf" / "datasets", caches / "xdg" / "inspect_ai"
         env = {**os.environ, "CELERY_BROKER_URL": broker_url, "PYTHONUNBUFFERED": "1",
                "DATABASE_URL": "sqlite:////nonexistent/worker-must-not-open.sqlite3",
                "PTB_WAREHOUSE": "/nonexistent/worker-must-not-open.duckdb", "PTB_WORKER_TOKEN": WORKER_TOKEN,

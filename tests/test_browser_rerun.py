@@ -77,6 +77,7 @@ def test_the_demo_run_reruns_end_to_end_in_a_browser(
     assert states.index("running") < states.index("succeeded")
     assert any(s == "running" and samples.endswith("of 8 samples") for s, samples in seen)  # progress while running
 
+    assert page.locator("#job-exploratory").inner_text().startswith("Exploratory evaluation: dataset ")
     new = page.locator("#job-new-score").inner_text()
     # issue 17: scores as percent (were fractions, "0.2500")
     assert page.locator("#job-old-score").inner_text() == "25.0%" and new == f"{pct(job.new_score)}%"
@@ -89,13 +90,19 @@ def test_the_demo_run_reruns_end_to_end_in_a_browser(
     page.click("#job-eval-view")
     assert page.locator("#log-task").inner_text() == "inspect_evals/gsm8k"
     assert page.locator("#log-samples tbody tr").count() == 8
-    assert "Sam has" in page.locator("#log-samples").inner_text()  # the demo questions, as text
+    samples = page.locator("#log-samples").inner_text()
+    assert "Sam has" in samples  # the demo questions, as text
+    # issue 29: scores in words (it showed inspect's raw "match: I")
+    assert "match: I" not in samples and "incorrect" in samples
     page.screenshot(path=ARTIFACTS / "rerun-eval-log.png", full_page=True)
 
+    # issue 29: the demo's local dataset is not the benchmark's own: an exploratory evaluation, never the score
     page.goto(f"{live_server.url}/runs/{run_id}/")
-    assert page.locator("#old-score").inner_text() == "25.0"
-    assert page.locator("#new-score").inner_text() == f"{100 * job.new_score:.1f}"
-    assert 100 * selectors.get_run(run_id).score == 100 * job.new_score
+    assert page.locator("#old-score").count() == 0 and page.locator("#new-score").count() == 0
+    row = page.locator('#evaluations-table tr[data-origin="rerun-exploratory"]')
+    assert "exploratory rerun" in row.inner_text() and f"{100 * job.new_score:.1f}" in row.inner_text()
+    assert 100 * selectors.get_run(run_id).score == 25.0
+    page.locator("#evaluations").screenshot(path=ARTIFACTS / "pages" / "run-exploratory-rerun.png")
     provenance = selectors.evaluations(run_id)[0].provenance
     assert provenance["settings"]["dataset"] == str(tmp_path / "datasets" / "gsm8k-demo")
     assert provenance["settings"]["chat_template_is_harness"] is False

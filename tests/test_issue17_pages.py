@@ -3,12 +3,13 @@ it cites, "not assessed", "steps our rules flag"), tool inputs rendered by tool 
 written file stays text), thousands separators; in headless Chromium with screenshots, and over the test client."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import pytest
 
-from traces import layout
+from traces import layout, selectors
 from traces.ingest import ingest_tree
 
 from .conftest import ARTIFACTS, RERUN_METHOD, write_run
@@ -185,4 +186,7 @@ def test_an_override_says_so_and_is_in_the_admin_history(client, judged_run):
     assert entry.object_id == judged_run and entry.change_message == ("Contamination overridden: flagged "
                                                                      "(test split in train.py)")
     admin = client.get("/admin/").content.decode()
-    assert f"run {judged_run}" in admin  # the admin's recent actions list it
+    title = selectors.get_run(judged_run).title
+    # the admin's recent actions list it by its run and kind (issue 29: it was "Unknown content", "run <id>")
+    assert entry.object_repr == f"Contamination of {title}: flagged" and html.escape(entry.object_repr) in admin
+    assert "Verdict override" in admin and "Unknown content" not in admin

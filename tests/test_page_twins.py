@@ -75,7 +75,7 @@ def test_the_run_twin_carries_what_the_run_page_shows(client, demo_ingested):
         assert ("flagged: scores as its base model" in page) == twin["flagged"]
         for v in twin["verdicts"]:
             assert f'<span class="badge {v["value"]}">{html_lib.escape(v["value_text"])}</span>' in page
-        counted = [e for e in twin["evaluations"] if e["counts"] or e["origin"] != "rerun-partial"]
+        counted = [e for e in twin["evaluations"] if e["counts"] or e["origin"] not in ("rerun-partial", "rerun-exploratory")]
         assert [e["id"] for e in twin["counted"]] == [e["id"] for e in counted]
         for e in twin["evaluations"]:
             assert f'<td class="num">{_pct(e["score"])}</td>' in page

@@ -50,17 +50,17 @@ def test_it_parses_a_whole_session():
              '"bypassPermissions","session_id":"s1"}', output="init", line=3),
         Step(2, "thinking", output="", tokens_in=1110, tokens_out=20, line=4),
         Step(3, "assistant", output="Let me look.", line=5),
-        Step(4, "tool_call", tool="Bash", input="ls -la", call_id="toolu_1", line=6),
+        Step(4, "tool_call", tool="Bash", input="ls -la", call_id="toolu_1", line=6, label="list"),
         Step(5, "tool_result", time=datetime(2026, 4, 5, 10, 0, 2, 500000, tzinfo=UTC), tool="Bash",
              output="total 0", call_id="toolu_1", line=7),
         Step(6, "tool_call", tool="Read", input='{"file_path":"/x"}', call_id="toolu_2", tokens_in=5, tokens_out=7,
              line=8),
         Step(7, "tool_result", time=T1, tool="Read", output="no such file", is_error=True, call_id="toolu_2", line=9),
-        Step(8, "result", output="Done.", tokens_in=3, tokens_out=3, cost_usd=1.5, line=10),
+        Step(8, "result", output="Done.", tokens_in=3, tokens_out=3, cost_usd=1.5, line=10, label="success"),
         # issue 13: a rate_limit_event is a typed, labelled step (it was a raw JSON system step)
         Step(9, "system", input='{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}',
              output="status: allowed", line=11, label="rate limit"),
-        Step(10, "result", output="Late.", tokens_in=40, tokens_out=50, cost_usd=2.25, line=12),
+        Step(10, "result", output="Late.", tokens_in=40, tokens_out=50, cost_usd=2.25, line=12, label="success"),
     ]
 
 

@@ -101,12 +101,19 @@ def test_the_judge_rerun_is_refused_without_a_command(staff_client: Client, reru
 def test_bulk_rerun_queues_one_job_per_matching_run(staff_client: Client, rerun_tree: dict, tiny_checkpoint: Path,
                                                     redis_broker: str) -> None:
     flagged = _flagged_run(rerun_tree, tiny_checkpoint)
+    # issue 29: the form offers the ingested runs' agents by name (it asked for a key as free text)
+    [(key, name)] = selectors.filter_options()["agents"]
+    form = staff_client.get("/admin/evaluator/rerunjob/bulk/").content.decode()
+    assert f'<option value="{key}">{name} ({key})</option>' in form and '<option value="gsm8k">' in form
     response = staff_client.post("/admin/evaluator/rerunjob/bulk/", {
-        "agent": "claude_claude-opus-4-6_10h_run1", "benchmark": "gsm8k", "only_flagged": "on",
+        "agent": key, "benchmark": "gsm8k", "only_flagged": "on",
         "only_with_checkpoint": "on", "runs": "10", "limit": "3", "max_tokens": "8"})
     assert response.status_code == 302
     assert [(j.run_id, j.status, j.limit, j.max_tokens) for j in RerunJob.objects.all()] == [(flagged, "queued", 3, 8)]
-    staff_client.post("/admin/evaluator/rerunjob/bulk/", {"agent": "claude_claude-opus-4-6_10h_run1", "runs": "10"})
+    staff_client.post("/admin/evaluator/rerunjob/bulk/", {"agent": key, "runs": "10"})
+    assert RerunJob.objects.count() == 3
+    unknown = staff_client.post("/admin/evaluator/rerunjob/bulk/", {"agent": "no-such-agent", "runs": "10"})
+    assert unknown.status_code == 200 and "Select a valid choice" in unknown.content.decode()
     assert RerunJob.objects.count() == 3
 
 

@@ -18,6 +18,7 @@ from inspect_ai.log import read_eval_log
 
 from evaluator.benchmarks import spec_for
 from evaluator.models import RerunJob
+from leaderboard.services import import_published
 from tests.conftest import JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
 from traces import selectors
 from traces.ingest import ingest_tree
@@ -52,7 +53,12 @@ def _long_dataset(tmp_path: Path) -> Path:
 def test_a_rerun_from_the_run_page_stores_the_eval_logs_score(
     celery_worker: CeleryWorker, redis_broker: str, worker_settings, rerun_tree: dict, staff_client: Client,
 ) -> None:
+    # A local JSONL is not the benchmark's own dataset: the rerun is stored and shown, exploratory, and the run's
+    # score and its leaderboard cell keep the original's.
+    import_published()  # the suite's benchmarks and base models, for the leaderboard built from runs
     run_id = rerun_tree["run_id"]
+    form = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert "only on the benchmark's own dataset with all of its samples" in form and 'id="rerun-rule"' in form
     response = staff_client.post("/reruns/new", {"run_id": run_id, "max_tokens": "16",
                                                  "dataset_path": str(rerun_tree["dataset"])})
     assert response.status_code == 302
@@ -63,9 +69,12 @@ def test_a_rerun_from_the_run_page_stores_the_eval_logs_score(
     log = read_eval_log(str(worker_settings.PTB_EVAL_LOG_DIR / job.eval_log))
     eval_score = log.results.scores[0].metrics["accuracy"].value
     newest, original = selectors.evaluations(run_id)
-    assert (newest.origin, newest.score) == ("rerun", eval_score) == ("rerun", job.new_score)
-    assert (original.origin, original.score) == ("original", 0.25) and job.old_score == 0.25
-    assert 100 * selectors.get_run(run_id).score == 100 * eval_score  # the newest evaluation is the run's score
+    assert (newest.origin, newest.score, newest.counts) == ("rerun-exploratory", eval_score, False)
+    assert newest.score == job.new_score
+    assert newest.provenance["exploratory"] == f"the local dataset {rerun_tree['dataset'].name}, not the benchmark's own"
+    assert (original.origin, original.score, original.counts) == ("original", 0.25, True) and job.old_score == 0.25
+    assert 100 * selectors.get_run(run_id).score == 25.0
+    assert _runs_cell(run_id) == 25.0
     provenance = newest.provenance
     assert provenance["inspect_ai"] == log.eval.packages["inspect_ai"] and provenance["provider"] == "hf"
     assert len(provenance["chat_template_sha256"]) == 64 and provenance["settings"]["max_tokens"] == 16
@@ -74,9 +83,56 @@ def test_a_rerun_from_the_run_page_stores_the_eval_logs_score(
 
     page = staff_client.get(f"/reruns/{job_id}/").content.decode()
     assert 'id="job-state">succeeded' in page and "3 of 3 samples" in page and "hx-trigger" not in page
+    assert 'id="job-exploratory"><strong>Exploratory evaluation:</strong> dataset ' in page
+    assert "exploratory, not the run&#x27;s score" in page and 'id="job-counts"' not in page
     assert staff_client.get(f"/reruns/{job_id}/eval-log").status_code == 200
     run_page = staff_client.get(f"/runs/{run_id}/").content.decode()
-    assert 'id="old-score">25.0' in run_page and f'id="new-score">{100 * eval_score:.1f}' in run_page
+    assert 'id="new-score"' not in run_page  # no "rerun score ... was ..." headline: the score did not change
+    assert '<span class="exploratory">exploratory rerun</span>' in run_page
+    assert f'<td class="num">{100 * eval_score:.1f}</td>' in run_page
+
+
+def test_a_rerun_on_the_benchmarks_own_dataset_with_all_samples_becomes_the_score(
+    celery_worker: CeleryWorker, redis_broker: str, worker_settings, rerun_tree: dict, staff_client: Client,
+) -> None:
+    # The worker's own Hugging Face cache holds openai/gsm8k (3 synthetic test rows stand in for the real test set,
+    # which cannot be downloaded here); no dataset and no limit: the rerun counts.
+    import shutil
+
+    from demo.datasets import synthetic_rows
+    from evaluator.hf_cache import write_dataset_cache
+
+    import_published()
+    spec = spec_for("gsm8k")
+    write_dataset_cache(celery_worker.hf_datasets_cache, spec.dataset, synthetic_rows("gsm8k", 3))
+    try:
+        response = staff_client.post("/reruns/new", {"run_id": rerun_tree["run_id"], "max_tokens": "8",
+                                                     "dataset_path": ""})
+        job_id = int(response["Location"].rstrip("/").rsplit("/", 1)[1])
+        assert 'id="job-counts"' in staff_client.get(f"/reruns/{job_id}/").content.decode()
+        job = _wait(job_id, lambda j: not j.is_active, timeout=240)
+    finally:
+        shutil.rmtree(celery_worker.hf_datasets_cache, ignore_errors=True)
+        shutil.rmtree(celery_worker.inspect_cache, ignore_errors=True)
+    assert job.status == "succeeded", job.reason + job.log
+    assert job.exploratory_reason == "" and (job.samples_done, job.samples_total) == (3, 3)
+    newest, original = selectors.evaluations(rerun_tree["run_id"])
+    assert (newest.origin, newest.counts, original.counts) == ("rerun", True, False)
+    assert "exploratory" not in newest.provenance
+    assert selectors.get_run(rerun_tree["run_id"]).score == job.new_score == newest.score
+    assert _runs_cell(rerun_tree["run_id"]) == pytest.approx(100 * job.new_score)
+    run_page = staff_client.get(f"/runs/{rerun_tree['run_id']}/").content.decode()
+    assert 'id="old-score">25.0' in run_page and f'id="new-score">{100 * job.new_score:.1f}' in run_page
+
+
+def _runs_cell(run_id: str) -> float:
+    """The gsm8k cell (percent) of the run's agent on the leaderboard built from runs, on the run's base model."""
+    from leaderboard import selectors as board
+
+    run = selectors.get_run(run_id)
+    rows = [r for r in board.leaderboard(source="runs", base_model=run.base_model).rows if r.source == "runs"]
+    (row,) = [r for r in rows if r.key == run.agent_key]
+    return round(100 * row.cells[run.benchmark].score, 6)
 
 
 def test_the_rerun_command_waits_and_prints_the_result(
@@ -89,10 +145,12 @@ def test_the_rerun_command_waits_and_prints_the_result(
     job = RerunJob.objects.get(pk=int(lines[0]))
     assert lines[1] == "status: succeeded"
     assert lines[2] == f"new score: {job.new_score:.4f} (accuracy; old 0.2500)"
+    assert lines[3] == (f"exploratory, not the run's score: 2 samples, not the whole test set; "
+                        f"the local dataset {rerun_tree['dataset'].name}, not the benchmark's own")
     assert job.samples_total == 2
-    # Two samples are not the test set: the rerun is kept as partial and the run's score stays the original's.
+    # Two samples are not the test set: the rerun is kept as exploratory and the run's score stays the original's.
     newest = selectors.evaluations(rerun_tree["run_id"])[0]
-    assert (newest.origin, newest.counts) == ("rerun-partial", False)
+    assert (newest.origin, newest.counts) == ("rerun-exploratory", False)
     assert 100 * selectors.get_run(rerun_tree["run_id"]).score == 25.0
 
 

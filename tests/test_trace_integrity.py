@@ -229,7 +229,7 @@ def test_an_event_injected_into_another_gives_back_both_and_reports_both_halves(
     trace = parse_trace("\n".join([INIT, outer[:cut] + injected, outer[cut:], RESULT]) + "\n", source="solve_out.txt")
     assert [(s.kind, s.label, s.output) for s in trace.steps] == [
         ("system", None, "init"), ("assistant", None, "partial text and its continuation"),
-        ("system", "rate limit", "status: allowed_warning; rateLimitType: five_hour"), ("result", None, "done")]
+        ("system", "rate limit", "status: allowed_warning; rateLimitType: five_hour"), ("result", "success", "done")]
     assert [p.line for p in trace.problems] == [2, 3]
     assert "written into the middle" in trace.problems[0].message
     assert "second half of the event split at line 2: rejoined" == trace.problems[1].message
@@ -390,6 +390,7 @@ def test_claude_rate_limit_retry_and_task_events_are_typed_labelled_steps(fresh_
         ("task started", "task_id: b7; task_type: local_bash; description: train in background"),
         ("task updated", "task_id: b7; status: running"),
         ("task notification", "task_id: b7; status: completed; summary: training finished; output_file: /tmp/b7.out"),
+        ("success", "done"),  # the result's subtype is its label (issue 29)
     ]
     assert selectors.run_texts(run_id).unknown_events == {}
     html = client.get(f"/runs/{run_id}/").content.decode()

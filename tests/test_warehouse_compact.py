@@ -73,8 +73,9 @@ def test_compaction_keeps_every_row_and_merges_the_files(lake, capsys):
 
     call_command("compact_warehouse")  # nothing left to do, and the command says so in its figures
     out = capsys.readouterr().out
-    assert f"live files {done.live_files_after} -> {done.live_files_after}" in out
-    assert "0 files merged, 0 snapshots expired, 0 files deleted" in out
+    assert (f"The site now reads {done.live_files_after} files ({done.live_files_after} before): 0 files merged "
+            "into others.") in out
+    assert "0 files deleted, 0 old snapshots expired." in out
     assert _snapshot() == before
 
 

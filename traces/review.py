@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -22,6 +23,7 @@ from ninja.errors import HttpError
 from ptbsite.access import staff_required
 
 from . import selectors, services
+from .models import VerdictOverride
 from .verdicts import kind_text
 
 router = Router(tags=["reviews"])
@@ -65,9 +67,12 @@ def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
         return HttpResponse(f"Not stored: {exc}", status=400, content_type="text/plain")
     kind, verdict = request.POST.get("kind", ""), "flagged" if request.POST.get("flagged") == "true" else "clean"
     said = f"{kind_text(kind)} overridden: {verdict}"
-    # The admin's history ("Recent actions"): the override log itself lives in the warehouse, not in a Django model.
-    LogEntry.objects.create(user_id=request.user.pk, content_type=None, object_id=run_id,
-                            object_repr=f"run {run_id}"[:200], action_flag=CHANGE,
+    # The admin's history ("Recent actions"): the override log itself lives in the warehouse; the entry is a
+    # "Verdict override" (traces.models, no table) named after its run.
+    run = selectors.get_run(run_id)
+    LogEntry.objects.create(user_id=request.user.pk, content_type=ContentType.objects.get_for_model(VerdictOverride),
+                            object_id=run_id, object_repr=f"{kind_text(kind)} of {run.title if run else run_id}: "
+                                                          f"{verdict}"[:200], action_flag=CHANGE,
                             change_message=f"{said} ({request.POST.get('reason', '')})"[:2000])
     messages.success(request, f"{said}. The reason is in the override log below.")
     return redirect(reverse("traces:run", args=[run_id]) + "#override-log")

@@ -48,7 +48,7 @@ class Model(BaseModel):
 class Run(Model):
     """One run as listed and as its page heads it.
 
-    ``score``: the newest evaluation that is not a partial rerun (fraction; percent in JSON), None when not
+    ``score``: the newest evaluation that is not an exploratory rerun (fraction; percent in JSON), None when not
     scored; ``accuracy``: ingest's score from the results tree (fraction). ``time_taken_s`` seconds,
     ``budget_hours`` hours; tokens and ``cost_usd`` (US dollars) as the trace reports them. ``overrides``: a
     reviewer's latest verdict per kind (True = flagged); ``flags``: the effective flag per scored kind after
@@ -304,10 +304,12 @@ class HowRun(Model):
 
 
 class Evaluation(Model):
-    """One scoring of the run's checkpoint (the original or a rerun). ``score``: fraction (percent in JSON);
-    ``counts``: this is the run's score (the newest that is not a partial rerun); ``created_at`` UTC;
-    ``how_run``: a rerun's public summary (:class:`HowRun`). ``provenance`` (the worker's whole report: paths,
-    host, pids) is never serialised: staff pages show it."""
+    """One scoring of the run's checkpoint (the original or a rerun). ``origin``: ``original``, ``rerun`` (on the
+    benchmark's own dataset, all of its samples: it can become the score) or ``rerun-exploratory`` /
+    ``rerun-partial`` (on a sample or another dataset: shown, never the score; the provenance's ``exploratory``
+    says why). ``score``: fraction (percent in JSON); ``counts``: this is the run's score (the newest that is not
+    exploratory); ``created_at`` UTC; ``how_run``: a rerun's public summary (:class:`HowRun`). ``provenance``
+    (the worker's whole report: paths, host, pids) is never serialised: staff pages show it."""
 
     id: str
     origin: str

@@ -256,13 +256,16 @@ def _require_run(con, run_id: str) -> None:
 
 
 def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: dict, evaluation_id: str,
-                   partial: bool = False) -> None:
-    """Store a rerun's score as a new evaluation of the run (origin ``rerun``); earlier evaluations are kept.
+                   exploratory: str = "") -> None:
+    """Store a rerun's score as a new evaluation of the run; earlier evaluations are kept.
 
-    ``accuracy`` is a fraction 0..1; the newest evaluation is the run's score (traces.selectors). Storing the
-    same ``evaluation_id`` again replaces that row (a worker's repeated report adds nothing). ``partial``: the
-    rerun scored a sample of the test set (a ``limit``), so it is stored with origin ``rerun-partial`` and shown
-    but never becomes the run's score (final scores use the full test set, spec 4.1).
+    ``accuracy`` is a fraction 0..1. Storing the same ``evaluation_id`` again replaces that row (a worker's
+    repeated report adds nothing). ``exploratory`` empty: the rerun scored the benchmark's own dataset with all
+    of its samples, so it is stored with origin ``rerun`` and, being the newest, becomes the run's score
+    (traces.selectors). Otherwise it says why it is not such a rerun (e.g. "2 samples, not the whole test set"):
+    stored with origin ``rerun-exploratory`` and that reason in the provenance (``exploratory``), shown as an
+    exploratory evaluation and never the run's score, so the leaderboard built from runs keeps the original
+    (final scores use the benchmark's full test set, spec 4.1).
 
     Raises:
         UnknownRun: no such run. ValueError: accuracy outside 0..1.
@@ -270,12 +273,14 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
     if not 0.0 <= accuracy <= 1.0:
         raise ValueError(f"accuracy {accuracy} is not a fraction 0..1")
     now = datetime.now(timezone.utc).replace(tzinfo=None)
+    if exploratory:
+        provenance = {**provenance, "exploratory": exploratory}
 
     def write(con) -> None:
         _require_run(con, run_id)
         con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
         con.execute("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [evaluation_id, run_id, "rerun-partial" if partial else "rerun", float(accuracy),
+                    [evaluation_id, run_id, "rerun-exploratory" if exploratory else "rerun", float(accuracy),
                      json.dumps(metrics), json.dumps(provenance), now])
 
     warehouse.run_in_transaction(write)

@@ -63,13 +63,25 @@ def _diff(path: str, old: str, new: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def render_tool_input(tool: str | None, text: str) -> Rendered:
-    """The input ``text`` of a call to ``tool`` rendered by what it is (see the module docstring).
+@dataclass(frozen=True)
+class Readable:
+    """A tool input read by what it is, before any highlighting: ``kind`` and ``label`` as in :class:`Rendered`,
+    ``text`` the body as plain text (a command, a file's content, a diff, indented JSON), ``lexer`` the Pygments
+    lexer that highlights it."""
+
+    kind: str
+    label: str
+    text: str
+    lexer: Lexer
+
+
+def read_tool_input(tool: str | None, text: str) -> Readable:
+    """The input ``text`` of a call to ``tool`` read by what it is (see the module docstring).
 
     Shell tools (``traces.facets.SHELL_TOOLS``, any case): the command (the input itself, or the ``command``
     argument, a string or an argv list) as a shell block. JSON arguments with a path and ``content``: the file,
     highlighted by its extension. With ``old_string``/``new_string`` (each scaffold's spelling; ``edits`` lists
-    too): a unified diff. Other JSON: indented. Anything else: the text, escaped.
+    too): a unified diff. Other JSON: indented. Anything else: the text.
     """
     name = (tool or "").lower()
     args = None
@@ -83,22 +95,31 @@ def render_tool_input(tool: str | None, text: str) -> Rendered:
         if isinstance(command, list) and all(isinstance(c, str) for c in command):
             command = " ".join(command[2:]) if command[:2] in (["bash", "-lc"], ["bash", "-c"]) else " ".join(command)
         if isinstance(command, str):
-            return Rendered("shell", "", _highlight(command, BashLexer(stripnl=False)))
+            return Readable("shell", "", command, BashLexer(stripnl=False))
     if isinstance(args, dict):
         path = _first(args, _PATH_KEYS) or ""
         content = _first(args, _CONTENT_KEYS)
         old, new = _first(args, _OLD_KEYS), _first(args, _NEW_KEYS)
         if content is not None and path:
-            return Rendered("file", path, _highlight(content, _lexer_for(path)))
+            return Readable("file", path, content, _lexer_for(path))
         edits = args.get("edits")
         if old is not None and new is not None:
-            return Rendered("diff", path, _highlight(_diff(path, old, new), DiffLexer(stripnl=False)))
+            return Readable("diff", path, _diff(path, old, new), DiffLexer(stripnl=False))
         if isinstance(edits, list) and edits and all(isinstance(e, dict) for e in edits):
             parts = [_diff(path, _first(e, _OLD_KEYS) or "", _first(e, _NEW_KEYS) or "") for e in edits]
-            return Rendered("diff", path, _highlight("".join(parts), DiffLexer(stripnl=False)))
+            return Readable("diff", path, "".join(parts), DiffLexer(stripnl=False))
     if args is not None:
-        return Rendered("json", "", _highlight(json.dumps(args, indent=2, ensure_ascii=False), JsonLexer(stripnl=False)))
-    return Rendered("text", "", escape(text))
+        return Readable("json", "", json.dumps(args, indent=2, ensure_ascii=False), JsonLexer(stripnl=False))
+    return Readable("text", "", text, TextLexer(stripnl=False))
+
+
+def render_tool_input(tool: str | None, text: str) -> Rendered:
+    """The input ``text`` of a call to ``tool`` as :func:`read_tool_input` reads it, escaped and highlighted
+    (plain text only escaped)."""
+    read = read_tool_input(tool, text)
+    if read.kind == "text":
+        return Rendered("text", "", escape(text))
+    return Rendered(read.kind, read.label, _highlight(read.text, read.lexer))
 
 
 def highlight_css() -> str:

@@ -144,6 +144,11 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     page = selectors.run_page(run_id, **_filters(params), limit=_limit(params), step=step, at_seconds=seconds)
     if page is None:
         raise Http404(f"no run {run_id}")
+    if step is not None and not any(s.index == step for s in page.steps.steps):
+        time_jump_note = _missing_step_note(step, page.step_count if params["trace"] == "agent" else None,
+                                            bool(page.steps.steps))
+        if not page.steps.steps:  # past the end: open the trace at its start, under the note
+            page = selectors.run_page(run_id, **_filters(params), limit=_limit(params)) or page
     if seconds is not None and not page.has_times:
         time_jump_note = "This trace has no timestamps, so it cannot be opened at a time: jump by step instead."
     base_query = _base_query(params)
@@ -167,6 +172,16 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "earlier_steps_query": (urlencode({**base_query, "before": page.earlier_before})
                                 if page.earlier_before is not None else None),
     })
+
+
+def _missing_step_note(step: int, step_count: int | None, later_shown: bool) -> str:
+    """The notice of a ``?step=N`` that names no step shown: past the end of the trace (``step_count`` steps,
+    numbered from 0, when known) or filtered out (``later_shown``: the page opens at the next step that is)."""
+    if later_shown:
+        return f"Step {step:,} is not among the steps this filter shows: the trace opens at the next one that is."
+    size = (f": this trace has {step_count:,} steps, #0 to #{step_count - 1:,}" if step_count
+            else ": this trace has no step at or after it")
+    return f"Step {step:,} does not exist{size}. Showing the trace from its start."
 
 
 def _trace_results(request: HttpRequest, run_id: str, params: dict) -> HttpResponse:

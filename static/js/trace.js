@@ -1,7 +1,7 @@
 // Keyboard moves through a trace: j / ArrowDown next step, k / ArrowUp previous step; the URL follows (?step=N).
 // Past the last step shown, j loads the next page (in place on the live site, the next file on a static copy);
 // before the first, k loads the earlier page the same way ("Earlier steps") and goes on from its last step, so a
-// reader opened deep in a trace (?step=20000) walks back across pages.
+// reader opened deep in a trace (?step=20000) walks back across pages; while that page loads its button says so.
 (function () {
   let walkingBackFrom = null;  // the first step shown when k asked for the earlier page (live site)
   function steps() { return Array.from(document.querySelectorAll("#steps li.step")); }
@@ -27,8 +27,13 @@
   function back(list) {
     const earlier = document.querySelector("#steps li.load-earlier button");
     if (earlier) {
+      if (walkingBackFrom) return true;  // already loading: one request, whatever the number of key presses
       walkingBackFrom = list[0];
       earlier.click();
+      // Feedback while the earlier page loads (htmx replaces this item with the steps when they arrive).
+      earlier.textContent = "Loading earlier steps…";
+      earlier.classList.add("loading");
+      earlier.setAttribute("aria-busy", "true");
       return true;
     }
     const link = document.querySelector("#steps li.load-earlier a[rel=prev], nav.pager a[rel=prev]");
@@ -117,6 +122,15 @@
     });
     root.querySelectorAll("details").forEach(function (d) { if (d.querySelector("mark")) d.open = true; });
   }
+  document.addEventListener("htmx:afterRequest", function (event) {
+    // The earlier page did not come: say so on its button, and let k try again.
+    const button = document.querySelector("#steps li.load-earlier button.loading");
+    if (!walkingBackFrom || event.detail.successful || !button) return;
+    walkingBackFrom = null;
+    button.textContent = "Earlier steps (they did not load: press k or click to try again)";
+    button.classList.remove("loading");
+    button.removeAttribute("aria-busy");
+  });
   document.addEventListener("DOMContentLoaded", function () {
     // A static step page opened at #step-N (a search result, or k from the page after) starts at that step.
     const hashed = /^#step-\d+$/.test(window.location.hash) && document.querySelector("#steps li" + window.location.hash);

@@ -366,7 +366,9 @@ def ingest_tree(
                 report.stored += 1
                 report.steps += rows["stored_steps"]
                 report.bytes_read += rows["run"]["trace_bytes"]
-                problems[job.index] = rows["problems"]
+                # The report says where: "<method>/<run dir>/<file>:<line>: ..." (a run's page lists its own)
+                problems[job.index] = [p if p.startswith(f"{job.method.raw}/") else f"{job.method.raw}/{p}"
+                                       for p in rows["problems"]]
                 if progress:
                     progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
                              f"{rows['run']['step_count']} steps")

@@ -295,7 +295,8 @@ def tool_input(args: Any) -> str | None:
 
 
 def as_text(value: Any) -> str:
-    """Tool output as text: strings as is, ``[{type: text, text}]`` blocks joined, images as ``[image]``."""
+    """Tool output as text: strings as is, ``[{type: text, text}]`` blocks joined, images as ``[image]``, a
+    ``tool_reference`` block (ToolSearch's result) as ``tool loaded: <tool_name>``; other blocks as compact JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -307,6 +308,9 @@ def as_text(value: Any) -> str:
                 parts.append(str(block.get("text", "")))
             elif isinstance(block, dict) and block.get("type") == "image":
                 parts.append("[image]")
+            elif isinstance(block, dict) and block.get("type") == "tool_reference":
+                # a ToolSearch result names the tools it loaded (Anthropic's ToolReferenceBlock: {type, tool_name})
+                parts.append(f"tool loaded: {block.get('tool_name') or '(unnamed)'}")
             else:
                 parts.append(block if isinstance(block, str) else compact(block))
         return "\n".join(parts)

@@ -5,12 +5,15 @@ Agents ``claude``, ``claude_non_api*``, ``glm5``, ``qwen3max``. Mapping of event
 * ``system`` ``init`` -> ``system`` (input: compact JSON of model, cwd, permissionMode, apiKeySource,
   claude_code_version, session_id; output ``"init"``); sets the trace's ``model``.
 * ``assistant`` content blocks -> ``assistant`` (text), ``thinking`` (thinking text, often ""), ``tool_call``
-  (tool name, input = Bash command or arguments as compact JSON, call_id = ``toolu_...``). One API message is
+  (tool name, input = Bash command or arguments as compact JSON, call_id = ``toolu_...``; a call with a
+  ``command`` (Bash, Monitor, ...) keeps the rest of its input in the ``label``: its ``description`` and its
+  settings, e.g. ``list files · timeout: 600000; run_in_background: true``). One API message is
   split over several lines repeating ``message.id`` and ``usage``: usage is attributed once, to the first step
   of that message (the latest line's usage wins).
 * ``user`` content -> ``tool_result`` (paired to its tool_call by ``tool_use_id``; tool name from the call) or
   ``text`` (injected user text). Time from ``timestamp`` when the line has no prefix.
-* ``result`` -> ``result`` (output: final text, else subtype; is_error; cost and usage). Run totals come from
+* ``result`` -> ``result`` (output: the final text, "" when it has none; label: the subtype, e.g. ``success``,
+  ``error_max_turns``; is_error; cost and usage). Run totals come from
   the LAST result event; without any, tokens are summed over messages and cost is unknown, and the trace is
   ``incomplete`` ("no final result event").
 * Typed events -> ``system`` steps with a ``label`` and a readable output (input: the event as compact JSON):
@@ -88,7 +91,9 @@ def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | 
         elif kind == "result":
             last_result = event
             tokens_in, tokens_out = usage_tokens(event.get("usage"))
-            b.add("result", no, time, output=as_text(event.get("result")) or str(event.get("subtype", "")),
+            subtype = event.get("subtype")
+            b.add("result", no, time, output=as_text(event.get("result")),
+                  label=subtype if isinstance(subtype, str) and subtype else None,
                   is_error=bool(event.get("is_error")), tokens_in=tokens_in, tokens_out=tokens_out,
                   cost_usd=usd(event.get("total_cost_usd")))
         elif kind == "system" and event.get("subtype") == "init":
@@ -134,7 +139,7 @@ def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[st
             if isinstance(call_id, str) and isinstance(name, str):
                 tool_names[call_id] = name
             steps.append(b.add("tool_call", no, time, tool=name, input=tool_input(block.get("input")),
-                               call_id=call_id))
+                               call_id=call_id, label=call_label(block.get("input"))))
         else:
             b.unknown(f"assistant block {block.get('type') if isinstance(block, dict) else type(block).__name__}")
             steps.append(b.add("system", no, time, output=compact(block)))
@@ -165,6 +170,26 @@ def _user(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, An
         else:
             b.unknown(f"user block {block.get('type') if isinstance(block, dict) else type(block).__name__}")
             b.add("system", no, time, output=compact(block))
+
+
+# Keys of a tool call's input that are not the agent's description or settings of the call.
+_NOT_SETTINGS = ("command", "description", "caller")
+
+
+def call_label(args: Any) -> str | None:
+    """The label of a tool call whose input is reduced to its ``command`` (``_builder.tool_input``): what the
+    rest of the input says, so nothing the agent wrote is lost: the ``description`` (Claude Code's Bash writes
+    one with every call, spec 2.2), then `` · `` and the call's settings as ``key: value`` pairs (``timeout``,
+    ``run_in_background``, Monitor's ``timeout_ms`` and ``persistent``, ...; values as compact JSON). None for an
+    input without a command (its whole JSON is the step's input) or with nothing besides it. Raises nothing."""
+    if not isinstance(args, dict) or not isinstance(args.get("command"), (str, list)):
+        return None
+    description = args.get("description")
+    settings = {k: v for k, v in args.items() if k not in _NOT_SETTINGS}
+    parts = [description.strip()] if isinstance(description, str) and description.strip() else []
+    if settings:
+        parts.append(_summary(settings, tuple(settings)))
+    return " · ".join(p for p in parts if p) or None
 
 
 def _summary(values: dict[str, Any], keys: tuple[str, ...]) -> str:

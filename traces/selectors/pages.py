@@ -19,7 +19,7 @@ from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerd
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from .compare import Peer, read_cell_peers
-from .runs import (PARTIAL_ORIGIN, read_evaluations, read_filter_options, read_reference_scores, read_run,
+from .runs import (EXPLORATORY_ORIGINS, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
                     read_tools_used, read_trace_names)
@@ -130,7 +130,7 @@ def run_page(
             con, run.id, before=first, trace=trace, kind=kind, tool=tool, q=q) else None)
         return RunPage(
             **dict(run), **dict(texts), base_model_score=refs["base"], instruct_score=refs["instruct"],
-            evaluations=evaluations, counted=[e for e in evaluations if e.origin != PARTIAL_ORIGIN],
+            evaluations=evaluations, counted=[e for e in evaluations if e.origin not in EXPLORATORY_ORIGINS],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
             judge_panel=(panel := read_judge_panel(con, run)), peers=read_cell_peers(con, run),

@@ -30,10 +30,13 @@ RUN_COLUMNS = ("id, method, run_dir, suite, benchmark, base_model, base_model_hf
                "state_detail, time_taken_s, budget_hours, accuracy, has_final_model, eval_attempts, trace_file, "
                "trace_format, trace_bytes, step_count, started_at, ended_at, tokens_in, tokens_out, cost_usd, "
                "trace_model, synthetic, ingested_at, dir_time, dir_time_source")
-# The run's score: its newest evaluation that is not a partial rerun (fraction).
-SCORE_SQL = ("(SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id AND e.origin <> 'rerun-partial' "
-             "ORDER BY e.created_at DESC LIMIT 1)")
-PARTIAL_ORIGIN = "rerun-partial"  # a rerun on a sample of the test set (``--limit``): shown, never the score
+# Reruns that are shown but never the run's score: ``rerun-exploratory`` (a rerun on anything but the benchmark's
+# own dataset with all of its samples: a ``--limit``, a local or JSONL dataset; traces.services.add_evaluation) and
+# ``rerun-partial`` (what rows stored before that rule call a rerun with a ``--limit``).
+EXPLORATORY_ORIGINS = ("rerun-exploratory", "rerun-partial")
+# The run's score: its newest evaluation that is not an exploratory rerun (fraction).
+SCORE_SQL = ("(SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id AND e.origin NOT IN ("
+             + ", ".join(f"'{o}'" for o in EXPLORATORY_ORIGINS) + ") ORDER BY e.created_at DESC LIMIT 1)")
 TEXT_SHOWN = 100_000  # characters of a run's prompt (and of its metrics.json) a run page and its API twin show
 PROBLEMS_SHOWN = 500  # ingest problems listed on a run page and in its API twin (the count says how many)
 VERDICT_COLUMNS = "judge, attempt, era, kind, value, flagged, text, note, source_file"
@@ -409,6 +412,14 @@ def get_run(run_id: str) -> Run | None:
         return read_run(con, run_id)
 
 
+@warehouse.retrying
+def run_titles(run_ids: Iterable[str]) -> dict[str, str]:
+    """Run id -> its :attr:`Run.title` ("<agent> on <benchmark> with <base model>", display names), for the ids
+    that name a run, in one unit of work (a job list names its jobs' runs so)."""
+    with warehouse.connect() as con:
+        return {rid: run.title for rid in dict.fromkeys(run_ids) if (run := read_run(con, rid)) is not None}
+
+
 def read_run_texts(con, run_id: str) -> RunTexts | None:
     row = con.execute(
         "SELECT left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
@@ -463,7 +474,7 @@ def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
 def read_evaluations(con, run_id: str) -> list[Evaluation]:
     rows = fetch_dicts(con, "SELECT id, origin, accuracy AS score, metrics_json, provenance_json, created_at "
                             "FROM evaluations WHERE run_id = ? ORDER BY created_at DESC", [run_id])
-    counting = next((r["id"] for r in rows if r["origin"] != PARTIAL_ORIGIN), None)
+    counting = next((r["id"] for r in rows if r["origin"] not in EXPLORATORY_ORIGINS), None)
     return [Evaluation(id=r["id"], origin=r["origin"], score=r["score"], metrics=json.loads(r["metrics_json"]),
                        provenance=json.loads(r["provenance_json"]), created_at=r["created_at"],
                        counts=r["id"] == counting) for r in rows]
@@ -472,7 +483,7 @@ def read_evaluations(con, run_id: str) -> list[Evaluation]:
 @warehouse.retrying
 def evaluations(run_id: str) -> list[Evaluation]:
     """Every evaluation of the run, newest first (score a fraction); ``counts`` marks the one that is the run's
-    score (the newest that is not a partial rerun)."""
+    score (the newest that is not an exploratory rerun, EXPLORATORY_ORIGINS)."""
     with warehouse.connect() as con:
         return read_evaluations(con, run_id)
 
@@ -541,7 +552,7 @@ def checkpoint_path(run_id: str) -> Path | None:
     return run_dir / "final_model" if run_dir else None
 
 
-__all__ = ["AGENT_RUN", "FACET_ORDER", "PARTIAL_ORIGIN", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT",
+__all__ = ["AGENT_RUN", "EXPLORATORY_ORIGINS", "run_titles", "FACET_ORDER", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT",
            "TEXT_SHOWN", "RunSort", "SortDirection", "read_run_sort",
            "checkpoint_path", "evaluations", "facet_clause", "fetch_dicts", "filter_options", "get_run", "list_runs",
            "read_evaluations", "read_filter_options", "read_reference_scores", "read_run", "read_run_facets",

@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 from ptbsite import units
 
 if TYPE_CHECKING:
-    from traces.tool_input import Rendered
+    from traces.tool_input import Readable, Rendered
 
 register = template.Library()
 PREVIEW_LINES = 6
@@ -33,8 +33,10 @@ def line_count(text: str | None) -> int:
 
 @register.filter
 def is_long(text: str | None) -> bool:
-    """Whether the text is collapsed (more than PREVIEW_LINES lines or very long lines)."""
-    return bool(text) and (text.count("\n") >= PREVIEW_LINES or len(text) > 1200)
+    """Whether the text is collapsed: its preview (:func:`preview`) does not show all of it (more than
+    PREVIEW_LINES lines, or more than PREVIEW_CHARS characters). An output the preview shows whole is shown as
+    it is, without a "show all N lines" under it."""
+    return bool(text) and preview(text) != "\n".join(text.splitlines())
 
 
 @register.filter
@@ -109,6 +111,16 @@ def tool_input(step) -> Rendered:
     from traces.tool_input import render_tool_input
 
     return render_tool_input(step.tool, clipped(step.input))
+
+
+@register.filter
+def readable_input(step) -> Readable:
+    """A step's input as :func:`traces.tool_input.read_tool_input` reads it, as plain text (``.kind``, ``.label``,
+    ``.text``): a search result marks its matches in it (``highlight``), so a written file shows as its lines,
+    not as one line of JSON with ``\\n`` in it. At most FULL_LIMIT characters of the input."""
+    from traces.tool_input import read_tool_input
+
+    return read_tool_input(step.tool, clipped(step.input))
 
 
 @register.filter

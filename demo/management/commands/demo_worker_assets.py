@@ -14,7 +14,7 @@ The generated demo tree (``make_demo_results``, written by ``make serve`` withou
    the worker has no PTB_TEMPLATES_DIR; the provenance of such an evaluation says its template is not the
    harness's.
 
-Prints the run's page. Real reruns need the real datasets in the worker's cache and the harness's templates.
+Prints the run page's URL (on PTB_PUBLIC_URL, which ``make worker`` sets as ``make serve`` does). Real reruns need the real datasets in the worker's cache and the harness's templates.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from evaluator.tiny_model import CHATML_TEMPLATE, build_tiny_checkpoint
 from traces.layout import run_id as make_run_id
 
 DEMO_DATASET = "gsm8k-demo"
+TRAIN_STEPS = 300
 TEMPLATES = Path("worker") / "templates"
 
 
@@ -46,7 +47,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("results", nargs="?", default="data/demo-results", help="the demo results tree")
-        parser.add_argument("--train-steps", type=int, default=300,
+        parser.add_argument("--train-steps", type=int, default=TRAIN_STEPS,
                             help="training steps of the tiny checkpoint (0: random weights, answers run to max_tokens)")
 
     def handle(self, *args, results: str, train_steps: int, **options):
@@ -78,4 +79,6 @@ class Command(BaseCommand):
                 "Stand-in chat templates for the demo worker (ChatML, written by the project, not the harness's "
                 "files). Point PTB_TEMPLATES_DIR at the harness's src/eval/templates for real reruns.\n")
         rid = make_run_id(run_dir.parent.name, run_dir.name)
-        self.stdout.write(f"demo run ready for reruns: /runs/{rid}/ on the site `make serve` serves")
+        url = f"{settings.PTB_PUBLIC_URL.rstrip('/')}/runs/{rid}/"
+        self.stdout.write(f"The demo run to re-evaluate (log in as a staff user, then \"Re-evaluate\" once the worker "
+                          f"below says ready): {url}")

@@ -38,7 +38,8 @@ class Command(BaseCommand):
         runs = None if options["methods"] is not None else (options["runs"] or 40)
         report = make_demo_results(root=options["dir"], runs=runs, seed=options["seed"],
                                    long_run=not options["no_long_run"], methods=options["methods"],
-                                   trace_scale=options["trace_scale"])
+                                   trace_scale=options["trace_scale"],
+                                   progress=None if options["verbosity"] < 1 else self.stdout.write)
         self.stdout.write(
             f"Wrote {len(report.runs)} runs in {len(report.methods)} methods "
             f"(+{len(report.baseline_runs)} baseline runs), {report.files_written} files, "

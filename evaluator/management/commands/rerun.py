@@ -19,7 +19,8 @@ class Command(BaseCommand):
         parser.add_argument("run_id")
         parser.add_argument("--limit", type=int, default=None, help="samples (default: all)")
         parser.add_argument("--max-tokens", type=int, default=None, help="default: the benchmark's retry ladder")
-        parser.add_argument("--dataset-path", default="", help="a local JSONL on the worker instead of the dataset")
+        parser.add_argument("--dataset-path", default="", help="on the worker, a local dataset folder or JSONL instead of its Hugging Face cache (an exploratory "
+                                 "evaluation: never the run's score)")
         parser.add_argument("--provider", default="auto", choices=["auto", "vllm", "hf"])
         parser.add_argument("--wait", action="store_true", help="wait for the job to end and print its result")
         parser.add_argument("--timeout", type=float, default=24 * 3600, help="seconds --wait waits at most")
@@ -50,5 +51,7 @@ class Command(BaseCommand):
         if job.new_score is not None:
             old = "none" if job.old_score is None else f"{job.old_score:.4f}"
             self.stdout.write(f"new score: {job.new_score:.4f} (accuracy; old {old})")
+            if job.exploratory_reason:
+                self.stdout.write(f"exploratory, not the run's score: {job.exploratory_reason}")
         if job.status != job.Status.SUCCEEDED:
             raise CommandError(f"job {job.pk} {job.status}")

@@ -15,6 +15,9 @@ from traces.ingest import ingest_tree
 from traces.ingest.tree import TreeProgress
 
 
+QUIET_PROBLEMS = 10  # problems --quiet still prints (the rest are counted)
+
+
 class Command(BaseCommand):
     help = ("Ingest a PostTrainBench results tree (method dirs, run dirs, baseline dirs) on all cores; re-ingesting "
             "adds nothing. On a terminal a progress bar shows runs, MB and the time left; otherwise one summary line.")
@@ -25,7 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("--synthetic", action="store_true", default=None,
                             help="label the runs as synthetic demo data (default: whether ROOT/SYNTHETIC exists)")
         parser.add_argument("--quiet", action="store_true",
-                            help="print only the summary (the problems are listed on each run's page)")
+                            help=f"print the summary and the first {QUIET_PROBLEMS} problems only (each run's page "
+                                 "lists its own)")
         parser.add_argument("--workers", type=int, default=None,
                             help="processes reading runs (default: one per core, or PTB_INGEST_WORKERS)")
 
@@ -55,10 +59,16 @@ class Command(BaseCommand):
         finally:
             if bar is not None:
                 bar.close()
-        if not quiet:
-            for problem in report.problems:
-                self.stderr.write(problem)
+        shown = report.problems if not quiet else report.problems[:QUIET_PROBLEMS]
+        for problem in shown:  # "path: message": which file of which run, and what ingest made of it
+            self.stderr.write(problem)
         self.stdout.write(str(report))
+        if report.problems:
+            more = len(report.problems) - len(shown)
+            self.stdout.write(
+                f"{len(report.problems)} problem{'s' if len(report.problems) != 1 else ''} "
+                f"{'listed above' if not more else f'in all: the first {len(shown)} listed above (without --quiet: every one)'}"
+                "; nothing stored was lost, and each run's page lists its own (\"ingest problems\").")
         warmed = pagecache.warm()  # the new version's most visited pages, before visitors ask for them
         if warmed and not quiet:
             self.stdout.write(f"page cache: {sum(1 for _, status, _ in warmed if status == 200)} pages computed")
