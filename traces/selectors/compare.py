@@ -68,7 +68,7 @@ class CompareRun(Model):
         return self.run.started_at is not None
 
 
-class Row(Model):
+class CompareRow(Model):
     """A row of the side-by-side tables: ``label``, one shown value per run, ``differs`` when they are not all
     the same."""
 
@@ -113,12 +113,12 @@ class Aligned(Model):
 
 class ComparePage(Model):
     """``/compare/?runs=``: the runs (:class:`CompareRun`), ``budget_s`` the phase axis' end (the largest budget,
-    seconds), ``facts`` and ``facets`` rows (:class:`Row`), ``steps`` a page of the aligned agent traces."""
+    seconds), ``facts`` and ``facets`` rows (:class:`CompareRow`), ``steps`` a page of the aligned agent traces."""
 
     runs: list[CompareRun]
     budget_s: float
-    facts: list[Row]
-    facets: list[Row]
+    facts: list[CompareRow]
+    facets: list[CompareRow]
     steps: Aligned
     missing: list[str] = Field(default_factory=list, description="ids asked for that are no run")
 
@@ -168,11 +168,11 @@ def _shown(value) -> str:
     return "" if value is None else str(value)
 
 
-def _row(key: str, label: str, values: list[str]) -> Row:
-    return Row(key=key, label=label, values=values, differs=len(set(values)) > 1)
+def _row(key: str, label: str, values: list[str]) -> CompareRow:
+    return CompareRow(key=key, label=label, values=values, differs=len(set(values)) > 1)
 
 
-def _facts(runs: list[CompareRun]) -> list[Row]:
+def _facts(runs: list[CompareRun]) -> list[CompareRow]:
     """The rows of what each run is and what it got, as shown (percent, h:mm, counts)."""
     def pct(x: float | None) -> str:
         return "" if x is None else f"{100 * x:.1f}%"
@@ -228,7 +228,7 @@ def _facet_value(facets: list[Facet], name: str) -> str:
     return ", ".join(sorted({f.value for f in found if f.value}))
 
 
-def _facet_rows(runs: list[CompareRun]) -> list[Row]:
+def _facet_rows(runs: list[CompareRun]) -> list[CompareRow]:
     names = [n for n in FACET_NAME if any(f.facet == n for c in runs for f in c.facets)]
     names += sorted({f.facet for c in runs for f in c.facets} - set(names))
     return [_row(n, FACET_NAME.get(n, n), [_facet_value(c.facets, n) for c in runs]) for n in names]
