@@ -90,13 +90,18 @@ VALUES = {
     "flagged": ["1", "0"], "latest": ["1"], "after": ["3", "-1"], "limit": ["1", "2"], "trace": ["agent"],
     "kind": ["tool_call", "assistant"], "tool": ["bash", "Bash"], "q": ["the", "python"], "step": ["5", "40"],
     "at": ["hour 1", "0:30"], "before": ["10"], "field": ["input", "output"], "offset": ["0", "5"],
-    "length": ["10", "100"], "topic": ["score", "methods"],
+    "length": ["10", "100"], "topic": ["score", "methods"], "verdicts": ["any", "majority", "ignore"],
+    "reviews": ["0"], "verdict": ["flagged", "clean"],
 }
-HEADER_VALUES = {"HX-Request": ["true", "1"], "HX-Target": ["trace-results", "board", "other"]}
+HEADER_VALUES = {"HX-Request": ["true", "1"], "HX-Target": ["trace-results", "compare-more", "board", "other"]}
+# Parameters a view needs to answer 200 at all (the base every variant adds to; a variant's own value of the same
+# parameter comes later, and the last value counts).
+REQUIRED = {"/api/search": "q=the", "/api/compare": "runs={run_id}", "/compare/": "runs={run_id}"}
 
 
 def _views(run_id: str) -> list[tuple[str, pagecache.PageInputs]]:
-    """(a path of the view, its declared inputs) for every cached view, path parameters filled in."""
+    """(a path of the view, its declared inputs) for every cached view, path parameters filled in (a view's
+    required parameters: ``REQUIRED``, as the path's query)."""
     found = []
     for route, _name, callback in _patterns():
         inputs = pagecache._inputs_of(callback, "GET")
@@ -104,6 +109,8 @@ def _views(run_id: str) -> list[tuple[str, pagecache.PageInputs]]:
             continue
         path = "/" + route.replace("<str:run_id>", run_id).replace("<int:index>", "1")
         path = path.replace("<run_id>", run_id).replace("<index>", "1")
+        if path in REQUIRED:
+            path += "?" + REQUIRED[path].format(run_id=run_id)
         found.append((path, inputs))
     return found
 
@@ -130,13 +137,17 @@ def _variants(inputs: pagecache.PageInputs) -> list[tuple[str, dict[str, str]]]:
     return variants
 
 
+def _url(path: str, query: str) -> str:
+    return f"{path}{'&' if '?' in path else '?'}{query}" if query else path
+
+
 def _get(path: str, query: str, headers: dict[str, str]):
-    response = Client(raise_request_exception=False).get(f"{path}?{query}" if query else path, **headers)
+    response = Client(raise_request_exception=False).get(_url(path, query), **headers)
     return response.status_code, response.content
 
 
 def _key(path: str, query: str, headers: dict[str, str], inputs: pagecache.PageInputs) -> str:
-    request = RequestFactory().get(f"{path}?{query}" if query else path, **headers)
+    request = RequestFactory().get(_url(path, query), **headers)
     pagecache.cut_to_inputs(request, inputs)
     return pagecache.cache_key(request, "token", inputs)
 
@@ -148,7 +159,7 @@ def test_requests_differing_in_a_declared_input_never_share_an_entry_unless_thei
     the same answer; then, through the cache (fresh per view), each variant gets its own answer. Unknown
     parameters and undeclared headers answer as the plain request."""
     views = _views(run_paths["run_id"])
-    assert len(views) == 31
+    assert len(views) == 37
     distinct_answers = shared = 0
     for path, inputs in views:
         variants = _variants(inputs)
