@@ -19,7 +19,7 @@ def test_trace_viewer_in_a_browser(live_server, demo_ingested, page):
     page.screenshot(path=ARTIFACTS / "run.png")
 
     # Search for the planted markup: it shows as text and never runs.
-    page.fill('input[name="q"]', "__pwned")
+    page.fill('#trace-filters input[name="q"]', "__pwned")
     page.click('#trace-filters button[type="submit"]')
     page.wait_for_url("**q=__pwned**")
     assert page.locator("#steps li.step").count() >= 1
@@ -62,7 +62,7 @@ def test_a_search_swaps_in_the_marked_matches_without_reloading_the_page(live_se
     page.evaluate("window.__kept = 'same document'")  # a reload or a new page would lose it
     partials = []
     page.on("request", lambda r: partials.append(r.headers.get("hx-target")) if "q=__pwned" in r.url else None)
-    page.fill('input[name="q"]', "__pwned")
+    page.fill('#trace-filters input[name="q"]', "__pwned")
     page.click('#trace-filters button[type="submit"]')
     page.wait_for_selector("#steps mark")
     assert partials == ["trace-results"] and page.evaluate("window.__kept") == "same document"
@@ -79,5 +79,5 @@ def test_a_search_swaps_in_the_marked_matches_without_reloading_the_page(live_se
     page.go_back()
     page.wait_for_url(f"**/runs/{run_id}/")
     page.wait_for_selector("#steps li.step")
-    assert page.locator("#steps mark").count() == 0 and page.input_value('input[name="q"]') == ""
+    assert page.locator("#steps mark").count() == 0 and page.input_value('#trace-filters input[name="q"]') == ""
     assert page.js_errors == []
