@@ -77,7 +77,7 @@ def test_the_demo_run_reruns_end_to_end_in_a_browser(
     assert states.index("running") < states.index("succeeded")
     assert any(s == "running" and samples.endswith("of 8 samples") for s, samples in seen)  # progress while running
 
-    assert page.locator("#job-exploratory").inner_text().startswith("Exploratory evaluation: dataset ")
+    assert page.locator("#job-exploratory").inner_text().startswith("Exploratory evaluation: the local dataset ")
     new = page.locator("#job-new-score").inner_text()
     # issue 17: scores as percent (were fractions, "0.2500")
     assert page.locator("#job-old-score").inner_text() == "25.0%" and new == f"{pct(job.new_score)}%"
