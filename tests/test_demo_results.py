@@ -201,8 +201,10 @@ def test_long_run_is_a_big_ten_hour_claude_trace(tmp_path: Path) -> None:
 def test_management_command_prints_a_summary(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "manage.py", "make_demo_results", str(tmp_path / "r"), "--runs", "12",
                           "--seed", "3", "--no-long-run"], cwd=REPO, capture_output=True, text=True, check=True)
-    assert re.match(r"Wrote 12 runs in 9 methods .* MB to ", out.stdout)
-    assert len(out.stdout.strip().splitlines()) == 1
+    *progress, summary = out.stdout.strip().splitlines()
+    assert re.match(r"Wrote 12 runs in 9 methods .* MB to ", summary)
+    # one line per run written, so a person watching a fresh clone's `make serve` sees it move (issue 29)
+    assert [re.match(r"run (\d+) of 12: ", line)[1] for line in progress] == [str(n) for n in range(1, 13)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -286,7 +288,7 @@ def test_management_command_methods_mode(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "manage.py", "make_demo_results", str(tmp_path / "r"), "--methods", "2",
                           "--seed", "3", "--no-long-run", "--trace-scale", "0.02"],
                          cwd=REPO, capture_output=True, text=True, check=True)
-    m = re.match(r"Wrote (\d+) runs in 2 methods .* MB to ", out.stdout)
+    m = re.match(r"Wrote (\d+) runs in 2 methods .* MB to ", out.stdout.strip().splitlines()[-1])
     assert m and 56 <= int(m.group(1)) <= 70  # 2 x 28 latest runs and a few superseded retries
     bad = subprocess.run([sys.executable, "manage.py", "make_demo_results", str(tmp_path / "s"), "--methods", "2",
                           "--runs", "3"], cwd=REPO, capture_output=True, text=True)
