@@ -525,3 +525,48 @@ def any_warehouse(request, warehouse_factory: WarehouseFactory, settings) -> Ite
     settings.PTB_WAREHOUSE = spec
     warehouse.reset_migration_cache()
     yield spec
+
+
+@pytest.fixture
+def serve():
+    """serve(OUTDIR) -> base URL: the folder served as plain files by ``python -m http.server`` on a free loopback
+    port (Pagefind fetches its index over http), stopped after the test."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    servers = []
+
+    def start(outdir) -> str:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        servers.append(subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                         "--directory", str(outdir)], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL))
+        base = f"http://127.0.0.1:{port}/"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base, timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        return base
+
+    yield start
+    for server in servers:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def served(shared_site, serve):
+    """(base URL, OUTDIR, the demo run with the most steps, the search runs): the session's export of the demo
+    warehouse with ``add_search_runs``' two runs, served as plain files."""
+    from traces import selectors
+
+    from .test_export import SEARCH_METHOD
+
+    run = max((r for r in selectors.list_runs(limit=None)[0] if r.method != SEARCH_METHOD), key=lambda r: r.step_count)
+    return serve(shared_site.outdir), shared_site.outdir, run, shared_site.added

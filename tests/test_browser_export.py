@@ -2,10 +2,6 @@
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
@@ -14,49 +10,9 @@ from export.exporter import STEPS_PER_PAGE, export_site
 from traces import selectors
 
 from .conftest import ARTIFACTS
-from .test_export import DEEP_WORD, OTHER_WORD, SEARCH_METHOD, _write, assert_no_broken_link
+from .test_export import DEEP_WORD, OTHER_WORD, _write, assert_no_broken_link
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def serve():
-    """serve(OUTDIR) -> base URL: the folder served as plain files by ``python -m http.server`` (Pagefind fetches
-    its index over http), stopped after the test."""
-    servers = []
-
-    def start(outdir) -> str:
-        port = _free_port()
-        servers.append(subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                                         "--directory", str(outdir)], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL))
-        base = f"http://127.0.0.1:{port}/"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base, timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        return base
-
-    yield start
-    for server in servers:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-@pytest.fixture
-def served(shared_site, serve):
-    """(base URL, OUTDIR, the demo run with the most steps, the search runs): the session's export of the demo
-    warehouse with ``add_search_runs``' two runs, served as plain files."""
-    run = max((r for r in selectors.list_runs(limit=None)[0] if r.method != SEARCH_METHOD), key=lambda r: r.step_count)
-    return serve(shared_site.outdir), shared_site.outdir, run, shared_site.added
 
 
 def test_the_exported_site_works_without_a_server(served, page):

@@ -11,7 +11,6 @@ from export.exporter import STEPS_PER_PAGE
 from traces import selectors
 
 from .conftest import ARTIFACTS
-from .test_browser_export import served  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +93,7 @@ def test_earlier_steps_and_k_walk_back_from_a_deep_link(live_server, demo_ingest
 
 
 @pytest.mark.browser
-def test_static_step_pages_walk_back_to_the_previous_page(served, page):  # noqa: F811
+def test_static_step_pages_walk_back_to_the_previous_page(served, page):
     base, outdir, run, _ = served
     assert run.step_count > STEPS_PER_PAGE
     exported = (outdir / f"runs/{run.id}/steps/2.html").read_text()

@@ -12,7 +12,6 @@ from traces import views
 from traces.selectors import RUN_SORTS
 
 from .conftest import ARTIFACTS
-from .test_browser_export import served  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -104,7 +103,7 @@ def test_a_click_on_a_column_head_sorts_the_runs(live_server, demo_ingested, pag
 
 
 @pytest.mark.browser
-def test_the_static_export_sorts_the_runs_in_the_browser(served, page):  # noqa: F811
+def test_the_static_export_sorts_the_runs_in_the_browser(served, page):
     base, outdir, _, _ = served
     exported = (outdir / "runs/index.html").read_text()
     assert "?sort=" not in exported and "&amp;sort=" not in exported and 'data-sort="steps"' in exported
