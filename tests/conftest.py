@@ -315,12 +315,38 @@ class RedisDatabases:
             if db in self.claimed:
                 continue
             if not self._control.set(f"ptb-test-claim:{db}", self._owner, nx=True, ex=self.CLAIM_SECONDS):
-                continue
+                if not self._reclaim_from_dead_owner(db):
+                    continue
             if redis.Redis.from_url(f"{self.base}/{db}").dbsize() == 0:
                 self.claimed.append(db)
                 return db
             self._control.delete(f"ptb-test-claim:{db}")  # someone else's data lives there: leave it alone
         raise RuntimeError(f"no free Redis database (1-15) on {self.base}: every one is claimed or holds data")
+
+    def _reclaim_from_dead_owner(self, db: int) -> bool:
+        """Take over database ``db`` when its claim belongs to a test run on this machine whose process is gone (a
+        killed run never released its claims, which would otherwise stay for CLAIM_SECONDS): its data are that
+        dead run's, so the database is emptied. False when the owner lives, is elsewhere, or another run won."""
+        import redis
+
+        key = f"ptb-test-claim:{db}"
+        owner = (self._control.get(key) or b"").decode()
+        host, _, rest = owner.partition(":")
+        pid = rest.partition(":")[0]
+        if host != os.uname().nodename or not pid.isdecimal() or _alive(int(pid)):
+            return False
+        with self._control.pipeline() as pipe:  # only if the claim is still the dead run's (WATCH)
+            try:
+                pipe.watch(key)
+                if (pipe.get(key) or b"").decode() != owner:
+                    return False
+                pipe.multi()
+                pipe.set(key, self._owner, ex=self.CLAIM_SECONDS)
+                pipe.execute()
+            except redis.WatchError:
+                return False
+        redis.Redis.from_url(f"{self.base}/{db}").flushdb()
+        return True
 
     def url(self, index: int, *, flush: bool = False) -> str:
         """The URL of this run's ``index``-th database (claimed on first use); ``flush`` empties it first."""
@@ -341,6 +367,17 @@ class RedisDatabases:
             if self._control.get(f"ptb-test-claim:{db}") == self._owner.encode():
                 self._control.delete(f"ptb-test-claim:{db}")
         self.claimed.clear()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _REDIS: RedisDatabases | None = None

@@ -40,9 +40,10 @@ def _snapshot():
 @pytest.fixture(params=LAKES)
 def lake(request, warehouse_factory, settings, demo_tree, tmp_path) -> str:
     """A DuckLake warehouse with the demo tree ingested, then one run changed and ingested again (its old rows
-    deleted: delete files), so there are small files, inlined rows and many snapshots to compact."""
+    deleted: delete files), so there are small files, inlined rows and many snapshots to compact. One run per
+    ingest transaction, as runs arrive over time (a batched ingest of a whole tree writes few files already)."""
     spec = warehouse_factory.make(request.param)
-    settings.PTB_WAREHOUSE = spec
+    settings.PTB_WAREHOUSE, settings.PTB_INGEST_BATCH_RUNS = spec, 1
     warehouse.reset_migration_cache()
     assert ingest_tree(root=demo_tree.root).stored > 10
     metrics = sorted(demo_tree.root.glob("*/*/metrics.json"))[0]
