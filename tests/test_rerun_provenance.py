@@ -43,7 +43,7 @@ def test_the_public_run_page_and_its_twin_show_a_summary_and_no_server_internals
     run_id = rerun_tree["run_id"]
     provenance = _provenance(tmp_path)
     services.add_evaluation(run_id=run_id, accuracy=0.5, metrics={"accuracy": 0.5}, provenance=provenance,
-                            evaluation_id=f"{run_id}-rerun-7", partial=True)
+                            evaluation_id=f"{run_id}-rerun-7", exploratory="3 samples, not the whole test set")
     secrets = [str(tmp_path), HOST, "48213", "model_path", "chat_template_sha256"]
 
     twin = Client().get(f"/api/runs/{run_id}").json()
@@ -94,7 +94,7 @@ def test_the_summary_and_the_lockout_page_as_a_person_sees_them(live_server, rer
     shots.mkdir(parents=True, exist_ok=True)
     run_id = rerun_tree["run_id"]
     services.add_evaluation(run_id=run_id, accuracy=0.5, metrics={"accuracy": 0.5},
-                            provenance=_provenance(tmp_path), evaluation_id=f"{run_id}-rerun-7", partial=True)
+                            provenance=_provenance(tmp_path), evaluation_id=f"{run_id}-rerun-7", exploratory="3 samples, not the whole test set")
     for width in (1440, 390):
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(f"{live_server.url}/runs/{run_id}/")
