@@ -83,7 +83,7 @@ def test_a_rerun_from_the_run_page_stores_the_eval_logs_score(
 
     page = staff_client.get(f"/reruns/{job_id}/").content.decode()
     assert 'id="job-state">succeeded' in page and "3 of 3 samples" in page and "hx-trigger" not in page
-    assert 'id="job-exploratory"><strong>Exploratory evaluation:</strong> dataset ' in page
+    assert 'id="job-exploratory"><strong>Exploratory evaluation:</strong> the local dataset ' in page
     assert "exploratory, not the run&#x27;s score" in page and 'id="job-counts"' not in page
     assert staff_client.get(f"/reruns/{job_id}/eval-log").status_code == 200
     run_page = staff_client.get(f"/runs/{run_id}/").content.decode()
