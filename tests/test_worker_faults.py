@@ -201,13 +201,13 @@ def test_a_task_redelivered_after_its_worker_died_is_retried_once_and_stored_onc
     try:
         job = services.queue_rerun(run_id=rerun_tree["run_id"], max_tokens=16, limit=12,
                                    dataset_path=str(_long_dataset(tmp_path)))
-        _wait(job.pk, lambda j: j.status == "running" and j.samples_done >= 1, timeout=180)
+        _wait(job.pk, lambda j: j.status == "running" and j.samples_done >= 1, timeout=400)
         doomed.kill()
     finally:
         doomed.stop()
     second = CeleryWorker(url, tmp_path / "second.log", templates=templates_dir, env=env)
     try:
-        job = _wait(job.pk, lambda j: not j.is_active, timeout=300)
+        job = _wait(job.pk, lambda j: not j.is_active, timeout=400)
     finally:
         second.stop()
     assert job.status == "succeeded", job.reason + job.log
