@@ -83,15 +83,21 @@ def test_a_worker_killed_mid_attempt_ends_the_job_worker_lost_and_a_retry_succee
 def test_the_same_task_delivered_twice_stores_one_evaluation(
         worker_settings, rerun_tree: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         templates_dir: Path) -> None:
-    """acks_late: a broker may deliver a task again (a lost ack, a restored unacked message). Two workers get the
-    same message at once and then a third copy arrives after the job finished: one start wins, the others are
-    told there is nothing to do, and one evaluation is stored."""
+    """acks_late: a broker may deliver a task again (a lost ack, a restored unacked message). A second copy of the
+    message reaches the idle worker while the other one runs the job, and a third copy arrives after the job
+    finished: one start wins, the others are told there is nothing to do, and one evaluation is stored.
+
+    The copy is published once the job is running: published at once, both copies can sit in Redis until a worker
+    polls, and a worker still starting (a loaded machine) leaves both to the first one, one after the other (the
+    solo pool polls no new message while it runs a task), so the second copy would find the job ended."""
     url = use_broker(monkeypatch, redis_url(2, flush=True))
     before = selectors.evaluations(rerun_tree["run_id"])
     workers = [CeleryWorker(url, tmp_path / f"w{n}.log", templates=templates_dir,
                             env={"PTB_TEST_WORKER": str(n)}) for n in range(2)]
     try:
-        job = services.queue_rerun(run_id=rerun_tree["run_id"], max_tokens=16, dataset_path=str(rerun_tree["dataset"]))
+        job = services.queue_rerun(run_id=rerun_tree["run_id"], max_tokens=16,
+                                   dataset_path=str(_long_dataset(tmp_path)), limit=8)
+        _wait(job.pk, lambda j: j.status == "running", timeout=180)
         services._publish(job)  # the same task id, message and credential: a redelivery as a worker sees it
         job = _wait(job.pk, lambda j: not j.is_active, timeout=240)
         assert job.status == "succeeded", job.reason + job.log
