@@ -21,13 +21,6 @@ from traces.layout import run_id as make_run_id
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
-
-
 def _flagged_run(rerun_tree: dict, tiny_checkpoint: Path) -> str:
     """A second run of the tree, judged contaminated; returns its id."""
     name = "gsm8k_Qwen_Qwen3-1.7B-Base_17000002"
