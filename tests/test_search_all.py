@@ -13,7 +13,7 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest import ingest_tree
 from traces.selectors import search
 from traces.services import STEP_TEXT_CAP
 

@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from traces import layout, selectors
-from traces.parsers import parse_trace
-from traces.ingest import ingest_tree
+from ingest.parsers import parse_trace
+from ingest import ingest_tree
 from traces.services import STEP_TEXT_CAP
 
 CLAUDE = "claude_claude-opus-4-6_10h_run1"

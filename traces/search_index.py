@@ -114,7 +114,7 @@ def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str, *, batch: int = REI
 def version() -> str:
     """The version of the index (16 hex chars of sha256 over this module's source, as
     ``traces.rules.code_version``): a run whose ``rules_version["search"]`` differs is searched by the scan."""
-    from . import rules
+    from ingest import rules
 
     return rules.code_version(sys.modules[__name__])
 

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from . import evidence
 from .rules import RuleSet
-from .steps import Step
+from traces.steps import Step
 
 IDLE_GAP_S = 600.0
 PHASES = ("data", "training", "evaluation", "other", "idle")

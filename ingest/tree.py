@@ -29,12 +29,12 @@ from typing import Any
 from django.conf import settings
 
 from ptbsite import warehouse
+from traces import layout
+from traces.services import RunWrite, StepWriter, delete_run, record_dir_times, refresh_agent, write_run, write_runs
 
-from .. import layout
-from ..redaction import Redactor
-from ..services import RunWrite, StepWriter, delete_run, record_dir_times, refresh_agent, write_run, write_runs
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
+from .redaction import Redactor
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,12 @@ import pyarrow as pa
 
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
+from traces import search_index
+from traces.services import STEP_TEXT_CAP
+from traces.steps import Step
 
-from .. import evidence, facets, rules, search_index
-from ..parsers import storable
-from ..services import STEP_TEXT_CAP
-from ..steps import Step
+from . import evidence, facets, rules
+from .parsers import storable
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from traces.ingest.reindex import FAMILIES, reindex
+from ingest.reindex import FAMILIES, reindex
 
 
 class Command(BaseCommand):

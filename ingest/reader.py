@@ -35,15 +35,16 @@ import re2
 from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
+from traces import layout
+from traces.services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
+from traces.steps import ParsedTrace, Step
+from traces.verdicts import read_verdicts
 
-from .. import evidence, facets, layout
-from ..monitor import parse_monitor
-from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
-from ..parsers.framing import decode, loads
-from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
-from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
-from ..steps import ParsedTrace, Step
-from ..verdicts import read_verdicts
+from . import evidence, facets
+from .monitor import parse_monitor
+from .parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
+from .parsers.framing import decode, loads
+from .redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from .files import RunFiles, open_regular
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy

@@ -1,6 +1,6 @@
 """Whole-process ``manage.py ingest`` against a bare ``orjson.loads`` loop over the same trace files (issue 15).
 
-Usage: .venv/bin/python bench/ingest.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
+Usage: .venv/bin/python bench/ingest_process.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
 
 Two trees, each ingested by a fresh ``manage.py ingest ROOT --quiet`` process into a fresh warehouse file
 (``manage.py migrate`` runs first, untimed):
