@@ -36,9 +36,10 @@ from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
 from traces import layout
-from traces.services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
+from traces.services import StepWriter
 from traces.steps import ParsedTrace, Step
 from traces.verdicts import read_verdicts
+from traces.vocabulary import STEP_TEXT_CAP, TEXT_CHUNK
 
 from . import evidence, facets
 from .monitor import parse_monitor

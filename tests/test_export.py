@@ -22,7 +22,7 @@ from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
 from ingest import ingest_tree
-from traces.services import STEP_TEXT_CAP
+from traces.vocabulary import STEP_TEXT_CAP
 
 from .test_trace_integrity import INIT, RESULT, tool_call, tool_result, write_run
 

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from ptbsite import warehouse
 from traces import layout
 from ingest import current_versions, ingest_tree, reindex
-from traces.services import STEP_TEXT_CAP
+from traces.vocabulary import STEP_TEXT_CAP
 
 
 def _facts() -> dict[str, list[tuple]]:

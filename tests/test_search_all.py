@@ -15,7 +15,7 @@ from ptbsite import warehouse
 from traces import layout, selectors
 from ingest import ingest_tree
 from traces.selectors import search
-from traces.services import STEP_TEXT_CAP
+from traces.vocabulary import STEP_TEXT_CAP
 
 pytestmark = pytest.mark.django_db
 

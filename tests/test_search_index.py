@@ -15,7 +15,8 @@ from ptbsite import warehouse
 from traces import layout, search_index, selectors
 from ingest import ingest_tree, reindex
 from traces.selectors.steps import read_matches
-from traces.services import STEP_TEXT_CAP, delete_run
+from traces.services import delete_run
+from traces.vocabulary import STEP_TEXT_CAP
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ from ninja import Router
 from ninja.errors import HttpError
 
 from ptbsite.pagecache import page_inputs
-from traces.reported import ReportedFact
 from ptbsite.suites import suite_ids
 
 from . import selectors
+from .reported import ReportedFact
 from .steps import STEP_KINDS
 
 router = Router(tags=["runs"])

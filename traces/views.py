@@ -17,10 +17,9 @@ from ptbsite.query import query_int
 from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
-from ingest.evidence import RULE_TEXT
-from ingest.facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES
 from .steps import STEP_KINDS
 from .verdicts import SCORED_KINDS
+from .vocabulary import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, RULE_TEXT
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
