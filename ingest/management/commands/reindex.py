@@ -1,5 +1,5 @@
 """``python manage.py reindex [--rules facets,evidence,search] [--all] [--run ID ...]``: re-derive facets, phases,
-evidence marks and the search's word index from the stored steps after a rule change (``traces.ingest.reindex``),
+evidence marks and the search's word index from the stored steps after a rule change (``ingest.reindex``),
 without re-parsing."""
 from __future__ import annotations
 
