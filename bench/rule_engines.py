@@ -4,13 +4,13 @@ Usage: .venv/bin/python bench/rule_engines.py [--trace solve_out.txt] [--repeat 
 
 Without ``--trace`` the demo generator's 10-hour Claude Code run (~50 MB, 20,777 tool calls) is written to a
 temporary folder. The trace is read as the ingest reads it (decoded, redacted, parsed), and per rule family
-(the method rules, the library rules, every rule of ``traces.facets.CALL_RULES`` over the non-evaluation calls'
+(the method rules, the library rules, every rule of ``ingest.facets.CALL_RULES`` over the non-evaluation calls'
 texts, and ``OUTPUT_RULES`` over their outputs) this prints the best of ``--repeat`` timings of:
 
 * ``re, one per rule``: each rule's Python pattern searched over each text (how the rules ran before issue 15);
 * ``re, one alternation``: the family as one Python pattern of named alternatives, searched once per text (it
   only says whether *some* rule matches; the per-rule answer needs more searches);
-* ``re2 Set + confirm``: ``traces.rules.RuleSet.scan`` (google-re2), then Python's search for every rule the
+* ``re2 Set + confirm``: ``ingest.rules.RuleSet.scan`` (google-re2), then Python's search for every rule the
   Set may match and is not sure of: the same per-rule answers as the first line (checked);
 * ``hyperscan + confirm`` (when ``pip install hyperscan`` was run; not a requirement): the same relaxed patterns
   in one Hyperscan database (UTF-8, single match), then the same Python confirmation (checked).
@@ -51,12 +51,12 @@ def main() -> None:
     import django
 
     django.setup()
-    from traces import facets
+    from ingest import facets
     from demo.tree import make_demo_results
-    from traces.parsers import parse_trace
-    from traces.parsers.framing import decode
-    from traces.redaction import Redactor
-    from traces.rules import RuleSet, relax
+    from ingest.parsers import parse_trace
+    from ingest.parsers.framing import decode
+    from ingest.redaction import Redactor
+    from ingest.rules import RuleSet, relax
 
     if args.trace is None:
         tmp = Path(tempfile.mkdtemp(prefix="ptb-engines-"))

@@ -24,7 +24,7 @@ from kombu.exceptions import OperationalError
 
 from traces import selectors as run_selectors
 from traces import services as run_services
-from traces.redaction import Redactor
+from ingest.redaction import Redactor
 
 from evaluator.benchmarks import BENCHMARKS, cannot_rerun
 
@@ -70,7 +70,7 @@ def _log_line(text: str) -> str:
 
 
 def _redacted(value: Any) -> Any:
-    """A worker's text or JSON-shaped value with secrets redacted (traces.redaction): workers' logs, reasons and
+    """A worker's text or JSON-shaped value with secrets redacted (ingest.redaction): workers' logs, reasons and
     provenance can quote environment dumps or error messages holding keys."""
     redact = Redactor.from_environ(os.environ).redact
     if isinstance(value, str):

@@ -9,7 +9,7 @@ from collections import defaultdict
 from django.conf import settings
 
 from ptbsite import warehouse
-from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts, reported_facts
+from traces.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts, reported_facts
 from traces import selectors as traces_selectors
 from traces.verdicts import JUDGING_RULES, flags_under
 
@@ -409,7 +409,7 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
     return agents + baselines
 
 
-# Re-exported: the models (leaderboard.schemas) and the reported facts (ptbsite.reported) under the names other
+# Re-exported: the models (leaderboard.schemas) and the reported facts (traces.reported) under the names other
 # modules and the tests have used.
 __all__ = ["FACT_TOPIC_TEXT", "FALLBACK_TEXT", "JUDGING_RULES", "SCORING_RULE_TEXT", "SORT_KEYS", "SOURCES", "BaseModel", "Benchmark",
            "Cell", "FallbackBaseline", "Leaderboard", "ReportedFact", "Row", "UnknownBaseModel", "leaderboard",

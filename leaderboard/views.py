@@ -9,7 +9,7 @@ from django.utils.http import urlencode
 
 from ptbsite.pagecache import page_inputs
 from ptbsite.suites import display_suite, suite_ids, suite_name
-from traces.facets import FACET_TEXT, METHOD_FACETS
+from traces.vocabulary import FACET_TEXT, METHOD_FACETS
 
 from . import figures, plots, selectors
 

@@ -1,4 +1,4 @@
-"""A long agent trace read as a stream (traces.ingest.reader, traces.parsers.stream_trace) stores exactly what
+"""A long agent trace read as a stream (ingest.reader, ingest.parsers.stream_trace) stores exactly what
 reading it whole stores: every table, row for row, for every scaffold format and state of the demo tree and for
 the planted-secrets run (redaction, residual warnings, cut texts). The stream is forced on every trace, with a
 tiny read block, step window and write batch, so that every boundary is crossed many times."""
@@ -10,9 +10,9 @@ import pytest
 
 from ptbsite import warehouse
 from traces import services
-from traces.ingest import ingest_tree, reader
-from traces.parsers import _builder
-from traces.redaction import Redactor
+from ingest import ingest_tree, reader
+from ingest.parsers import _builder
+from ingest.redaction import Redactor
 
 VOLATILE = {"runs": {"ingested_at"}, "methods": {"ingested_at"}}
 TABLES = ("methods", "runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases",

@@ -1,4 +1,4 @@
-"""The multi-pattern scan (traces/rules.py) never hides a match of a rule, and is exact on ASCII texts.
+"""The multi-pattern scan (ingest/rules.py) never hides a match of a rule, and is exact on ASCII texts.
 
 The relaxation rests on facts about Python's ``re`` that are checked here over every code point: which
 non-ASCII characters IGNORECASE equates with ASCII letters, the ASCII members of ``\\w \\d \\s``, and that
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.analysis_snapshot import CALL_FRAGMENTS, OUTPUT_FRAGMENTS
-from traces import evidence, facets
-from traces.rules import CASE_EXTRAS, RuleSet, ascii_form, relax
+from ingest import evidence, facets
+from ingest.rules import CASE_EXTRAS, RuleSet, ascii_form, relax
 
 SETS = {"call": facets.CALL_RULES, "output": facets.OUTPUT_RULES, "evidence": evidence._RULES}
 # Characters where Python's and RE2's notions differ: case-fold extras, Unicode letters, digits and spaces that

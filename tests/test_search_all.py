@@ -13,9 +13,9 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest import ingest_tree
 from traces.selectors import search
-from traces.services import STEP_TEXT_CAP
+from traces.vocabulary import STEP_TEXT_CAP
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ from ninja import Router
 from ninja.errors import HttpError
 
 from ptbsite.pagecache import page_inputs
-from ptbsite.reported import ReportedFact
 from ptbsite.suites import suite_ids
 
 from . import selectors
+from .reported import ReportedFact
 from .steps import STEP_KINDS
 
 router = Router(tags=["runs"])
@@ -104,7 +104,7 @@ def _found(run_id: str) -> selectors.Run:
 @router.get("/runs/{run_id}/facets", response=list[selectors.Facet], summary="What the agent did, as on the run page")
 @page_inputs()
 def run_facets(request, run_id: str):
-    """The run's facets (rules in ``traces/facets.py``): ``value_num`` is a count, a step number, or a fraction
+    """The run's facets (rules in ``ingest/facets.py``): ``value_num`` is a count, a step number, or a fraction
     (``self_score``), null for presence facets; ``steps``: the agent-trace step indices each one cites."""
     return selectors.run_facets(_found(run_id).id)
 

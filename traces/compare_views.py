@@ -9,7 +9,7 @@ from django.utils.http import urlencode
 
 from ptbsite.pagecache import page_inputs
 
-from .facets import PHASES
+from .vocabulary import PHASES
 from .selectors import compare
 from .views import parse_time_jump
 

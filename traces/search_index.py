@@ -7,7 +7,7 @@ per batch that holds it). DuckDB finds the words itself (``regexp_extract_all``,
 so the cost is one batch's whatever the warehouse holds (reading the run's steps back would scan every run's).
 A word is a maximal run of :data:`WORD` characters (letters, marks, digits, ``_``) of DuckDB's ``lower()`` of
 the text; one longer than :data:`MAX_WORD` characters is stored as the marker :data:`LONG_WORD` (``''``, never a
-word). The whole text of a field cut at ``traces.services.STEP_TEXT_CAP`` is indexed too (decompressed from the
+word). The whole text of a field cut at ``traces.vocabulary.STEP_TEXT_CAP`` is indexed too (decompressed from the
 ``step_texts`` chunks written with the batch).
 
 **A search** (``traces.selectors.steps.read_matches``) lower-cases the query with DuckDB's ``lower()`` (the same
@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from functools import cache
 
 import duckdb
+
+from .vocabulary import code_version
 
 WORD = r"[\pL\pM\pN_]"  # one word character (RE2 syntax, in DuckDB's regexp functions)
 WORDS = WORD + "+"
@@ -113,10 +115,8 @@ def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str, *, batch: int = REI
 @cache
 def version() -> str:
     """The version of the index (16 hex chars of sha256 over this module's source, as
-    ``traces.rules.code_version``): a run whose ``rules_version["search"]`` differs is searched by the scan."""
-    from . import rules
-
-    return rules.code_version(sys.modules[__name__])
+    ``traces.vocabulary.code_version``): a run whose ``rules_version["search"]`` differs is searched by the scan."""
+    return code_version(sys.modules[__name__])
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """Writes of the traces app: storing ingested runs (``write_runs``, ``write_run``, ``StepWriter``, called by
-``traces.ingest``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
+``ingest``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 
 A run is stored in one transaction (with the other runs of its ingest batch): with all its steps or not at all. A step's input or output longer than
-:data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
-bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
+``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
+bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of ``vocabulary.TEXT_CHUNK``
 bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
 rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
-transaction. Reading results trees is ``traces.ingest``.
+transaction. Reading results trees is ``ingest``.
 """
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ from ptbsite import warehouse
 from . import search_index
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
-STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
-TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
 STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
 STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of text
 
@@ -123,7 +121,7 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, its method's row
+    """One parsed run to store: ``rows`` as ``ingest.Ingester.parse_run`` gives them, its method's row
     (``methods`` column order), and what the caller knows of the warehouse (see :func:`write_run`)."""
 
     rows: dict
@@ -239,7 +237,7 @@ class UnknownRun(LookupError):
 def record_dir_times(times: list[tuple[str, datetime | None, str | None]]) -> None:
     """Set ``runs.dir_time`` and ``dir_time_source`` of stored runs, ``[(run id, time (naive UTC), source)]``, in
     one transaction: runs stored before migration 0016 get their directory's time at the next ingest of the tree,
-    although their files did not change (``traces.ingest.tree``). Raises warehouse.WarehouseUnavailable."""
+    although their files did not change (``ingest.tree``). Raises warehouse.WarehouseUnavailable."""
     if not times:
         return
 

@@ -17,10 +17,9 @@ from ptbsite.query import query_int
 from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
-from .evidence import RULE_TEXT
-from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES
 from .steps import STEP_KINDS
 from .verdicts import SCORED_KINDS
+from .vocabulary import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, RULE_TEXT
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -296,7 +295,7 @@ def _suite(request: HttpRequest) -> str:
 def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
     calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what
-    the suite's source reports on the same questions (``ptbsite.reported``), by topic. One selector
+    the suite's source reports on the same questions (``traces.reported``), by topic. One selector
     (``selectors.analysis``), the one its JSON twins ``/api/analysis/*`` serve."""
     suite = _suite(request)
     data = selectors.analysis(suite)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
-from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 
 from pydantic import Field, computed_field
 
-from ..facets import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
+from ..reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ..schemas import Model, Percent, Run
-from ..steps import Step
+from ..vocabulary import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
 from .runs import AGENT_RUN, fetch_dicts, read_runs
 
 class TimelineCall(Model):
@@ -48,7 +47,7 @@ class MonitorSample(Model):
 
 class Timeline(Model):
     """A run's time use, as on its page and ``/api/runs/<id>/timeline``. Seconds on the steps' ``elapsed_s`` axis;
-    ``split_s``: seconds per phase (every phase of ``traces.facets.PHASES``); ``idle_gaps``: idle stretches
+    ``split_s``: seconds per phase (every phase of ``traces.vocabulary.PHASES``); ``idle_gaps``: idle stretches
     (longer than ``idle_gap_s`` with nothing running); ``budget_s``: the budget in seconds; ``time_taken_s``:
     time_taken.txt (None without); ``budget_fraction``: the fraction of the budget used; ``calls``: every tool call
     of the trace (``calls_total`` of them), or where there are more than MAX_TIMELINE_CALLS, the first call of each
@@ -124,7 +123,7 @@ def read_timeline(con, run: Run) -> Timeline:
     split = time_split(Phase(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in stretches)
     timeline_calls = [
         TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200], calls=n,
-                     phase=call_phase(Step(index, "tool_call", tool=tool, input=text)))
+                     phase=call_phase(text))
         for index, elapsed, tool, text, n in calls
     ]
     return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
@@ -136,7 +135,7 @@ def read_timeline(con, run: Run) -> Timeline:
 class RunFacts:
     """One run as the analysis page counts it. Scores are fractions: ``self_score`` (the agent's last
     self-reported score), ``verified`` (the newest evaluation); ``ratio`` = self / verified (None where undefined,
-    ``traces.facets.overoptimism``); ``base_score``: the base model's zero-shot score on the benchmark (fraction,
+    ``traces.vocabulary.overoptimism``); ``base_score``: the base model's zero-shot score on the benchmark (fraction,
     from the suite's published baselines, else an ingested baseline evaluation; None when neither exists);
     ``split``: seconds per phase; ``idle_gaps``: idle stretches; ``methods``: the run's method facets."""
 
@@ -313,7 +312,7 @@ def analysis(suite: str) -> Analysis:
     """The analysis page of a suite and its JSON twins (``/api/analysis/*``), computed once per warehouse version
     (``warehouse.memo``: the page and its five twins share one computation; callers must not change it), in one unit of work: method mix,
     score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
-    source reports on the same questions (``reported``, ``ptbsite.reported``).
+    source reports on the same questions (``reported``, ``traces.reported``).
 
     Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
     difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.

@@ -14,7 +14,6 @@ from pydantic import Field
 
 from ptbsite import warehouse
 
-from ..facets import overoptimism
 from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerdict, Model, OverrideEntry, Percent, Run,
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
@@ -25,6 +24,7 @@ from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, 
                     read_tools_used, read_trace_names)
 from ..challenges import PublicChallenge, read_public_challenges
 from .verdicts import judge_questions, read_judge_panel, read_override_log
+from ..vocabulary import overoptimism
 
 
 @contextmanager
@@ -51,7 +51,7 @@ class RunPage(Run, RunTexts):
     instruct model on the run's benchmark (fractions; percent in JSON). ``evaluations``: newest first;
     ``counted``: those that can be the run's score (not partial reruns), newest first, so ``counted[0]`` is the
     score and ``counted[1]`` the one it replaced. ``overoptimism``: the agent's last self-reported score over the
-    verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
+    verified score (``traces.vocabulary.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
     ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words (``judge_questions``: the same by question, with the era's rule; ``challenges``: the public's challenges staff accepted (contested) or resolved),
     its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
     ``peers``: the other runs of its cell to compare it with (attempts, repeats, other agents).

@@ -18,10 +18,10 @@ from typing import Any, Literal
 from ptbsite import warehouse
 from ptbsite.suites import Suite, display_suite
 
-from ..facets import MEASURED_FACETS, METHOD_FACETS
 from ..layout import BASELINE_PREFIX, LayoutError, is_baseline_dir, parse_method_name
 from ..schemas import STATE_TEXT, Evaluation, Facet, Run, RunTexts
 from ..verdicts import SCORED_KINDS, Verdict, effective_flags, era_rule, flag_labels
+from ..vocabulary import MEASURED_FACETS, METHOD_FACETS
 
 FACET_ORDER = METHOD_FACETS + MEASURED_FACETS
 # SQL condition on runs ``r``: an agent's run, not a baseline evaluation (any ``baseline*`` directory, spec 1.4).
@@ -513,7 +513,7 @@ def read_run_facets(con, run_id: str) -> list[Facet]:
 
 @warehouse.retrying
 def run_facets(run_id: str) -> list[Facet]:
-    """The run's facets in rule order (methods, then measured facets as ``traces.facets`` lists them)."""
+    """The run's facets in rule order (methods, then measured facets as ``traces.vocabulary`` lists them)."""
     with warehouse.connect() as con:
         return read_run_facets(con, run_id)
 

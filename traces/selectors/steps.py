@@ -14,7 +14,7 @@ from pydantic import computed_field
 
 from .. import search_index
 from ..schemas import EvidenceStep, Model, Step, StepPage
-from ..services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
+from ..vocabulary import TEXT_CHUNK
 from .runs import fetch_dicts
 
 # One page of steps shows at most this many characters of step text in all (inputs and outputs together): each
@@ -207,7 +207,7 @@ class TextRange(Model):
 def step_text(run_id: str, *, trace: str, index: int, field: str, offset: int = 0,
               length: int = MAX_TEXT_RANGE) -> TextRange | None:
     """A range of the WHOLE text of one step's ``field`` (``input`` | ``output``), also when ingest stored it
-    cut (``traces.services.STEP_TEXT_CAP``): bytes from ``offset`` (UTF-8; moved forward to a character start),
+    cut (``traces.vocabulary.STEP_TEXT_CAP``): bytes from ``offset`` (UTF-8; moved forward to a character start),
     at most ``length`` (capped at MAX_TEXT_RANGE; the end moved back to a character start). Reads only the
     compressed chunks of ``step_texts`` that hold the range. None for an unknown step; an absent input is "".
 
@@ -310,7 +310,7 @@ def step_index(run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
 
 @dataclass
 class WholeStep:
-    """One step with its WHOLE input and output (also past ``traces.services.STEP_TEXT_CAP``, from
+    """One step with its WHOLE input and output (also past ``traces.vocabulary.STEP_TEXT_CAP``, from
     ``step_texts``), as the static export's search index takes it; an absent input is ""."""
 
     index: int

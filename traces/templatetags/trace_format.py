@@ -92,8 +92,8 @@ def flag_text(label: str | None) -> str:
 
 @register.filter
 def facet_name(key: str | None) -> str:
-    """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.facets.FACET_NAME)."""
-    from traces.facets import facet_name as name
+    """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.vocabulary.FACET_NAME)."""
+    from traces.vocabulary import facet_name as name
 
     return name(key or "")
 

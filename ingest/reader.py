@@ -1,19 +1,19 @@
 """Reading one run directory into the rows the warehouse stores (``traces.services.write_runs``).
 
-Every text is redacted (``traces.redaction``) before it is parsed or stored, and the run records how many
+Every text is redacted (``ingest.redaction``) before it is parsed or stored, and the run records how many
 secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD
 (counted per run), NUL characters the visible U+2400. A step's input or output longer than
-``traces.services.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
-goes to ``step_texts``, zlib-compressed in chunks of ``traces.services.TEXT_CHUNK`` bytes.
+``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
+goes to ``step_texts``, zlib-compressed in chunks of ``traces.vocabulary.TEXT_CHUNK`` bytes.
 
 Two ways to read an agent trace, with the same rows as the result (``tests/test_ingest_stream.py``):
 
 * whole (a worker process's runs, every run without a ``StepWriter``): the file is read, redacted and parsed at
   once, every step held, and the rows returned;
 * as a stream (a trace over :data:`STREAM_BYTES` read by the storing process, inside the run's transaction):
-  blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``,
+  blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``ingest.redaction.StreamRedactor``,
   exact across blocks), scanned for residual key prefixes and API-limit markers, framed and parsed
-  (``traces.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
+  (``ingest.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
   row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls, each
   settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its
   text are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time
@@ -35,15 +35,17 @@ import re2
 from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
+from traces import layout
+from traces.services import StepWriter
+from traces.steps import ParsedTrace, Step
+from traces.verdicts import read_verdicts
+from traces.vocabulary import STEP_TEXT_CAP, TEXT_CHUNK
 
-from .. import evidence, facets, layout
-from ..monitor import parse_monitor
-from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
-from ..parsers.framing import decode, loads
-from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
-from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
-from ..steps import ParsedTrace, Step
-from ..verdicts import read_verdicts
+from . import evidence, facets
+from .monitor import parse_monitor
+from .parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
+from .parsers.framing import decode, loads
+from .redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from .files import RunFiles, open_regular
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
@@ -126,7 +128,7 @@ def agent_trace_path(run_dir: Path, files: RunFiles | None = None) -> Path | Non
 
 
 def learn_run_values(run_dir: Path, files: RunFiles) -> dict[str, str]:
-    """``traces.redaction.learn_values`` over every readable regular file at the top of the run directory, read
+    """``ingest.redaction.learn_values`` over every readable regular file at the top of the run directory, read
     in :data:`READ_BLOCK` blocks (a trace of any size in bounded memory)."""
     def blocks(path: Path) -> Iterator[bytes]:
         with open_regular(path, files.root) as handle:
@@ -216,7 +218,7 @@ class Ingester:
             raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
         files = RunFiles(run_dir, self.root or run_dir.parent.parent)
         # Values the run's own files assign to key variables (an `env` dump, an export) are known secrets for
-        # the whole run, wherever else and in whatever decoded form they appear (traces.redaction.learn_values).
+        # the whole run, wherever else and in whatever decoded form they appear (ingest.redaction.learn_values).
         shared = self.redactor
         self.redactor = shared.with_known(learn_run_values(run_dir, files))
         try:
@@ -538,7 +540,7 @@ def _redact_rows(rows: dict, redactor: Redactor) -> int:
 
 def _make_rows_storable(rows: dict) -> int:
     """Make every string of the run's rows but the steps (already made storable by the parsers) storable
-    (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
+    (``ingest.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
     surrogates replaced."""
     replaced = 0
     run = rows["run"]
@@ -571,7 +573,7 @@ def _naive(moment: datetime | None) -> datetime | None:
 
 def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
                    counts: _Counts, files: RunFiles) -> dict:
-    """The run's facets, phases and monitor samples as rows for ``write_runs`` (``traces.facets``, ``.monitor``);
+    """The run's facets, phases and monitor samples as rows for ``write_runs`` (``ingest.facets``, ``.monitor``);
     ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since

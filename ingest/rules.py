@@ -269,17 +269,3 @@ class RuleSet:
             if len(self._seen) < _SEEN_MAX:  # a trace repeats few combinations: share one pair per combination
                 self._seen[key] = scanned
         return scanned
-
-
-def code_version(*modules: object) -> str:
-    """A version of the rules defined by ``modules`` (Python modules): 16 hex chars of sha256 over their source
-    files, in order. Any edit of a rule (a pattern, the code that reads its matches) changes it; so does an edit
-    of a comment, which only costs a needless re-derivation (``manage.py reindex``). Raises OSError when a
-    module's source file cannot be read."""
-    import hashlib
-    import inspect
-
-    digest = hashlib.sha256()
-    for module in modules:
-        digest.update(inspect.getsource(module).encode("utf-8"))  # type: ignore[arg-type]
-    return digest.hexdigest()[:16]
