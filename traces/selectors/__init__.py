@@ -27,8 +27,8 @@ from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TE
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
                    run_directory, run_facets, run_texts, run_titles, runs_read_once, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
-                    WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time,
-                    step_index, step_text, steps_page, tools_used, trace_names, whole_steps)
+                    WholeStep, evidence_count, evidence_steps, field_chars, step_at_time,
+                    step_index, step_text, steps_page, trace_names, whole_steps)
 from .judges import JudgeReport, judge_report
 from .verdicts import override_agreement, override_log
 
@@ -45,9 +45,9 @@ __all__ = ["JudgeReport", "judge_report",
     "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
     "field_chars", "read_latest_cells", "read_latest_usage", "read_runs_with_facet", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
-    "previous_cursor", "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
+    "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
     "run_fingerprints",
     "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
-    "step_index", "step_text", "steps_page", "timeline_page", "tools_used", "trace_names", "tree_baselines",
+    "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",
 ]
