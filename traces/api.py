@@ -12,13 +12,10 @@ from ptbsite.reported import ReportedFact
 from ptbsite.suites import suite_ids
 
 from . import selectors
-from .steps import STEP_KINDS
+from .steps import KindFilter
 
 router = Router(tags=["runs"])
-KindFilter = Literal[STEP_KINDS + ("",)]  # a step kind, or "" for all (a form's unset field)
-
-
-RunSortColumn = Literal[selectors.RUN_SORTS + ("",)]  # a column of the runs list, or "" for by id
+RunSortColumn = Literal[selectors.RunSortKey, ""]  # a column of the runs list, or "" for by id
 
 
 @router.get("/runs", response=selectors.RunsPage, summary="Runs, filtered, sorted, page by page")

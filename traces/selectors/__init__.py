@@ -23,7 +23,7 @@ from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage,
                     run_content_hashes, run_fingerprints, tree_baselines)
 from .compare import ComparePage, Peer, cell_peers, compare_page
 from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page, timeline_page
-from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
+from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, RunSortKey, checkpoint_path, evaluations, facet_clause,
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
                    run_directory, run_facets, run_texts, run_titles, runs_read_once, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
@@ -36,7 +36,7 @@ RunSummary = Run  # the name before issue 14
 
 __all__ = ["JudgeReport", "judge_report",
     "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
-    "EXPLORATORY_ORIGINS", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
+    "EXPLORATORY_ORIGINS", "PROBLEMS_SHOWN", "RUN_SORTS", "RunSortKey", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
     "AgentCalibration", "AgentTimeUse", "ComparePage", "Peer", "cell_peers", "compare_page", "Analysis", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
