@@ -14,49 +14,19 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from functools import cache
-from typing import Any
+from collections.abc import Sequence
 
 from ptbsite import warehouse
 
-from . import search_index
+from . import records, search_index
+from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
+                      StepTextRow, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
 TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
 STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
 STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of text
-
-
-STEP_COLUMNS = ["run_id", "trace", "idx", "time", "elapsed_s", "kind", "tool", "input", "output", "is_error",
-                "call_id", "tokens_in", "tokens_out", "cost_usd", "line", "suspicious", "label", "input_bytes",
-                "output_bytes"]
-
-
-@cache
-def _arrow_types() -> dict[str, list]:
-    """The Arrow types of the rows written as Arrow tables. pyarrow is imported here, on the first write, not when a
-    web worker imports this module for a constant (~70 MB of RSS; bench/web_memory.py)."""
-    import pyarrow as pa
-
-    return {
-        "steps": [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float64(), pa.string(), pa.string(),
-                  pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
-                  pa.string(), pa.string(), pa.int64(), pa.int64()],
-        "texts": [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()],
-        "facets": [pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()],
-        "phases": [pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.int32()],
-        "monitor": [pa.string(), pa.timestamp("us"), pa.float64(), pa.float64(), pa.float64(), pa.float64()],
-    }
-
-
-def __getattr__(name: str) -> Any:
-    """``STEP_TYPES`` and ``TEXT_TYPES`` (Arrow types of ``steps`` and ``step_texts`` rows), built on first use."""
-    if name == "STEP_TYPES":
-        return _arrow_types()["steps"]
-    if name == "TEXT_TYPES":
-        return _arrow_types()["texts"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def delete_run(con, run_id: str) -> None:
@@ -70,26 +40,28 @@ def delete_run(con, run_id: str) -> None:
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
-def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
-    import pyarrow as pa
+def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, order: str = "") -> None:
+    """Insert ``rows`` (write models of ``traces.records``, all of type ``cls``) into ``cls.TABLE`` by column name
+    as one Arrow table, inside the caller's transaction (one statement: on DuckLake each costs a round of catalog
+    work; a 50-hour run has 3,000 monitor samples); ``order``: an ``ORDER BY`` clause for the rows. Step rows
+    also write their rows of the word index. Raises duckdb.Error."""
+    if not rows:
+        return
+    names = ", ".join(records.columns(cls))
+    con.register("new_rows", records.arrow_table(cls, rows))
+    try:
+        con.execute(f"INSERT INTO {cls.TABLE} ({names}) SELECT {names} FROM new_rows{order}")
+        if cls is StepRow:
+            search_index.index_rows(con, "new_rows")
+    finally:
+        con.unregister("new_rows")
 
-    if steps:
-        columns = list(zip(*steps))
-        table = pa.table({name: pa.array(column, type=typ)
-                          for name, column, typ in zip(STEP_COLUMNS, columns, _arrow_types()["steps"])})
-        con.register("new_steps", table)
-        try:
-            con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
-            search_index.index_rows(con, "new_steps")
-        finally:
-            con.unregister("new_steps")
+
+def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow]) -> None:
+    """Insert step rows (in trace and index order) and their whole texts, with their rows of the word index."""
+    insert_records(con, StepRow, steps, order=" ORDER BY trace, idx")
     if texts:
-        table = pa.table({f"c{i}": pa.array([r[i] for r in texts], type=t) for i, t in enumerate(_arrow_types()["texts"])})
-        con.register("new_texts", table)
-        try:
-            con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
-        finally:
-            con.unregister("new_texts")
+        insert_records(con, StepTextRow, texts)
         search_index.index_whole_texts(con, texts)
 
 
@@ -102,13 +74,13 @@ class StepWriter:
         self.con = con
         self.batch_rows = batch_rows or STEP_BATCH_ROWS
         self.batch_bytes = batch_bytes or STEP_BATCH_BYTES
-        self.steps: list[tuple] = []
-        self.texts: list[tuple] = []
+        self.steps: list[StepRow] = []
+        self.texts: list[StepTextRow] = []
         self.written = 0
         self._bytes = 0
 
-    def add(self, row: tuple, size: int) -> None:
-        """One steps-table row (STEP_COLUMNS order); ``size``: bytes of text it (and its texts rows) hold."""
+    def add(self, row: StepRow, size: int) -> None:
+        """One step row; ``size``: bytes of text it (and its texts rows) hold."""
         self.steps.append(row)
         self._bytes += size
         if len(self.steps) >= self.batch_rows or self._bytes >= self.batch_bytes:
@@ -123,29 +95,29 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, its method's row
-    (``methods`` column order), and what the caller knows of the warehouse (see :func:`write_run`)."""
+    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, its method's row,
+    and what the caller knows of the warehouse (see :func:`write_run`)."""
 
-    rows: dict
-    method_row: tuple
+    rows: ParsedRun
+    method: MethodRow
     replace: bool = True
     method_stored: bool = False
     alone: bool = False
 
 
-def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True, method_stored: bool = False,
+def write_run(con, rows: ParsedRun, *, method: MethodRow, replace: bool = True, method_stored: bool = False,
               alone: bool = False) -> None:
     """Store one run inside the caller's transaction: upsert the method, (``replace``: delete
-    the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
-    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
+    the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows.late_usage``
+    (for steps a :class:`StepWriter` wrote already), and recompute the
     latest-run flags of its cell. Raises duckdb.Error.
 
     What the caller may know already, so that fewer statements run (on DuckLake each one costs a round of
     catalog work, ~10-25 ms): ``replace=False``, the run is not stored (no delete is tried); ``method_stored``,
-    ``method_row`` is stored as it is (an earlier run of the same ingest wrote it); ``alone``, no other run of
+    ``method`` is stored as it is (an earlier run of the same ingest wrote it); ``alone``, no other run of
     the run's cell (method, benchmark, base model) is stored, so it is the cell's latest and no flag changes.
     """
-    write_runs(con, [RunWrite(rows, method_row, replace=replace, method_stored=method_stored, alone=alone)])
+    write_runs(con, [RunWrite(rows, method, replace=replace, method_stored=method_stored, alone=alone)])
 
 
 def write_runs(con, batch: list[RunWrite]) -> None:
@@ -156,34 +128,27 @@ def write_runs(con, batch: list[RunWrite]) -> None:
     stored once the caller rolls back."""
     if not batch:
         return
-    methods = {w.method_row[0]: w.method_row for w in batch if not w.method_stored}
+    methods = {w.method.id: w.method for w in batch if not w.method_stored}
     if methods:
         con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", list(methods))
-        warehouse.insert_rows(con, "methods", list(methods.values()))
+        insert_records(con, MethodRow, list(methods.values()))
     for w in batch:
         if w.replace:
-            delete_run(con, w.rows["run"]["id"])
-    import pyarrow as pa  # on the first write (_arrow_types)
-
-    runs = [w.rows["run"] for w in batch]
-    columns = list(runs[0])
-    table = pa.Table.from_pylist([{c: run[c] for c in columns} for run in runs])
-    con.register("new_runs", table)
-    try:
-        con.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT * FROM new_runs")
-    finally:
-        con.unregister("new_runs")
-    _insert_steps(con, [step for w in batch for step in w.rows["steps"]],
-                  [text for w in batch for text in w.rows.get("texts") or []])
+            delete_run(con, w.rows.run.id)
+    insert_records(con, RunRow, [w.rows.run for w in batch])
+    _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts])
     for w in batch:
-        for tokens_in, tokens_out, trace, idx in w.rows.get("late_usage", []):
+        for late in w.rows.late_usage:
             con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
-                        [tokens_in, tokens_out, w.rows["run"]["id"], trace, idx])
-    warehouse.insert_rows(con, "verdicts", [v for w in batch for v in w.rows["verdicts"]])
-    warehouse.insert_rows(con, "evaluations", [e for w in batch for e in w.rows["evaluations"]])
-    _store_analysis(con, {table: [r for w in batch for r in w.rows.get(table) or []] for table in _ANALYSIS_TABLES})
-    cells = sorted({(w.rows["run"]["method"], w.rows["run"]["benchmark"], w.rows["run"]["base_model"])
-                    for w in batch if not (w.alone and w.rows["run"]["is_latest"])})
+                        [late.tokens_in, late.tokens_out, w.rows.run.id, late.trace, late.idx])
+    insert_records(con, VerdictRow, [v for w in batch for v in w.rows.verdicts])
+    insert_records(con, EvaluationRow, [e for w in batch for e in w.rows.evaluations])
+    # Facets, phases and monitor samples: the caller's transaction has deleted earlier versions of those runs.
+    insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
+    insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
+    insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
+    cells = sorted({(w.rows.run.method, w.rows.run.benchmark, w.rows.run.base_model)
+                    for w in batch if not (w.alone and w.rows.run.is_latest)})
     if not cells:
         return
     # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
@@ -201,32 +166,15 @@ def write_runs(con, batch: list[RunWrite]) -> None:
 _ANALYSIS_TABLES = ("facets", "phases", "monitor")
 
 
-def _store_analysis(con, rows: dict[str, list[tuple]]) -> None:
-    """Insert facets, phases and monitor samples (``rows``: table -> rows of any number of runs), inside the
-    caller's transaction, which has deleted earlier versions of those runs.
-
-    Rows go in as Arrow tables: a 50-hour run has 3,000 monitor samples, too many for row-by-row inserts.
-    """
-    import pyarrow as pa
-
-    for table in _ANALYSIS_TABLES:
-        types = _arrow_types()[table]
-        if rows.get(table):
-            data = pa.table({f"c{i}": pa.array([r[i] for r in rows[table]], type=t) for i, t in enumerate(types)})
-            con.register("new_rows", data)
-            con.execute(f"INSERT INTO {table} SELECT * FROM new_rows")
-            con.unregister("new_rows")
-
-
-def refresh_agent(method_row: tuple) -> None:
+def refresh_agent(method: MethodRow) -> None:
     """Give a stored method the agent the suite maps it to now (key, name, effort): unchanged runs are skipped on
     re-ingest, but an edited suite file must still regroup them."""
-    method, key, name, effort = method_row[0], method_row[8], method_row[9], method_row[10]
+    key, name, effort = method.agent_key, method.agent_name, method.reasoning_effort
 
     def write(con) -> None:
         con.execute("UPDATE methods SET agent_key = ?, agent_name = ?, reasoning_effort = ? WHERE id = ? AND "
                     "(agent_key <> ? OR agent_name <> ? OR reasoning_effort IS DISTINCT FROM ?)",
-                    [key, name, effort, method, key, name, effort])
+                    [key, name, effort, method.id, key, name, effort])
 
     warehouse.run_in_transaction(write)
 
@@ -279,9 +227,10 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
     def write(con) -> None:
         _require_run(con, run_id)
         con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
-        con.execute("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [evaluation_id, run_id, "rerun-exploratory" if exploratory else "rerun", float(accuracy),
-                     json.dumps(metrics), json.dumps(provenance), now])
+        insert_records(con, EvaluationRow, [EvaluationRow(
+            id=evaluation_id, run_id=run_id, origin="rerun-exploratory" if exploratory else "rerun",
+            accuracy=float(accuracy), metrics_json=json.dumps(metrics), provenance_json=json.dumps(provenance),
+            created_at=now)])
 
     warehouse.run_in_transaction(write)
 
@@ -332,15 +281,15 @@ def store_judge_rerun(*, run_id: str, verdicts: list[Verdict]) -> int:
     Raises:
         UnknownRun: no such run.
     """
-    rows = [(run_id, v.judge, "rerun", v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
-            for v in verdicts]
+    rows = [VerdictRow(run_id=run_id, judge=v.judge, attempt="rerun", era=v.era, kind=v.kind, value=v.value,
+                       flagged=v.flagged, text=v.text, note=v.note, source_file=v.source_file) for v in verdicts]
 
     def write(con) -> None:
         _require_run(con, run_id)
         for row in rows:
             con.execute("DELETE FROM verdicts WHERE run_id = ? AND judge = ? AND attempt = 'rerun' AND era = ? AND kind = ?",
-                        [run_id, row[1], row[3], row[4]])
-        warehouse.insert_rows(con, "verdicts", rows)
+                        [run_id, row.judge, row.era, row.kind])
+        insert_records(con, VerdictRow, rows)
 
     warehouse.run_in_transaction(write)
     return len(rows)

@@ -26,7 +26,7 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +40,8 @@ from .. import evidence, facets, layout
 from ..monitor import parse_monitor
 from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
 from ..parsers.framing import decode, loads
+from ..records import (EvaluationRow, FacetRow, LateUsage, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow,
+                       StepRow, StepTextRow, VerdictRow, text_fields)
 from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
 from ..steps import ParsedTrace, Step
@@ -179,7 +181,8 @@ class Ingester:
         self.contexts = suite_contexts(suite_id)
         self.rules_version = versions_json()
 
-    def method_row(self, name: layout.MethodName, root: Path) -> tuple:
+    def method_row(self, name: layout.MethodName, root: Path) -> MethodRow:
+        """The ``methods`` row of a method directory (``root``: the results root it was read from)."""
         known = layout.match_known_agent(name.raw, known_agents(self.suite))
         key = known["key"] if known else name.raw
         # A method in no agent's list is its own row, keyed by the method name, and never joins a group (upstream
@@ -187,18 +190,19 @@ class Ingester:
         # "gpt-5.1-codex-max (codexhigh)".
         display = known["name"] if known else f"{name.config} ({name.harness_agent})"
         effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
-        return (name.raw, self.suite_id, name.harness_agent, name.config, name.budget_hours, name.gpus,
-                name.experiment, name.scaffold, key, display, effort, self.synthetic, str(root),
-                datetime.now(timezone.utc).replace(tzinfo=None))
+        return MethodRow(id=name.raw, suite=self.suite_id, harness_agent=name.harness_agent, config=name.config,
+                         budget_hours=name.budget_hours, gpus=name.gpus, experiment=name.experiment,
+                         scaffold=name.scaffold, agent_key=key, agent_name=display, reasoning_effort=effort,
+                         synthetic=self.synthetic, results_root=str(root),
+                         ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
 
     def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
-                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> dict:
+                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> ParsedRun:
         """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written).
 
-        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns a dict of
-        row lists (``run`` a dict of the runs table's columns; ``steps``, ``texts``, ``verdicts``,
-        ``evaluations``, ``facets``, ``phases``, ``monitor`` tuples in their tables' column order),
-        ``problems`` ("path: message" strings) and ``stored_steps`` (how many step rows, every trace).
+        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns the run's
+        rows (``traces.records.ParsedRun``), its problems ("path: message" strings) and ``stored_steps`` (how
+        many step rows, every trace).
 
         ``step_writer`` (inside the caller's transaction, the run deleted before): an agent trace over
         :data:`STREAM_BYTES` is read as a stream (module docstring) and its step rows go to the writer, not to
@@ -226,7 +230,8 @@ class Ingester:
             self.redactor = shared
 
     def _parse_run(self, method: layout.MethodName, run_dir: Path, run_name: layout.RunName, model: dict, *,
-                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None, files: RunFiles) -> dict:
+                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None,
+                   files: RunFiles) -> ParsedRun:
         is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
         rid = layout.run_id(method.raw, run_dir.name)
         problems: list[str] = []
@@ -261,7 +266,7 @@ class Ingester:
         state, detail = (("scored", "baseline evaluation") if baseline and metrics
                          else derive_state(run_dir, agent.text, metrics, files))
         calls = agent.calls
-        texts: list[tuple] = agent.texts
+        texts: list[StepTextRow] = agent.texts
         steps = agent.rows
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
@@ -288,44 +293,51 @@ class Ingester:
         times = [s.time for s in agent.steps if s.time is not None]
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
-        run = {
-            "id": rid, "method": method.raw, "run_dir": run_dir.name, "suite": self.suite_id,
-            "benchmark": run_name.benchmark, "base_model": (model["instruct_id"] if is_instruct else model["id"]),
-            "base_model_hf": (model["instruct_hf_id"] if is_instruct else model["hf_id"]),
-            "cluster_id": run_name.cluster_id, "is_latest": True, "state": state, "state_detail": detail,
-            "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
-            "budget_hours": method.budget_hours, "accuracy": accuracy,
-            "metrics_json": redact_decoded(json.dumps(metrics)) if metrics is not None else None,
-            "prompt": _read(run_dir / "prompt.txt", self.redactor, counts, files),
-            "has_final_model": files.is_dir(run_dir / "final_model"), "eval_attempts": eval_attempts,
-            "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
-            "trace_bytes": raw_size, "step_count": agent.count,
-            "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
-            "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
-            "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
-            "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir, files), "ingested_at": now,
-            **dict(zip(("dir_time", "dir_time_source"), dir_time(run_dir, files), strict=True)),
-            "trace_incomplete": parsed.incomplete, "rules_version": self.rules_version,
-            "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
-        }
+        moment, moment_source = dir_time(run_dir, files)
+        run = RunRow(
+            id=rid, method=method.raw, run_dir=run_dir.name, suite=self.suite_id, benchmark=run_name.benchmark,
+            base_model=(model["instruct_id"] if is_instruct else model["id"]),
+            base_model_hf=(model["instruct_hf_id"] if is_instruct else model["hf_id"]),
+            cluster_id=run_name.cluster_id, is_latest=True, state=state, state_detail=detail,
+            time_taken_s=_hours_minutes_seconds(time_taken) if time_taken else None,
+            budget_hours=method.budget_hours, accuracy=accuracy,
+            metrics_json=redact_decoded(json.dumps(metrics)) if metrics is not None else None,
+            prompt=_read(run_dir / "prompt.txt", self.redactor, counts, files),
+            has_final_model=files.is_dir(run_dir / "final_model"), eval_attempts=eval_attempts,
+            trace_file=trace_path.name if trace_path else None, trace_format=parsed.format,
+            trace_bytes=raw_size, step_count=agent.count,
+            started_at=_naive(min(times)) if times else None, ended_at=_naive(max(times)) if times else None,
+            tokens_in=parsed.tokens_in, tokens_out=parsed.tokens_out, cost_usd=parsed.cost_usd,
+            trace_model=parsed.model, problems=json.dumps(problems), redaction_warnings=json.dumps(warnings),
+            synthetic=self.synthetic, content_hash=known_hash or content_hash(run_dir, files), ingested_at=now,
+            dir_time=moment, dir_time_source=moment_source,
+            trace_incomplete=parsed.incomplete, rules_version=self.rules_version,
+            unknown_events=json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
+        )
         evaluations = []
         if accuracy is not None:
             # Stamped with metrics.json's mtime, when the harness scored the run: re-ingesting an unchanged score
             # must not make it newer than a later rerun (the newest evaluation is the one that counts).
             scored_at = datetime.fromtimestamp((run_dir / "metrics.json").stat().st_mtime, timezone.utc)
-            evaluations.append((f"{rid}-original", rid, "original", float(accuracy), run["metrics_json"],
-                                json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}),
-                                scored_at.replace(tzinfo=None)))
-        verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
+            evaluations.append(EvaluationRow(
+                id=f"{rid}-original", run_id=rid, origin="original", accuracy=float(accuracy),
+                metrics_json=run.metrics_json or "",
+                provenance_json=json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}),
+                created_at=scored_at.replace(tzinfo=None)))
+        verdict_rows = [VerdictRow(run_id=rid, judge=v.judge, attempt=v.attempt, era=v.era, kind=v.kind, value=v.value,
+                                   flagged=v.flagged, text=v.text, note=v.note, source_file=v.source_file)
                         for v in verdicts]
-        rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
-                "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts, files),
-                "late_usage": [(t_in, t_out, "agent", idx) for idx, (t_in, t_out) in parsed.late_usage.items()]}
-        rows["stored_steps"] = len(steps) + agent.streamed
+        facet_rows, phase_rows, monitor_rows = _analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts,
+                                                              files)
+        rows = ParsedRun(run=run, steps=steps, texts=texts, verdicts=verdict_rows, evaluations=evaluations,
+                         facets=facet_rows, phases=phase_rows, monitor=monitor_rows, problems=problems,
+                         late_usage=[LateUsage(trace="agent", idx=idx, tokens_in=t_in, tokens_out=t_out)
+                                     for idx, (t_in, t_out) in parsed.late_usage.items()],
+                         stored_steps=len(steps) + agent.streamed)
         problems[:0] = files.problems  # the refused entries first (files.py), each naming its path
         counts.secrets += _redact_rows(rows, self.redactor)
         replaced += _make_rows_storable(rows)
-        run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
+        run.secrets_redacted, run.chars_replaced = counts.secrets, replaced
         return rows
 
     def _whole_agent(self, rid: str, path: Path | None, method: layout.MethodName,
@@ -339,7 +351,7 @@ class Ingester:
         # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
         calls = facets.tool_calls(parsed.steps)
         marks = evidence.call_marks(calls, context)
-        texts: list[tuple] = []
+        texts: list[StepTextRow] = []
         rows = list(self._step_rows(rid, "agent", parsed, marks, texts))
         return _Agent(parsed, parsed.steps, calls, rows, texts, warnings, trace_text, len(parsed.steps), 0)
 
@@ -417,7 +429,7 @@ class Ingester:
             if start is None and step.time is not None:
                 start = step.time
             row = _step_row(rid, "agent", step, start, marked, writer.texts)
-            writer.add(row, len(row[7] or "") + len(row[8]))
+            writer.add(row, len(row.input or "") + len(row.output))
             # Phases read kind, index and time; the (settled) calls hold what the facets read.
             kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
 
@@ -428,7 +440,7 @@ class Ingester:
         return _Agent(parsed, kept, collector.calls, [], [], residual.warnings, found, len(kept), len(kept))
 
     def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, marks: dict[int, list[str]],
-                   texts: list[tuple]) -> Iterator[tuple]:
+                   texts: list[StepTextRow]) -> Iterator[StepRow]:
         """Rows of the steps table for one parsed trace (``marks``: step index -> evidence rule ids, as
         ``evidence.call_marks`` gives them); the whole text of any field cut at STEP_TEXT_CAP is appended to
         ``texts`` as step_texts rows."""
@@ -446,8 +458,8 @@ class _Agent:
     parsed: ParsedTrace
     steps: list[Step]
     calls: list[facets.Call]
-    rows: list[tuple]
-    texts: list[tuple]
+    rows: list[StepRow]
+    texts: list[StepTextRow]
     warnings: list[str]
     text: str
     count: int
@@ -455,33 +467,38 @@ class _Agent:
 
 
 def _step_row(rid: str, trace: str, s: Step, start: datetime | None, marked: list[str] | None,
-              texts: list[tuple]) -> tuple:
-    """One steps-table row (STEP_COLUMNS order); ``start``: the trace's first step time; a field cut at
-    STEP_TEXT_CAP has its whole text appended to ``texts`` as step_texts rows."""
+              texts: list[StepTextRow]) -> StepRow:
+    """One steps-table row; ``start``: the trace's first step time; a field cut at STEP_TEXT_CAP has its whole
+    text appended to ``texts`` as step_texts rows."""
     elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
-    stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
-    stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
-    return (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
-            s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marked) if marked else None,
-            s.label, input_bytes, output_bytes)
+    stored_input, input_bytes = _capped(s.input, rid, trace, s.index, "input", texts)
+    stored_output, output_bytes = _capped(s.output, rid, trace, s.index, "output", texts)
+    return StepRow(run_id=rid, trace=trace, idx=s.index, time=_naive(s.time), elapsed_s=elapsed, kind=s.kind,
+                   tool=s.tool, input=stored_input, output=stored_output or "", is_error=s.is_error,
+                   call_id=s.call_id, tokens_in=s.tokens_in, tokens_out=s.tokens_out, cost_usd=s.cost_usd,
+                   line=s.line, suspicious=",".join(marked) if marked else None, label=s.label,
+                   input_bytes=input_bytes, output_bytes=output_bytes)
 
 
-def utf8_size(text: str | None) -> int | None:
-    """Bytes of ``text`` in UTF-8 (None for None); ASCII text is not encoded to count it."""
-    if text is None:
-        return None
+def _utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8; ASCII text is not encoded to count it."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def _capped(text: str | None, key: tuple, texts: list[tuple]) -> tuple[str | None, int | None]:
+def _capped(text: str | None, rid: str, trace: str, idx: int, field: str,
+            texts: list[StepTextRow]) -> tuple[str | None, int | None]:
     """``(text to store in the steps table, UTF-8 size of the whole text)``: a text over STEP_TEXT_CAP bytes is
-    cut there (at a character boundary) and its whole bytes go to ``texts`` as zlib chunks of TEXT_CHUNK."""
-    size = utf8_size(text)
-    if text is None or size <= STEP_TEXT_CAP:
+    cut there (at a character boundary) and its whole bytes go to ``texts`` as zlib chunks of TEXT_CHUNK (the
+    step ``idx`` of ``trace`` of run ``rid``, its ``field``)."""
+    if text is None:
+        return None, None
+    size = _utf8_size(text)
+    if size <= STEP_TEXT_CAP:
         return text, size
     data = text.encode("utf-8")
     for n in range(0, len(data), TEXT_CHUNK):
-        texts.append((*key, n // TEXT_CHUNK, zlib.compress(data[n:n + TEXT_CHUNK], 6)))
+        texts.append(StepTextRow(run_id=rid, trace=trace, idx=idx, field=field, chunk=n // TEXT_CHUNK,
+                                 data=zlib.compress(data[n:n + TEXT_CHUNK], 6)))
     return data[:STEP_TEXT_CAP].decode("utf-8", "ignore"), size
 
 
@@ -510,81 +527,89 @@ def redact_steps(steps: list[Step], redactor: Redactor) -> int:
     return total
 
 
-def _redact_rows(rows: dict, redactor: Redactor) -> int:
+# Per table, the fields that are ids and names the code gave (kept as they are by _redact_rows).
+_ROW_NAMES = {VerdictRow: frozenset({"run_id"}), EvaluationRow: frozenset({"id", "run_id"}),
+              FacetRow: frozenset({"run_id"}), PhaseRow: frozenset({"run_id"})}
+
+
+def _redact_rows(rows: ParsedRun, redactor: Redactor) -> int:
     """Redact, as decoded text, every string of the run's rows that did not come from a step (the run's texts
     but its names, verdicts, evaluations, facets, phases, problems); returns the secrets replaced."""
-    problems, total = redactor.redact_many(list(rows["problems"]))
-    rows["problems"] = [p or "" for p in problems]
-    run = rows["run"]
-    run["problems"] = json.dumps(rows["problems"])
-    keys = [k for k, v in run.items() if isinstance(v, str) and k not in _RUN_NAMES and k != "problems"]
-    values, n = redactor.redact_many([run[k] for k in keys])
-    run.update(zip(keys, values, strict=True))
-    total += n
-    for table, ids in (("verdicts", 1), ("evaluations", 2), ("facets", 1), ("phases", 1)):
-        table_rows = rows.get(table, [])  # the first ``ids`` columns are the run's and the row's ids: kept
-        flat = [v if isinstance(v, str) and j >= ids else None for row in table_rows for j, v in enumerate(row)]
-        if not any(flat):
-            continue
-        redacted, n = redactor.redact_many(flat)
-        total += n
-        at, fixed = 0, []
-        for row in table_rows:
-            fixed.append(tuple(redacted[at + j] if isinstance(v, str) and j >= ids else v for j, v in enumerate(row)))
-            at += len(row)
-        rows[table] = fixed
+    problems, total = redactor.redact_many(list(rows.problems))
+    rows.problems = [p or "" for p in problems]
+    run = rows.run
+    run.problems = json.dumps(rows.problems)
+    total += _redact_fields([run], _RUN_NAMES | {"problems"}, redactor)
+    for table, names in ((rows.verdicts, _ROW_NAMES[VerdictRow]), (rows.evaluations, _ROW_NAMES[EvaluationRow]),
+                         (rows.facets, _ROW_NAMES[FacetRow]), (rows.phases, _ROW_NAMES[PhaseRow])):
+        total += _redact_fields(table, names, redactor)
     return total
 
 
-def _make_rows_storable(rows: dict) -> int:
+def _redact_fields(table: Sequence[RunRow | VerdictRow | EvaluationRow | FacetRow | PhaseRow],
+                   names: frozenset[str], redactor: Redactor) -> int:
+    """Redact in place every text field of the rows of ``table`` (one type) but ``names``, with one
+    ``redact_many`` over them all; returns the secrets replaced."""
+    if not table:
+        return 0
+    keys = [k for k in text_fields(type(table[0])) if k not in names]
+    values = [getattr(row, k) for row in table for k in keys]
+    if not any(values):
+        return 0
+    redacted, total = redactor.redact_many(values)
+    for at, (row, k) in enumerate((row, k) for row in table for k in keys):
+        setattr(row, k, redacted[at])
+    return total
+
+
+def _make_rows_storable(rows: ParsedRun) -> int:
     """Make every string of the run's rows but the steps (already made storable by the parsers) storable
     (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
     surrogates replaced."""
     replaced = 0
-    run = rows["run"]
-    for key, value in run.items():
-        if isinstance(value, str):
-            run[key], n = storable(value)
-            replaced += n
-    for table in ("verdicts", "evaluations", "facets", "phases"):
-        fixed_rows = []
-        for row in rows.get(table, []):
-            fixed = []
-            for value in row:
+    table: Sequence[RunRow | VerdictRow | EvaluationRow | FacetRow | PhaseRow]
+    for table in ([rows.run], rows.verdicts, rows.evaluations, rows.facets, rows.phases):
+        for row in table:
+            for key in text_fields(type(row)):
+                value = getattr(row, key)
                 if isinstance(value, str):
-                    value, n = storable(value)
+                    fixed, n = storable(value)
+                    setattr(row, key, fixed)
                     replaced += n
-                fixed.append(value)
-            fixed_rows.append(tuple(fixed))
-        rows[table] = fixed_rows
-    rows["problems"] = [storable(p)[0] for p in rows["problems"]]
+    rows.problems = [storable(p)[0] for p in rows.problems]
     return replaced
 
 
 def _naive(moment: datetime | None) -> datetime | None:
     """UTC-aware -> naive UTC (the warehouse's TIMESTAMP columns hold UTC)."""
-    if moment is None:
-        return None
+    return None if moment is None else _naive_utc(moment)
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    """UTC-aware -> naive UTC; a naive time is UTC already."""
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 
 def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
-                   counts: _Counts, files: RunFiles) -> dict:
-    """The run's facets, phases and monitor samples as rows for ``write_runs`` (``traces.facets``, ``.monitor``);
-    ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
+                   counts: _Counts, files: RunFiles) -> tuple[list[FacetRow], list[PhaseRow], list[MonitorRow]]:
+    """The run's facets, phases and monitor samples (``traces.facets``, ``.monitor``); ``steps``: the agent
+    trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
     the first sample. ``system_monitor.log`` is read from the run dir, else from ``task/``.
     """
-    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
-    phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
-                  for p in facets.phases(steps, calls=calls)]
+    facet_rows = [FacetRow(run_id=rid, facet=f.facet, value=f.value, value_num=f.value_num,
+                           steps=",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
+    phase_rows = [PhaseRow(run_id=rid, phase=p.phase, start_s=p.start_s, end_s=p.end_s, step_from=p.step_from,
+                           step_to=p.step_to) for p in facets.phases(steps, calls=calls)]
     path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log")
                  if files.is_file(p)), None)
     samples = parse_monitor(_read(path, redactor, counts, files) or "") if path else []
-    origin = next((s.time for s in steps if s.time is not None), None) or (samples[0].time if samples else None)
-    monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
-                     s.gpu_mem_total_mib) for s in samples]
-    return {"facets": facet_rows, "phases": phase_rows, "monitor": monitor_rows}
-
+    if not samples:
+        return facet_rows, phase_rows, []
+    origin = next((s.time for s in steps if s.time is not None), samples[0].time)
+    monitor_rows = [MonitorRow(run_id=rid, time=_naive_utc(s.time), t_s=(s.time - origin).total_seconds(),
+                               gpu_util=s.gpu_util, gpu_mem_mib=s.gpu_mem_mib, gpu_mem_total_mib=s.gpu_mem_total_mib)
+                    for s in samples]
+    return facet_rows, phase_rows, monitor_rows

@@ -31,6 +31,7 @@ from django.conf import settings
 from ptbsite import warehouse
 
 from .. import layout
+from ..records import MethodRow, ParsedRun, RunRow
 from ..redaction import Redactor
 from ..services import RunWrite, StepWriter, delete_run, record_dir_times, refresh_agent, write_run, write_runs
 from .files import RefusedFile, RunFiles, refusal
@@ -82,7 +83,7 @@ class _Job:
 
     index: int
     method: layout.MethodName
-    method_row: tuple
+    method_row: MethodRow
     run_dir: Path
     baseline: bool
     content_hash: str
@@ -122,7 +123,7 @@ def _store_here(job: _Job, ingester: Ingester, stored: _Stored) -> tuple[str, ob
     rows)``, or ``("failed" | "error", message)`` as :func:`_read_job`. Raises nothing."""
     rid = layout.run_id(job.method.raw, job.run_dir.name)
 
-    def unit(con) -> dict:
+    def unit(con) -> ParsedRun:
         ingester.deadline = time.monotonic() + settings.PTB_INGEST_RUN_SECONDS  # checked between streamed blocks
         if job.stored_before:
             delete_run(con, rid)
@@ -130,7 +131,7 @@ def _store_here(job: _Job, ingester: Ingester, stored: _Stored) -> tuple[str, ob
         rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
                                   step_writer=writer)
         writer.flush()
-        write_run(con, rows, method_row=job.method_row, **{**stored.hints(job, rows["run"]), "replace": False})
+        write_run(con, rows, method=job.method_row, **{**stored.hints(job, rows.run), "replace": False})
         return rows
 
     try:
@@ -235,25 +236,25 @@ class _Stored:
         self.methods: set[str] = set()
         self.cells: dict[str, set[tuple[str, str]]] = {}
 
-    def hints(self, job: _Job, run: dict) -> dict:
+    def hints(self, job: _Job, run: RunRow) -> dict:
         """``write_run``'s ``replace``, ``method_stored`` and ``alone`` for the job's run (``run``: its row)."""
         return {"replace": job.stored_before, "method_stored": job.method.raw in self.methods,
-                "alone": not job.stored_before and (run["benchmark"], run["base_model"]) not in
+                "alone": not job.stored_before and (run.benchmark, run.base_model) not in
                 self.cells.setdefault(job.method.raw, set())}
 
-    def stored(self, job: _Job, run: dict) -> None:
+    def stored(self, job: _Job, run: RunRow) -> None:
         """The job's run was committed."""
         self.methods.add(job.method.raw)
-        self.cells.setdefault(job.method.raw, set()).add((run["benchmark"], run["base_model"]))
+        self.cells.setdefault(job.method.raw, set()).add((run.benchmark, run.base_model))
 
-    def plan(self, batch: list[tuple[_Job, dict]]) -> list[RunWrite]:
+    def plan(self, batch: list[tuple[_Job, ParsedRun]]) -> list[RunWrite]:
         """The writes of ``batch`` (jobs and their rows) in one transaction, each run's hints as if the runs
         before it in the batch were stored (nothing here changes until the batch commits: :meth:`stored`)."""
         methods, cells = set(self.methods), {m: set(c) for m, c in self.cells.items()}
         writes = []
         for job, rows in batch:
-            run, method = rows["run"], job.method.raw
-            cell, known = (run["benchmark"], run["base_model"]), cells.setdefault(method, set())
+            run, method = rows.run, job.method.raw
+            cell, known = (run.benchmark, run.base_model), cells.setdefault(method, set())
             writes.append(RunWrite(rows, job.method_row, replace=job.stored_before, method_stored=method in methods,
                                    alone=not job.stored_before and cell not in known))
             methods.add(method)
@@ -271,9 +272,11 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, s
         baseline = layout.is_baseline_dir(method_dir.name)
         if baseline:
             method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
-            method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
-                          "Baseline evaluations", None, ingester.synthetic, str(root),
-                          datetime.now(timezone.utc).replace(tzinfo=None))
+            method_row = MethodRow(id=method.raw, suite=suite_id, harness_agent="baseline", config="",
+                                   budget_hours=0.0, gpus=1, experiment="", scaffold="none", agent_key="baseline",
+                                   agent_name="Baseline evaluations", reasoning_effort=None,
+                                   synthetic=ingester.synthetic, results_root=str(root),
+                                   ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
         else:
             try:
                 method = layout.parse_method_name(method_dir.name)
@@ -355,23 +358,22 @@ def ingest_tree(
         done = {"runs": 0, "bytes": 0}
         total_bytes = sum(j.trace_bytes for j in jobs)
 
-        pending: list[tuple[_Job, dict]] = []
+        pending: list[tuple[_Job, ParsedRun]] = []
 
         def record(job: _Job, outcome: str, value: object) -> None:
             """A run's end: stored (``value`` its rows) or failed (``value`` the message)."""
             if outcome == "stored":
                 rows = value
-                assert isinstance(rows, dict)
-                stored.stored(job, rows["run"])
+                assert isinstance(rows, ParsedRun)
+                stored.stored(job, rows.run)
                 report.stored += 1
-                report.steps += rows["stored_steps"]
-                report.bytes_read += rows["run"]["trace_bytes"]
+                report.steps += rows.stored_steps
+                report.bytes_read += rows.run.trace_bytes
                 # The report says where: "<method>/<run dir>/<file>:<line>: ..." (a run's page lists its own)
                 problems[job.index] = [p if p.startswith(f"{job.method.raw}/") else f"{job.method.raw}/{p}"
-                                       for p in rows["problems"]]
+                                       for p in rows.problems]
                 if progress:
-                    progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
-                             f"{rows['run']['step_count']} steps")
+                    progress(f"{job.method.raw}/{job.run_dir.name}: {rows.run.state}, {rows.run.step_count} steps")
             else:
                 report.failed += 1
                 problems[job.index] = [str(value)]
@@ -400,7 +402,7 @@ def ingest_tree(
 
         def finish(job: _Job, outcome: str, value: object) -> None:
             if outcome == "rows":
-                assert isinstance(value, dict)
+                assert isinstance(value, ParsedRun)
                 pending.append((job, value))
                 if (len(pending) >= settings.PTB_INGEST_BATCH_RUNS
                         or sum(j.trace_bytes for j, _ in pending) >= BATCH_BYTES):
