@@ -1,7 +1,7 @@
-"""A long agent trace read as a stream (traces.ingest.reader, traces.parsers.stream_trace) stores exactly what
-reading it whole stores: every table, row for row, for every scaffold format and state of the demo tree and for
-the planted-secrets run (redaction, residual warnings, cut texts). The stream is forced on every trace, with a
-tiny read block, step window and write batch, so that every boundary is crossed many times."""
+"""A trace read as a stream (traces.ingest.reader, traces.parsers.stream_trace) stores the same rows whatever the
+read block, step window and write batch: every table, row for row, for every scaffold format and state of the demo
+tree and for the planted-secrets run (redaction, residual warnings, cut texts), read with the default sizes and
+then with a tiny read block, step window and write batch, so that every boundary is crossed many times."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,12 +42,10 @@ def _ingest(root: Path, path: Path, settings, **kwargs):
 @pytest.fixture
 def tiny_stream(monkeypatch):
     def force():
-        monkeypatch.setattr(reader, "STREAM_BYTES", -1)
         monkeypatch.setattr(reader, "READ_BLOCK", 3001)
         monkeypatch.setattr(_builder, "STREAM_WINDOW", 2)
         monkeypatch.setattr(services, "STEP_BATCH_ROWS", 7)
-    monkeypatch.setattr(reader, "STREAM_BYTES", 1 << 40)  # first: every trace read whole
-    return force
+    return force  # first: the default sizes
 
 
 def _same(whole, streamed):
@@ -81,9 +79,9 @@ def test_the_stream_is_taken(demo_tree, tmp_path, settings, tiny_stream, monkeyp
     """The comparisons above compare two paths: the forced settings do stream every agent trace, in batches."""
     tiny_stream()
     streamed, batches = [], []
-    real_stream, real_flush = reader.Ingester._stream_agent_once, services.StepWriter.flush
-    monkeypatch.setattr(reader.Ingester, "_stream_agent_once",
-                        lambda self, rid, path, *a: streamed.append(path) or real_stream(self, rid, path, *a))
+    real_stream, real_flush = reader.Ingester._read_trace, services.StepWriter.flush
+    monkeypatch.setattr(reader.Ingester, "_read_trace", lambda self, rid, trace, path, *a, **k: (
+        trace == "agent" and streamed.append(path)) or real_stream(self, rid, trace, path, *a, **k))
     monkeypatch.setattr(services.StepWriter, "flush", lambda self: batches.append(len(self.steps)) or real_flush(self))
     report, rows = _ingest(demo_tree.root, tmp_path / "stream.duckdb", settings)
     agent_traces = {p for p in demo_tree.root.glob("*/*/*") if p.name in reader.TRACE_NAMES}

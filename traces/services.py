@@ -1,5 +1,5 @@
-"""Writes of the traces app: storing ingested runs (``write_runs``, ``write_run``, ``StepWriter``, called by
-``traces.ingest``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
+"""Writes of the traces app: storing ingested runs (``RunWriter``, ``write_runs``, ``StepWriter``, called by
+``traces.ingest``; the rows are the write models of ``traces.records``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 
 A run is stored in one transaction (with the other runs of its ingest batch): with all its steps or not at all. A step's input or output longer than
 :data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
@@ -11,10 +11,11 @@ transaction. Reading results trees is ``traces.ingest``.
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-
-from collections.abc import Sequence
+from typing import Any
 
 from ptbsite import warehouse
 
@@ -22,6 +23,8 @@ from . import records, search_index
 from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
                       StepTextRow, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
+
+log = logging.getLogger(__name__)
 
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
 TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
@@ -95,46 +98,102 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, its method's row,
-    and what the caller knows of the warehouse (see :func:`write_run`)."""
+    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, and its method's row."""
 
     rows: ParsedRun
     method: MethodRow
-    replace: bool = True
-    method_stored: bool = False
-    alone: bool = False
 
 
-def write_run(con, rows: ParsedRun, *, method: MethodRow, replace: bool = True, method_stored: bool = False,
-              alone: bool = False) -> None:
-    """Store one run inside the caller's transaction: upsert the method, (``replace``: delete
-    the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows.late_usage``
-    (for steps a :class:`StepWriter` wrote already), and recompute the
-    latest-run flags of its cell. Raises duckdb.Error.
+class RunWriter:
+    """The one way an ingest stores its runs: runs added are held in a batch of at most ``batch_runs`` runs or
+    ``batch_bytes`` bytes of agent trace and stored together (:func:`write_runs`, one transaction), since on
+    DuckLake a run's fixed cost is its statements and its commit (bench/ingest_batch.py); a run read as a stream
+    is stored in a transaction of its own (:meth:`stream`). What the writer knows of the warehouse it learnt
+    itself: the methods whose row it stored (not written again). A batch that fails is stored again run by run,
+    so a broken run is reported and skipped and the others of its batch are stored.
 
-    What the caller may know already, so that fewer statements run (on DuckLake each one costs a round of
-    catalog work, ~10-25 ms): ``replace=False``, the run is not stored (no delete is tried); ``method_stored``,
-    ``method`` is stored as it is (an earlier run of the same ingest wrote it); ``alone``, no other run of
-    the run's cell (method, benchmark, base model) is stored, so it is the cell's latest and no flag changes.
+    ``stored(key, rows)`` is called once a run is committed, ``failed(key, exc)`` for a run that could not be
+    (``key``: whatever the caller added the run with).
     """
-    write_runs(con, [RunWrite(rows, method, replace=replace, method_stored=method_stored, alone=alone)])
+
+    def __init__(self, *, stored: Callable[[Any, ParsedRun], None], failed: Callable[[Any, Exception], None],
+                 batch_runs: int = 1, batch_bytes: int = 1 << 62) -> None:
+        self._stored, self._failed = stored, failed
+        self.batch_runs, self.batch_bytes = max(1, batch_runs), batch_bytes
+        self.pending: list[tuple[Any, RunWrite]] = []
+        self.methods: set[str] = set()
+
+    def add(self, key: Any, rows: ParsedRun, method: MethodRow) -> None:
+        """Hold one run; the batch is stored once it is full. Raises nothing (failures go to ``failed``)."""
+        self.pending.append((key, RunWrite(rows, method)))
+        if (len(self.pending) >= self.batch_runs
+                or sum(w.rows.run.trace_bytes for _, w in self.pending) >= self.batch_bytes):
+            self.flush()
+
+    def flush(self) -> None:
+        """Store the runs held, in one transaction; if it fails, each on its own. Raises nothing."""
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        fresh = self._fresh([w for _, w in batch])
+        try:
+            warehouse.run_in_transaction(lambda con: write_runs(con, [w for _, w in batch], methods=fresh))
+        except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+            if len(batch) == 1:
+                log.exception("storing run %s failed", batch[0][1].rows.run.id)
+                self._failed(batch[0][0], exc)
+                return
+            for one in batch:
+                self.pending.append(one)
+                self.flush()
+            return
+        self.methods.update(m.id for m in fresh)
+        for key, w in batch:
+            self._stored(key, w.rows)
+
+    def stream(self, key: Any, run_id: str, method: MethodRow, read: Callable[[StepWriter], ParsedRun]) -> None:
+        """Store one run read as a stream, in a transaction of its own: its stored version (if any) deleted, then
+        ``read(step_writer)`` reads it, handing its steps to ``step_writer`` as they come, and its other rows
+        are written. ``read`` raising, or the write failing, is ``failed(key, exc)``. Raises nothing."""
+        def unit(con) -> ParsedRun:
+            delete_run(con, run_id)
+            writer = StepWriter(con)
+            rows = read(writer)
+            writer.flush()
+            write_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]), deleted=True)
+            return rows
+
+        try:
+            rows = warehouse.run_in_transaction(unit)
+        except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+            self._failed(key, exc)
+            return
+        self.methods.add(method.id)
+        self._stored(key, rows)
+
+    def _fresh(self, batch: list[RunWrite]) -> list[MethodRow]:
+        """The method rows of ``batch`` not stored by this writer yet (the last of each method)."""
+        return list({w.method.id: w.method for w in batch if w.method.id not in self.methods}.values())
 
 
-def write_runs(con, batch: list[RunWrite]) -> None:
-    """Store several runs inside the caller's transaction with one statement per table for the whole batch
-    (each :class:`RunWrite` as :func:`write_run` would, in order; a later method row of the same method wins):
-    the per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a batch of N
-    runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is
-    stored once the caller rolls back."""
+def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], deleted: bool = False) -> None:
+    """Store several runs inside the caller's transaction with one statement per table for the whole batch:
+    the ``methods`` rows (replacing those stored), the stored versions of the runs deleted (:func:`delete_run`;
+    ``deleted``: the caller did that already), the runs' rows inserted, ``late_usage`` applied (to steps a
+    :class:`StepWriter` wrote already), and the latest-run flags of their cells (method, benchmark, base model)
+    recomputed. The per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a
+    batch of N runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the
+    batch is stored once the caller rolls back."""
     if not batch:
         return
-    methods = {w.method.id: w.method for w in batch if not w.method_stored}
     if methods:
-        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", list(methods))
-        insert_records(con, MethodRow, list(methods.values()))
-    for w in batch:
-        if w.replace:
-            delete_run(con, w.rows.run.id)
+        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
+        insert_records(con, MethodRow, methods)
+    if not deleted:
+        ids = [w.rows.run.id for w in batch]
+        for (run_id,) in con.execute(f"SELECT id FROM runs WHERE id IN ({', '.join('?' * len(ids))})",
+                                     ids).fetchall():
+            delete_run(con, run_id)
     insert_records(con, RunRow, [w.rows.run for w in batch])
     _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts])
     for w in batch:
@@ -143,14 +202,11 @@ def write_runs(con, batch: list[RunWrite]) -> None:
                         [late.tokens_in, late.tokens_out, w.rows.run.id, late.trace, late.idx])
     insert_records(con, VerdictRow, [v for w in batch for v in w.rows.verdicts])
     insert_records(con, EvaluationRow, [e for w in batch for e in w.rows.evaluations])
-    # Facets, phases and monitor samples: the caller's transaction has deleted earlier versions of those runs.
+    # Facets, phases and monitor samples: the earlier versions of these runs were deleted above.
     insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
     insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
     insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
-    cells = sorted({(w.rows.run.method, w.rows.run.benchmark, w.rows.run.base_model)
-                    for w in batch if not (w.alone and w.rows.run.is_latest)})
-    if not cells:
-        return
+    cells = sorted({(w.rows.run.method, w.rows.run.benchmark, w.rows.run.base_model) for w in batch})
     # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
     # (DuckLake writes every updated row again). One statement for every cell of the batch.
     values = ", ".join("(?, ?, ?)" for _ in cells)
@@ -163,7 +219,7 @@ def write_runs(con, batch: list[RunWrite]) -> None:
         [value for cell in cells for value in cell])
 
 
-_ANALYSIS_TABLES = ("facets", "phases", "monitor")
+_ANALYSIS_TABLES = ("facets", "phases", "monitor")  # deleted with their run (delete_run)
 
 
 def refresh_agent(method: MethodRow) -> None:

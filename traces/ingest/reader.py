@@ -1,4 +1,5 @@
-"""Reading one run directory into the rows the warehouse stores (``traces.services.write_runs``).
+"""Reading one run directory into the rows the warehouse stores (``traces.records.ParsedRun``, stored by
+``traces.services.RunWriter``).
 
 Every text is redacted (``traces.redaction``) before it is parsed or stored, and the run records how many
 secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD
@@ -6,18 +7,17 @@ secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-1
 ``traces.services.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
 goes to ``step_texts``, zlib-compressed in chunks of ``traces.services.TEXT_CHUNK`` bytes.
 
-Two ways to read an agent trace, with the same rows as the result (``tests/test_ingest_stream.py``):
-
-* whole (a worker process's runs, every run without a ``StepWriter``): the file is read, redacted and parsed at
-  once, every step held, and the rows returned;
-* as a stream (a trace over :data:`STREAM_BYTES` read by the storing process, inside the run's transaction):
-  blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``,
-  exact across blocks), scanned for residual key prefixes and API-limit markers, framed and parsed
-  (``traces.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
-  row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls, each
-  settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its
-  text are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time
-  (the phases), and only the tool outputs an output rule may read.
+Every trace file (the agent's and the judges') is read one way, as a stream (``Ingester._read_trace``): blocks
+of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``, exact
+across blocks), scanned for residual key prefixes and API-limit markers (the agent's), framed and parsed
+(``traces.parsers.stream_trace``); each step is made storable, redacted as decoded text, its call scanned,
+classified and marked (the agent's), and its row handed on: to the ``StepWriter`` of the storing process (which
+writes Arrow batches inside the run's transaction), or kept in the run's ``ParsedRun`` (a worker process's run,
+whose rows travel to the storing process; the judges' traces). The rows do not depend on where they go, nor on the
+block, step window and batch sizes (``tests/test_ingest_stream.py``). What stays in memory: the tool calls, each
+settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its text
+are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time (the
+phases), and only the tool outputs an output rule may read.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 import re2
 from django.conf import settings
@@ -38,7 +39,7 @@ from ptbsite.suites import known_agents, load_suite
 
 from .. import evidence, facets, layout
 from ..monitor import parse_monitor
-from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
+from ..parsers import StopReading, storable, stream_trace
 from ..parsers.framing import decode, loads
 from ..records import (EvaluationRow, FacetRow, LateUsage, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow,
                        StepRow, StepTextRow, VerdictRow, text_fields)
@@ -46,13 +47,12 @@ from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
 from ..steps import ParsedTrace, Step
 from ..verdicts import read_verdicts
-from .files import RunFiles, open_regular
+from .files import RefusedFile, RunFiles, open_regular
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 
 _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
-STREAM_BYTES = 16 * 1024 * 1024  # an agent trace larger than this is read as a stream when a StepWriter is given
 READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
 MAX_LINE_BYTES = 256 * 1024 * 1024  # a streamed trace with a longer line is refused (memory stays bounded)
 _MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
@@ -204,9 +204,9 @@ class Ingester:
         rows (``traces.records.ParsedRun``), its problems ("path: message" strings) and ``stored_steps`` (how
         many step rows, every trace).
 
-        ``step_writer`` (inside the caller's transaction, the run deleted before): an agent trace over
-        :data:`STREAM_BYTES` is read as a stream (module docstring) and its step rows go to the writer, not to
-        ``steps``; ``late_usage`` then lists the token counts to set on rows it wrote already.
+        ``step_writer`` (inside the caller's transaction, the run deleted before): the agent trace's step rows go
+        to the writer as they are read (module docstring), not to ``steps``; ``late_usage`` then lists the token
+        counts to set on rows it wrote already. Without one, they are in ``steps``.
 
         Raises:
             RunIngestError: an unknown base model or benchmark. OSError: a file could not be read.
@@ -253,11 +253,12 @@ class Ingester:
 
         trace_path = agent_trace_path(run_dir, files)
         raw_size = trace_path.stat().st_size if trace_path else 0
-        context = self.contexts[run_name.benchmark]
-        if step_writer is not None and trace_path is not None and raw_size > STREAM_BYTES:
-            agent = self._stream_agent(rid, trace_path, method, context, step_writer, counts, files)
+        held = _Held()  # the step rows not handed to a writer: those of the judges, and without one the agent's
+        if trace_path is None:
+            agent = _Trace(ParsedTrace(format="none"), [], [], [], "")
         else:
-            agent = self._whole_agent(rid, trace_path, method, context, counts, files)
+            agent = self._read_trace(rid, "agent", trace_path, step_writer or held, counts, files,
+                                     scaffold=method.harness_agent, context=self.contexts[run_name.benchmark])
         parsed = agent.parsed
         problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
         warnings = agent.warnings
@@ -266,17 +267,15 @@ class Ingester:
         state, detail = (("scored", "baseline evaluation") if baseline and metrics
                          else derive_state(run_dir, agent.text, metrics, files))
         calls = agent.calls
-        texts: list[StepTextRow] = agent.texts
-        steps = agent.rows
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
             if (m or path.name == "judgement.log") and files.is_file(path):
                 judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
-                judge_parsed = parse_trace(_read(path, self.redactor, counts, files) or "", source=path.name)
-                counts.secrets += redact_steps(judge_parsed.steps, self.redactor)
+                # (what decoding a judge's file replaced goes to counts.replaced, read above: not counted, as ever)
+                judge_parsed = self._read_trace(rid, judge, path, held, counts, files).parsed
                 replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
-                steps += list(self._step_rows(rid, judge, judge_parsed, {}, texts))
+        steps, texts = held.steps, held.texts
 
         def redact_decoded(text: str) -> str:
             redacted, n = self.redactor.redact_decoded(text)
@@ -333,53 +332,27 @@ class Ingester:
                          facets=facet_rows, phases=phase_rows, monitor=monitor_rows, problems=problems,
                          late_usage=[LateUsage(trace="agent", idx=idx, tokens_in=t_in, tokens_out=t_out)
                                      for idx, (t_in, t_out) in parsed.late_usage.items()],
-                         stored_steps=len(steps) + agent.streamed)
+                         stored_steps=len(steps) + (agent.count if step_writer is not None else 0))
         problems[:0] = files.problems  # the refused entries first (files.py), each naming its path
         counts.secrets += _redact_rows(rows, self.redactor)
         replaced += _make_rows_storable(rows)
         run.secrets_redacted, run.chars_replaced = counts.secrets, replaced
         return rows
 
-    def _whole_agent(self, rid: str, path: Path | None, method: layout.MethodName,
-                     context: evidence.EvidenceContext, counts: _Counts, files: RunFiles) -> _Agent:
-        """The agent trace read whole: every step held, its rows returned."""
-        trace_text = (_read(path, self.redactor, counts, files) or "") if path else ""
-        parsed = parse_trace(trace_text, source=path.name if path else "", scaffold=method.harness_agent) \
-            if path else ParsedTrace(format="none")
-        counts.secrets += redact_steps(parsed.steps, self.redactor)
-        warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
-        # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
-        calls = facets.tool_calls(parsed.steps)
-        marks = evidence.call_marks(calls, context)
-        texts: list[StepTextRow] = []
-        rows = list(self._step_rows(rid, "agent", parsed, marks, texts))
-        return _Agent(parsed, parsed.steps, calls, rows, texts, warnings, trace_text, len(parsed.steps), 0)
+    def _read_trace(self, rid: str, trace: str, path: Path, sink: _StepSink, counts: _Counts, files: RunFiles, *,
+                    scaffold: str | None = None, context: evidence.EvidenceContext | None = None) -> _Trace:
+        """Read one trace file of the run (``trace``: ``agent`` or ``judge:...``) as a stream, the one way a trace
+        is read: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded, redacted (``StreamRedactor``),
+        parsed (``stream_trace``), each step redacted again as decoded text and its row handed to ``sink`` as it
+        comes. The agent's trace (``context`` given) is also scanned for residual key prefixes and API-limit
+        markers, and each of its tool calls scanned, classified and marked as it comes; held: the (settled) tool
+        calls and a slim copy of each step (kind, index, time) for the phases.
 
-    def _stream_agent(self, rid: str, path: Path, method: layout.MethodName, context: evidence.EvidenceContext,
-                      writer: StepWriter, counts: _Counts, files: RunFiles) -> _Agent:
-        """The agent trace read as a stream: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded,
-        redacted (``StreamRedactor``), scanned for residual key prefixes and API-limit markers, parsed
-        (``stream_trace``); each step's call scanned, classified and marked as it comes, its row handed to
-        ``writer``. Held: the tool calls (with their text) and the outputs an output rule may read."""
-        before = _Counts(counts.secrets, counts.replaced)
-        written = writer.written + len(writer.steps)
-        try:
-            return self._stream_agent_once(rid, path, method, context, writer, counts, files)
-        except StreamFailed:
-            # Rows handed on are taken back; the whole text is then parsed as parse_trace does (plain text).
-            writer.flush()
-            writer.con.execute("DELETE FROM steps WHERE run_id = ? AND trace = 'agent'", [rid])
-            writer.con.execute("DELETE FROM step_texts WHERE run_id = ? AND trace = 'agent'", [rid])
-            writer.con.execute("DELETE FROM step_words WHERE run_id = ? AND trace = 'agent'", [rid])
-            writer.written = written
-            counts.secrets, counts.replaced = before.secrets, before.replaced
-            return self._whole_agent(rid, path, method, context, counts, files)
-
-    def _stream_agent_once(self, rid: str, path: Path, method: layout.MethodName,
-                           context: evidence.EvidenceContext, writer: StepWriter, counts: _Counts,
-                           files: RunFiles) -> _Agent:
+        Raises:
+            ReadLimit: reading went past ``self.deadline`` or met a line over :data:`MAX_LINE_BYTES`.
+        """
         redactor = StreamRedactor(self.redactor)
-        residual = ResidualScanner()
+        residual = ResidualScanner() if context is not None else None
         markers: set[str] = set()
         tail = ""
 
@@ -388,15 +361,21 @@ class Ingester:
             text, replaced = decode(data)
             counts.replaced += replaced
             redacted = redactor.feed(text, final=final)
-            residual.feed(redacted, final=final)
-            seen = tail + redacted
-            if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
-                markers.update(m for m in API_LIMIT_MARKERS if m in seen)
-            tail = seen[-_MARKER_TAIL:]
+            if residual is not None:
+                residual.feed(redacted, final=final)
+                seen = tail + redacted
+                if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
+                    markers.update(m for m in API_LIMIT_MARKERS if m in seen)
+                tail = seen[-_MARKER_TAIL:]
             return redacted
 
         def pieces() -> Iterator[str]:
-            with open_regular(path, files.root) as handle:
+            try:
+                handle = open_regular(path, files.root)
+            except RefusedFile as exc:  # changed since the run's entries were examined: absent, as RunFiles reads
+                files.problems.append(str(exc))
+                return
+            with handle:
                 held = b""
                 while block := handle.read(READ_BLOCK):
                     if self.deadline is not None and time.monotonic() > self.deadline:
@@ -419,51 +398,67 @@ class Ingester:
         def on_step(step: Step) -> None:
             nonlocal start
             counts.secrets += redact_steps([step], self.redactor)
-            call = collector.add(step)
+            call = collector.add(step) if context is not None else None
             marked = None
-            if call is not None:
+            if call is not None and context is not None:
                 hits, sure = call.raw_scan
                 marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure,
                                        data=call.data)
                 call.settle()  # what the facets read of its text is kept, the text let go
             if start is None and step.time is not None:
                 start = step.time
-            row = _step_row(rid, "agent", step, start, marked, writer.texts)
-            writer.add(row, len(row.input or "") + len(row.output))
-            # Phases read kind, index and time; the (settled) calls hold what the facets read.
-            kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
+            row = _step_row(rid, trace, step, start, marked, sink.texts)
+            sink.add(row, len(row.input or "") + len(row.output))
+            if context is not None:
+                # Phases read kind, index and time; the (settled) calls hold what the facets read.
+                kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
 
-        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=method.harness_agent)
+        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=scaffold)
         counts.secrets += redactor.secrets
         # derive_state looks for the first API-limit marker (in its order) in the text: these are all it can find.
         found = "\n".join(m for m in API_LIMIT_MARKERS if m in markers)
-        return _Agent(parsed, kept, collector.calls, [], [], residual.warnings, found, len(kept), len(kept))
+        return _Trace(parsed, kept, collector.calls, residual.warnings if residual is not None else [], found)
 
-    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, marks: dict[int, list[str]],
-                   texts: list[StepTextRow]) -> Iterator[StepRow]:
-        """Rows of the steps table for one parsed trace (``marks``: step index -> evidence rule ids, as
-        ``evidence.call_marks`` gives them); the whole text of any field cut at STEP_TEXT_CAP is appended to
-        ``texts`` as step_texts rows."""
-        start = next((s.time for s in parsed.steps if s.time is not None), None)
-        for s in parsed.steps:
-            yield _step_row(rid, trace, s, start, marks.get(s.index), texts)
+
+class _StepSink(Protocol):
+    """Where a trace's step rows go as they are read: a ``traces.services.StepWriter`` (written in batches inside
+    the caller's transaction), or :class:`_Held` (kept for the run's ``ParsedRun``)."""
+
+    texts: list[StepTextRow]
+
+    def add(self, row: StepRow, size: int) -> None:
+        """One step row (its whole texts, if cut, appended to :attr:`texts` before); ``size``: bytes of text."""
+
+
+class _Held:
+    """Step rows kept for the run's ``ParsedRun`` (a judge's trace, and the agent's without a writer: a worker
+    process's run, whose rows travel to the storing process)."""
+
+    def __init__(self) -> None:
+        self.steps: list[StepRow] = []
+        self.texts: list[StepTextRow] = []
+
+    def add(self, row: StepRow, size: int) -> None:
+        """Keep one step row; ``size`` is not needed."""
+        self.steps.append(row)
 
 
 @dataclass
-class _Agent:
-    """The agent trace of a run as ``parse_run`` uses it: ``steps`` (for times and phases; slim copies when
-    streamed), the calls, the rows not yet written (none when streamed), the residual warnings, the text
-    ``derive_state`` searches, how many steps, and how many of them a StepWriter got."""
+class _Trace:
+    """A trace as ``parse_run`` uses it: the parse (totals, problems; its steps went to the sink), the agent's
+    slim steps (for times and phases) and settled calls, the residual warnings, and the text ``derive_state``
+    searches (the API-limit markers found)."""
 
     parsed: ParsedTrace
     steps: list[Step]
     calls: list[facets.Call]
-    rows: list[StepRow]
-    texts: list[StepTextRow]
     warnings: list[str]
     text: str
-    count: int
-    streamed: int
+
+    @property
+    def count(self) -> int:
+        """Steps of the agent trace."""
+        return len(self.steps)
 
 
 def _step_row(rid: str, trace: str, s: Step, start: datetime | None, marked: list[str] | None,
