@@ -140,8 +140,10 @@ def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], sour
         while unsettled and step.line is not None and unsettled[0][0] <= step.line:
             unsettled.popleft()
 
+    unread = chain(head, lines)
+
     def tracked() -> Iterator[Line]:
-        for line in chain(head, lines):
+        for line in unread:
             unsettled.append(line)
             yield line
 
@@ -152,7 +154,7 @@ def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], sour
             raise
         except Exception as exc:  # noqa: BLE001 - as _parse_lines, keeping the steps handed on
             log.exception("the %s parser failed on %s", fmt, source)
-            trace = _as_text(list(unsettled) + list(lines), fmt, source, exc)
+            trace = _as_text(list(unsettled) + list(unread), fmt, source, exc)
             for step in trace.steps:
                 step.index += handed
     else:
