@@ -11,7 +11,6 @@ transaction. Reading results trees is ``traces.ingest``.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,8 +22,6 @@ from . import records, search_index
 from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
                       StepTextRow, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
-
-log = logging.getLogger(__name__)
 
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
 TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
@@ -140,7 +137,6 @@ class RunWriter:
             warehouse.run_in_transaction(lambda con: write_runs(con, [w for _, w in batch], methods=fresh))
         except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
             if len(batch) == 1:
-                log.exception("storing run %s failed", batch[0][1].rows.run.id)
                 self._failed(batch[0][0], exc)
                 return
             for one in batch:
@@ -156,11 +152,11 @@ class RunWriter:
         ``read(step_writer)`` reads it, handing its steps to ``step_writer`` as they come, and its other rows
         are written. ``read`` raising, or the write failing, is ``failed(key, exc)``. Raises nothing."""
         def unit(con) -> ParsedRun:
-            delete_run(con, run_id)
+            _delete_stored(con, [run_id])
             writer = StepWriter(con)
             rows = read(writer)
             writer.flush()
-            write_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]), deleted=True)
+            _insert_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]))
             return rows
 
         try:
@@ -176,24 +172,29 @@ class RunWriter:
         return list({w.method.id: w.method for w in batch if w.method.id not in self.methods}.values())
 
 
-def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], deleted: bool = False) -> None:
+def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch:
-    the ``methods`` rows (replacing those stored), the stored versions of the runs deleted (:func:`delete_run`;
-    ``deleted``: the caller did that already), the runs' rows inserted, ``late_usage`` applied (to steps a
-    :class:`StepWriter` wrote already), and the latest-run flags of their cells (method, benchmark, base model)
-    recomputed. The per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a
-    batch of N runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the
-    batch is stored once the caller rolls back."""
-    if not batch:
-        return
+    the ``methods`` rows (replacing those stored), the stored versions of the runs deleted (:func:`delete_run`),
+    the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote already), and the
+    latest-run flags of their cells (method, benchmark, base model) recomputed. The per-run cost of an ingest on
+    DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
+    (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is stored once the caller rolls back."""
+    if batch:
+        _delete_stored(con, [w.rows.run.id for w in batch])
+        _insert_runs(con, batch, methods=methods)
+
+
+def _delete_stored(con, ids: list[str]) -> None:
+    """Delete the stored versions of the runs ``ids`` (one query finds them; :func:`delete_run` each)."""
+    for (run_id,) in con.execute(f"SELECT id FROM runs WHERE id IN ({', '.join('?' * len(ids))})", ids).fetchall():
+        delete_run(con, run_id)
+
+
+def _insert_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
+    """:func:`write_runs` for runs not stored (their earlier versions deleted)."""
     if methods:
         con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
         insert_records(con, MethodRow, methods)
-    if not deleted:
-        ids = [w.rows.run.id for w in batch]
-        for (run_id,) in con.execute(f"SELECT id FROM runs WHERE id IN ({', '.join('?' * len(ids))})",
-                                     ids).fetchall():
-            delete_run(con, run_id)
     insert_records(con, RunRow, [w.rows.run for w in batch])
     _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts])
     for w in batch:
