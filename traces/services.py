@@ -11,6 +11,7 @@ transaction. Reading results trees is ``traces.ingest``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -152,11 +153,11 @@ class RunWriter:
         ``read(step_writer)`` reads it, handing its steps to ``step_writer`` as they come, and its other rows
         are written. ``read`` raising, or the write failing, is ``failed(key, exc)``. Raises nothing."""
         def unit(con) -> ParsedRun:
-            _delete_stored(con, [run_id])
+            delete_run(con, run_id)  # before its new steps are written
             writer = StepWriter(con)
             rows = read(writer)
             writer.flush()
-            _insert_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]))
+            write_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]))
             return rows
 
         try:
@@ -176,22 +177,13 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch:
     the ``methods`` rows (replacing those stored), the stored versions of the runs deleted (:func:`delete_run`),
     the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote already), and the
-    latest-run flags of their cells (method, benchmark, base model) recomputed. The per-run cost of an ingest on
-    DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
-    (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is stored once the caller rolls back."""
-    if batch:
-        _delete_stored(con, [w.rows.run.id for w in batch])
-        _insert_runs(con, batch, methods=methods)
-
-
-def _delete_stored(con, ids: list[str]) -> None:
-    """Delete the stored versions of the runs ``ids`` (one query finds them; :func:`delete_run` each)."""
-    for (run_id,) in con.execute(f"SELECT id FROM runs WHERE id IN ({', '.join('?' * len(ids))})", ids).fetchall():
-        delete_run(con, run_id)
-
-
-def _insert_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
-    """:func:`write_runs` for runs not stored (their earlier versions deleted)."""
+    latest-run flags recomputed of the cells (method, benchmark, base model) where they may change: those that hold
+    another run. The per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a
+    batch of N runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the
+    batch is stored once the caller rolls back."""
+    if not batch:
+        return
+    shared = _delete_stored(con, batch)
     if methods:
         con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
         insert_records(con, MethodRow, methods)
@@ -207,7 +199,10 @@ def _insert_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> Non
     insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
     insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
     insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
-    cells = sorted({(w.rows.run.method, w.rows.run.benchmark, w.rows.run.base_model) for w in batch})
+    in_batch = Counter(_cell(w.rows.run) for w in batch)
+    cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
+    if not cells:
+        return
     # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
     # (DuckLake writes every updated row again). One statement for every cell of the batch.
     values = ", ".join("(?, ?, ?)" for _ in cells)
@@ -218,6 +213,29 @@ def _insert_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> Non
         f"GROUP BY ALL) AS top WHERE runs.method = top.method AND runs.benchmark = top.benchmark AND "
         f"runs.base_model = top.base_model AND runs.is_latest IS DISTINCT FROM (runs.cluster_id = top.cluster_id)",
         [value for cell in cells for value in cell])
+
+
+def _cell(run: RunRow) -> tuple[str, str, str]:
+    return run.method, run.benchmark, run.base_model
+
+
+def _delete_stored(con, batch: list[RunWrite]) -> set[tuple[str, str, str]]:
+    """Delete the stored versions of the batch's runs (:func:`delete_run`); returns the cells of the batch that
+    hold another stored run. One query finds both."""
+    ids = {w.rows.run.id for w in batch}
+    cells = sorted({_cell(w.rows.run) for w in batch})
+    found = con.execute(
+        f"SELECT id, method, benchmark, base_model FROM runs r WHERE id IN ({', '.join('?' * len(ids))}) OR EXISTS "
+        f"(SELECT 1 FROM (VALUES {', '.join('(?, ?, ?)' for _ in cells)}) AS cell(method, benchmark, base_model) "
+        f"WHERE cell.method = r.method AND cell.benchmark = r.benchmark AND cell.base_model = r.base_model)",
+        [*ids, *(value for cell in cells for value in cell)]).fetchall()
+    shared = set()
+    for run_id, *cell in found:
+        if run_id in ids:
+            delete_run(con, run_id)
+        else:
+            shared.add((cell[0], cell[1], cell[2]))
+    return shared
 
 
 _ANALYSIS_TABLES = ("facets", "phases", "monitor")  # deleted with their run (delete_run)
