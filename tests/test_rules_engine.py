@@ -104,7 +104,7 @@ def test_each_trigger_phrase_alone(text):
         assert {rule for rule, pattern in rule_set.rules.items() if pattern.search(text)} <= may
 
 
-# Pieces of Python's syntax the rules engine reads itself (traces.rules._Parser): every escape and set form, flags
+# Pieces of Python's syntax the rules engine reads itself (ingest.rules._Parser): every escape and set form, flags
 # scoped and global, each quantifier, groups of every kind, assertions (issue 28: it read CPython's private parser).
 _ATOMS = ["a", "b", "K", "s", "\u00e9", "\u017f", ".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "\\b", "\\B", "^", "$",
           "\\A", "\\Z", "\\.", "\\-", "\\n", "\\x41", "\\u00e9", "\\N{LATIN SMALL LETTER K}", "\\0", "\\101", "[a-c]",

@@ -340,7 +340,7 @@ def read_analysis(con, suite: str) -> Analysis:
         mix.append(MethodMix(key=key, agent=name, runs=len(items),
                              counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
         rated = [f for f in items if f.ratio is not None]
-        # A defined ratio has both scores (traces.facets.overoptimism), so no rated run lacks one.
+        # A defined ratio has both scores (traces.vocabulary.overoptimism), so no rated run lacks one.
         best = max(rated, key=lambda f: f.verified if f.verified is not None else -1.0) if rated else None
         calibration.append(AgentCalibration(
             key=key, agent=name, runs=len(rated), mean_ratio=_mean(_known(f.ratio for f in rated)),
