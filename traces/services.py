@@ -121,7 +121,7 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``ingest.Ingester.parse_run`` gives them, its method's row
+    """One parsed run to store: ``rows`` as ``ingest.reader.Ingester.parse_run`` gives them, its method's row
     (``methods`` column order), and what the caller knows of the warehouse (see :func:`write_run`)."""
 
     rows: dict
