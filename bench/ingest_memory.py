@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/ingest_memory.py [--mb 180] [--work DIR]
 On the big tree of ``bench/ingest_process.py`` (the demo's long Claude Code run repeated to ``--mb`` MB; built in the work
 folder unless it is there already):
 
-* **held facts**: the agent trace read as a stream (``Ingester._stream_agent``) with a writer that drops its rows,
+* **held facts**: the agent trace read as a stream (``Ingester._read_trace``) with a writer that drops its rows,
   under ``tracemalloc``; printed: the MB of Python objects still held at the end (the calls and steps the facets
   and phases read), with each call settled as the ingest does (``facets.Call.settle``) and, as the anchor, with
   settling turned off (every call keeps its text, parsed input and whole step, as before issue 15 part C);
@@ -59,8 +59,9 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
         context = ingester.contexts[layout.parse_run_name(run_dir.name).benchmark]
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
-        agent = ingester._stream_agent("bench", run_dir / "solve_out.txt", method, context, _dropping_writer(),
-                                       _Counts(), RunFiles(run_dir, run_dir.parent.parent))
+        agent = ingester._read_trace("bench", "agent", run_dir / "solve_out.txt", _dropping_writer(), _Counts(),
+                                     RunFiles(run_dir, run_dir.parent.parent), scaffold=method.harness_agent,
+                                     context=context)
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
         return held / 1e6, len(agent.calls), len(agent.steps)

@@ -1,6 +1,7 @@
 """Reading PostTrainBench results trees into the warehouse (spec section 1): walking the tree, reading each run
 directory (state, score, prompt, verdicts, the agent's and judges' traces as typed steps, facets and evidence),
-and handing each run to ``traces.services.write_runs`` (several runs a transaction) or ``write_run``.
+and handing each run (``traces.records.ParsedRun``) to one ``traces.services.RunWriter`` (several runs a
+transaction, or one run read as a stream).
 
 Modules: :mod:`.tree` (``ingest_tree``: the walk, the process pool, the report), :mod:`.reader` (``Ingester``:
 one run directory into rows), :mod:`.state` (``derive_state``, ``read_accuracy``), :mod:`.reindex` (re-deriving

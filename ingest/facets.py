@@ -283,15 +283,15 @@ class CallCollector:
                 self._open[step.call_id] = call
             return call
         if step.kind == "tool_result":
-            call = self._open.pop(step.call_id, None) if step.call_id else None
-            if call is None and calls and calls[-1].result is None and not (step.call_id and calls[-1].step.call_id):
-                call = calls[-1]
-            if call is not None and call.result is None:
-                call.result = step
-                if self.slim and call.phase != "evaluation" and not call.output_scan[0]:
-                    call.result = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool))
-                if call.settled:  # paired: its id is never read again
-                    call.step.call_id = None
+            match = self._open.pop(step.call_id, None) if step.call_id else None
+            if match is None and calls and calls[-1].result is None and not (step.call_id and calls[-1].step.call_id):
+                match = calls[-1]
+            if match is not None and match.result is None:
+                match.result = step
+                if self.slim and match.phase != "evaluation" and not match.output_scan[0]:
+                    match.result = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool))
+                if match.settled:  # paired: its id is never read again
+                    match.step.call_id = None
         return None
 
 
@@ -350,7 +350,7 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
             if name == "library":
                 found = [lib for lib, rule in _LIBRARY_NAMES if rule in call.hits and call.has(rule)]
             elif "dataset" in call.hits:
-                found = [next(g for g in groups if g) for groups in call.find_groups("dataset")]
+                found = [next(g for g in groups if g) or "" for groups in call.find_groups("dataset")]
                 found = [d for d in found if d.lower() not in _DATASET_BUILDERS]
             else:
                 continue
@@ -382,10 +382,11 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
 
     rollouts: tuple[int, int] | None = None
     for call in work:
-        found = [(groups, call.step.index) for groups in call.find_groups("rollouts")]
+        said: list[tuple[tuple[str | None, ...], int]] = [
+            (groups, call.step.index) for groups in call.find_groups("rollouts")]
         if call.result is not None and "rollouts" in call.output_scan[0]:
-            found += [(m.groups(), call.result.index) for m in _ROLLOUTS.finditer(call.result.output)]
-        for groups, index in found:
+            said += [(m.groups(), call.result.index) for m in _ROLLOUTS.finditer(call.result.output)]
+        for groups, index in said:
             rollouts = (_int(next(g for g in groups if g)), index)
     if rollouts is not None:
         facets.append(Facet("rollouts_per_step", str(rollouts[0]), float(rollouts[0]), (rollouts[1],)))
@@ -405,14 +406,14 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
     if eval_runs:
         facets.append(Facet("evaluations", str(len(eval_runs)), float(len(eval_runs)),
                             tuple(c.step.index for c in eval_runs)))
-    last_score = None
+    last_score: tuple[tuple[float, str], Call, Step] | None = None
     for call in eval_runs:
         score = _parse_score(call.result.output) if call.result is not None else None
-        if score is not None:
-            last_score = (score, call)
+        if score is not None and call.result is not None:
+            last_score = (score, call, call.result)
     if last_score is not None:
-        (value, text), call = last_score
-        facets.append(Facet("self_score", text, value, (call.step.index, call.result.index)))
+        (fraction, text), call, result = last_score
+        facets.append(Facet("self_score", text, fraction, (call.step.index, result.index)))
     return facets
 
 

@@ -5,15 +5,11 @@ What the rules read and how they run: docs/rules.md.
 """
 from __future__ import annotations
 
-import importlib
 import re
+import unicodedata
 from collections.abc import Mapping
 
 import re2
-
-# Python's own regex parser (private modules; typeshed does not declare them, so they are imported by name).
-sre_c = importlib.import_module("re._constants")
-sre_parse = importlib.import_module("re._parser")
 
 RE2_MAX_MEM = 64 << 20  # bytes
 _SEEN_MAX = 4096  # distinct (ASCII?, rules found) combinations whose result pair a RuleSet keeps
@@ -45,20 +41,206 @@ def _complement(ranges: list[tuple[int, int]], top: int = 0x7F) -> list[tuple[in
     return out
 
 
-# category -> (ranges it may match: a superset, ranges it surely matches: a subset), both as code point ranges.
+# category (its escape letter) -> (ranges it may match: a superset, ranges it surely matches: a subset), both as code
+# point ranges.
 _CATEGORIES = {
-    sre_c.CATEGORY_DIGIT: (_ASCII_DIGIT + _NON_ASCII, _ASCII_DIGIT),
-    sre_c.CATEGORY_WORD: (_ASCII_WORD + _NON_ASCII, _ASCII_WORD),
-    sre_c.CATEGORY_SPACE: (_ASCII_SPACE + _NON_ASCII, _ASCII_SPACE),
-    sre_c.CATEGORY_NOT_DIGIT: (_complement(_ASCII_DIGIT, _TOP), _complement(_ASCII_DIGIT)),
-    sre_c.CATEGORY_NOT_WORD: (_complement(_ASCII_WORD, _TOP), _complement(_ASCII_WORD)),
-    sre_c.CATEGORY_NOT_SPACE: (_complement(_ASCII_SPACE, _TOP), _complement(_ASCII_SPACE)),
+    "d": (_ASCII_DIGIT + _NON_ASCII, _ASCII_DIGIT),
+    "w": (_ASCII_WORD + _NON_ASCII, _ASCII_WORD),
+    "s": (_ASCII_SPACE + _NON_ASCII, _ASCII_SPACE),
+    "D": (_complement(_ASCII_DIGIT, _TOP), _complement(_ASCII_DIGIT)),
+    "W": (_complement(_ASCII_WORD, _TOP), _complement(_ASCII_WORD)),
+    "S": (_complement(_ASCII_SPACE, _TOP), _complement(_ASCII_SPACE)),
 }
 _ASCII_CATEGORIES = {  # under re.ASCII the categories are exactly their ASCII members
-    sre_c.CATEGORY_DIGIT: _ASCII_DIGIT, sre_c.CATEGORY_WORD: _ASCII_WORD, sre_c.CATEGORY_SPACE: _ASCII_SPACE,
-    sre_c.CATEGORY_NOT_DIGIT: _complement(_ASCII_DIGIT, _TOP), sre_c.CATEGORY_NOT_WORD: _complement(_ASCII_WORD, _TOP),
-    sre_c.CATEGORY_NOT_SPACE: _complement(_ASCII_SPACE, _TOP),
+    "d": _ASCII_DIGIT, "w": _ASCII_WORD, "s": _ASCII_SPACE, "D": _complement(_ASCII_DIGIT, _TOP),
+    "W": _complement(_ASCII_WORD, _TOP), "S": _complement(_ASCII_SPACE, _TOP),
 }
+
+# A parsed pattern is a list of nodes, each a tuple whose first item names its kind:
+#   ("char", cp)                       one character (a literal or an escape such as \x41, \n, \N{EM DASH})
+#   ("any",)                           .
+#   ("category", letter)               \d \D \w \W \s \S (letter: d D w W s S)
+#   ("set", negated, members)          [...] or [^...]; members: ("char", cp), ("range", lo, hi), ("category", letter)
+#   ("branch", alternatives)           a|b, each alternative a node list
+#   ("group", add, remove, body)       (...), (?:...), (?P<name>...), (?flags-flags:...): flags added and removed
+#   ("atomic", body)                   (?>...)
+#   ("repeat", low, high, mode, body)  * + ? {m,n}: high None for no bound; mode greedy, lazy (?) or possessive (+)
+#   ("at", where)                      ^ $ \A \Z \b \B (where: ^ $ A Z b B)
+#   ("look",)                          a lookahead or lookbehind assertion (its body is not kept)
+Node = tuple
+_FLAG_LETTERS = {"a": re.ASCII, "i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": re.UNICODE,
+                 "x": re.VERBOSE, "L": re.LOCALE}
+_ESCAPED_CHARS = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
+_REPEAT = re.compile(r"\{([0-9]*)(?:(,)([0-9]*))?\}")
+_OCTAL = "01234567"
+
+
+class _Parser:
+    """Python's regular expression syntax (https://docs.python.org/3/library/re.html#regular-expression-syntax),
+    read into nodes (above) for a pattern that ``re`` compiled, so it is well formed. Raises Unsupported for what
+    has no relaxed form (back-references, conditionals) or is not read here (verbose and locale patterns)."""
+
+    def __init__(self, text: str):
+        self.text, self.at = text, 0
+
+    def parse(self) -> list[Node]:
+        nodes = self._alternation()
+        if self.at < len(self.text):
+            raise Unsupported(f"unbalanced parenthesis at {self.at}")
+        return nodes
+
+    def _next(self) -> str | None:
+        return self.text[self.at] if self.at < len(self.text) else None
+
+    def _take(self) -> str:
+        if self.at >= len(self.text):
+            raise Unsupported("the pattern ends inside a construct")
+        self.at += 1
+        return self.text[self.at - 1]
+
+    def _alternation(self) -> list[Node]:
+        branches = [self._sequence()]
+        while self._next() == "|":
+            self.at += 1
+            branches.append(self._sequence())
+        return branches[0] if len(branches) == 1 else [("branch", branches)]
+
+    def _sequence(self) -> list[Node]:
+        nodes: list[Node] = []
+        while (c := self._next()) is not None and c not in "|)":
+            node = self._atom()
+            if node is not None:
+                nodes.append(self._repeated(node))
+        return nodes
+
+    def _repeated(self, node: Node) -> Node:
+        c = self._next()
+        if c is not None and c in "*+?":
+            self.at += 1
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+        elif c == "{" and (m := _REPEAT.match(self.text, self.at)) and m[0] != "{}":
+            self.at = m.end()
+            low = int(m[1]) if m[1] else 0
+            high = (int(m[3]) if m[3] else None) if m[2] else low
+        else:
+            return node
+        mode = "greedy"
+        if self._next() in ("?", "+"):
+            mode = "lazy" if self._take() == "?" else "possessive"
+        return ("repeat", low, high, mode, [node])
+
+    def _atom(self) -> Node | None:
+        c = self._take()
+        if c == "(":
+            return self._group()
+        if c == "[":
+            return self._set()
+        if c == "\\":
+            return self._escape(in_set=False)
+        if c in ".^$":
+            return ("any",) if c == "." else ("at", c)
+        return ("char", ord(c))
+
+    def _body(self) -> list[Node]:
+        body = self._alternation()
+        if self._take() != ")":
+            raise Unsupported("unbalanced parenthesis")
+        return body
+
+    def _group(self) -> Node | None:  # noqa: C901 - one branch per group syntax
+        if self._next() != "?":
+            return ("group", 0, 0, self._body())
+        self.at += 1
+        c = self._take()
+        if c == ":":
+            return ("group", 0, 0, self._body())
+        if c == "P" and self._next() == "<":
+            end = self.text.index(">", self.at)
+            self.at = end + 1
+            return ("group", 0, 0, self._body())
+        if c in "=!" or (c == "<" and self._next() in ("=", "!")):
+            if c == "<":
+                self.at += 1
+            self._body()
+            return ("look",)
+        if c == ">":
+            return ("atomic", self._body())
+        if c == "#":
+            self.at = self.text.index(")", self.at) + 1
+            return None
+        if c in _FLAG_LETTERS or c == "-":
+            self.at -= 1
+            add, remove = self._flags(), 0
+            if self._next() == "-":
+                self.at += 1
+                remove = self._flags()
+            if (add | remove) & (re.VERBOSE | re.LOCALE):
+                raise Unsupported("verbose or locale flags")
+            if self._take() == ")":
+                return None  # global flags: the compiled pattern's flags hold them already
+            return ("group", add, remove, self._body())
+        raise Unsupported(f"group (?{c}... has no relaxed form")  # (?P=name), (?(1)...)
+
+    def _flags(self) -> int:
+        flags = 0
+        while (c := self._next()) is not None and c in _FLAG_LETTERS:
+            flags |= _FLAG_LETTERS[c]
+            self.at += 1
+        return flags
+
+    def _set(self) -> Node:
+        negated = self._next() == "^"
+        if negated:
+            self.at += 1
+        members: list[Node] = []
+        while True:
+            c = self._take()
+            if c == "]" and members:
+                return ("set", negated, members)
+            first = self._escape(in_set=True) if c == "\\" else ("char", ord(c))
+            if self._next() == "-" and self.text[self.at + 1:self.at + 2] not in ("]", ""):
+                self.at += 1
+                c = self._take()
+                last = self._escape(in_set=True) if c == "\\" else ("char", ord(c))
+                if first[0] != "char" or last[0] != "char":
+                    raise Unsupported("a range between categories")
+                members.append(("range", first[1], last[1]))
+            else:
+                members.append(first)
+
+    def _digits(self, count: int, alphabet: str) -> str:
+        taken = ""
+        while len(taken) < count and (c := self._next()) is not None and c in alphabet:
+            taken += c
+            self.at += 1
+        return taken
+
+    def _escape(self, *, in_set: bool) -> Node:  # noqa: C901 - one branch per escape
+        c = self._take()
+        if c in "dDwWsS":
+            return ("category", c)
+        if c in "AZbB" and not in_set:
+            return ("at", c)
+        if c == "b":
+            return ("char", 8)  # backspace, inside a set
+        if c in _ESCAPED_CHARS:
+            return ("char", _ESCAPED_CHARS[c])
+        if c in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[c]
+            return ("char", int(self._digits(width, "0123456789abcdefABCDEF"), 16))
+        if c == "N":
+            end = self.text.index("}", self.at)
+            name, self.at = self.text[self.at + 1:end], end + 1
+            return ("char", ord(unicodedata.lookup(name)))
+        if c in _OCTAL and (in_set or c == "0"):
+            return ("char", int(c + self._digits(2, _OCTAL), 8))
+        if c in "123456789":  # three octal digits, else a back-reference
+            following = self.text[self.at:self.at + 2]
+            if c in _OCTAL and len(following) == 2 and all(d in _OCTAL for d in following):
+                self.at += 2
+                return ("char", int(c + following, 8))
+            raise Unsupported("a back-reference")
+        return ("char", ord(c))
 
 
 class _Relaxer:
@@ -108,69 +290,68 @@ class _Relaxer:
                     out += self.char(extra, True, negated=False)
         return out
 
-    def emit(self, items, flags: int) -> str:
-        return "".join(self.node(op, av, flags) for op, av in items)
+    def emit(self, nodes: list[Node], flags: int) -> str:
+        return "".join(self.node(node, flags) for node in nodes)
 
-    def node(self, op, av, flags: int) -> str:  # noqa: C901 - one branch per node type of re._parser
+    def _members(self, members: list[Node], flags: int, *, negated: bool) -> list[tuple[int, int]]:
         ignorecase = bool(flags & re.IGNORECASE)
-        if op is sre_c.LITERAL:
-            return _class(self.char(av, ignorecase, negated=False))
-        if op is sre_c.NOT_LITERAL:
-            return _class(self.char(av, ignorecase, negated=True), negated=True)
-        if op is sre_c.ANY:
+        ranges: list[tuple[int, int]] = []
+        for member in members:
+            if member[0] == "char":
+                ranges += self.char(member[1], ignorecase, negated=negated)
+            elif member[0] == "range":
+                ranges += self.range(member[1], member[2], ignorecase, negated=negated)
+            elif flags & re.ASCII:
+                ranges += _ASCII_CATEGORIES[member[1]]
+            else:
+                ranges += _CATEGORIES[member[1]][1 if negated else 0]
+        return ranges
+
+    def node(self, node: Node, flags: int) -> str:  # noqa: C901 - one branch per node kind
+        kind = node[0]
+        if kind in ("char", "category"):
+            return _class(self._members([node], flags, negated=False))
+        if kind == "set":
+            return _class(self._members(node[2], flags, negated=node[1]), negated=node[1])
+        if kind == "any":
             return "[\\x{0}-\\x{10ffff}]" if flags & re.DOTALL else "[^\\n]"
-        if op is sre_c.IN:
-            negated = bool(av) and av[0][0] is sre_c.NEGATE
-            ranges: list[tuple[int, int]] = []
-            for kind, value in av[1:] if negated else av:
-                if kind is sre_c.LITERAL:
-                    ranges += self.char(value, ignorecase, negated=negated)
-                elif kind is sre_c.RANGE:
-                    ranges += self.range(value[0], value[1], ignorecase, negated=negated)
-                elif kind is sre_c.CATEGORY:
-                    if flags & re.ASCII:
-                        ranges += _ASCII_CATEGORIES[value]
-                    else:
-                        ranges += _CATEGORIES[value][1 if negated else 0]
-                else:
-                    raise Unsupported(f"class member {kind}")
-            return _class(ranges, negated=negated)
-        if op is sre_c.BRANCH:
-            return "(?:" + "|".join(self.emit(branch, flags) for branch in av[1]) + ")"
-        if op is sre_c.SUBPATTERN:
-            _group, add, remove, body = av
+        if kind == "branch":
+            return "(?:" + "|".join(self.emit(branch, flags) for branch in node[1]) + ")"
+        if kind == "group":
+            _, add, remove, body = node
             return "(?:" + self.emit(body, (flags | add) & ~remove) + ")"
-        if op is sre_c.ATOMIC_GROUP:
+        if kind == "atomic":
             self.exact = False
-            return "(?:" + self.emit(av, flags) + ")"
-        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
-            low, high, body = av
+            return "(?:" + self.emit(node[1], flags) + ")"
+        if kind == "repeat":
+            _, low, high, mode, body = node
             inner = "(?:" + self.emit(body, flags) + ")"
-            if op is sre_c.POSSESSIVE_REPEAT:
+            if mode == "possessive":
                 self.exact = False
-            if low > 1000 or (high is not sre_c.MAXREPEAT and high > 1000):
+            if low > 1000 or (high is not None and high > 1000):
                 self.exact = False
                 return inner + "*"
-            if high is sre_c.MAXREPEAT:
+            if high is None:
                 return inner + ("*" if low == 0 else "+" if low == 1 else f"{{{low},}}")
             return inner + f"{{{low},{high}}}"
-        if op is sre_c.AT:
-            if av is sre_c.AT_BEGINNING:
+        if kind == "at":
+            where = node[1]
+            if where == "^":
                 return "(?m:^)" if flags & re.MULTILINE else "^"
-            if av is sre_c.AT_BEGINNING_STRING:
-                return "\\A"
-            if av is sre_c.AT_END_STRING:
-                return "\\z"
-            if av is sre_c.AT_END and flags & re.MULTILINE:
+            if where in "AZ":
+                return "\\A" if where == "A" else "\\z"
+            if where == "$" and flags & re.MULTILINE:
                 return "(?m:$)"
-            if av in (sre_c.AT_BOUNDARY, sre_c.AT_NON_BOUNDARY) and self.boundaries:
-                return "\\b" if av is sre_c.AT_BOUNDARY else "\\B"
+            if where in "bB" and self.boundaries:
+                if where == "B":
+                    self.exact = False  # Python's \B never matches in an empty text, RE2's does
+                return "\\" + where
             self.exact = False
             return ""  # \b, \B, $ without MULTILINE: they only forbid matches
-        if op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+        if kind == "look":
             self.exact = False
             return ""  # lookaround: only forbids matches
-        raise Unsupported(f"{op} has no relaxed form")
+        raise Unsupported(f"{kind} has no relaxed form")
 
 
 def _class(ranges: list[tuple[int, int]], *, negated: bool = False) -> str:
@@ -188,18 +369,24 @@ def _class(ranges: list[tuple[int, int]], *, negated: bool = False) -> str:
     return f"[{'^' if negated else ''}{body}]"
 
 
+def parse(pattern: re.Pattern[str]) -> list[Node]:
+    """The nodes of a compiled ``str`` pattern (:class:`_Parser`); its flags are ``pattern.flags`` (the inline
+    global ones included). Raises Unsupported."""
+    if pattern.flags & (re.VERBOSE | re.LOCALE):
+        raise Unsupported("verbose or locale flags")
+    return _Parser(pattern.pattern).parse()
+
+
 def relax(pattern: re.Pattern[str]) -> str:
     """The RE2 pattern that matches every text ``pattern`` matches (module docstring). Raises Unsupported."""
-    tree = sre_parse.parse(pattern.pattern, pattern.flags)
-    return _Relaxer(boundaries=False).emit(tree.data, tree.state.flags)
+    return _Relaxer(boundaries=False).emit(parse(pattern), pattern.flags)
 
 
 def ascii_form(pattern: re.Pattern[str]) -> tuple[str, bool]:
     """``(RE2 pattern, exact)``: the relaxed form with ``\\b``/``\\B`` kept; ``exact``: it matches an ASCII text
     exactly when ``pattern`` does (else it matches at least those texts). Raises Unsupported."""
-    tree = sre_parse.parse(pattern.pattern, pattern.flags)
     relaxer = _Relaxer(boundaries=True)
-    return relaxer.emit(tree.data, tree.state.flags), relaxer.exact
+    return relaxer.emit(parse(pattern), pattern.flags), relaxer.exact
 
 
 _NONE: frozenset[str] = frozenset()

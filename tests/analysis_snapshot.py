@@ -64,21 +64,21 @@ def tree_analysis(root: Path, *, only: set[str] | None = None) -> dict[str, dict
             except (layout.LayoutError, RunIngestError) as exc:
                 out[key] = {"error": str(exc).replace(str(root), "<root>")}
                 continue
-            steps = rows["steps"]  # (run_id, trace, idx, time, elapsed, kind, tool, input, output, ..., suspicious)
+            steps = rows.steps
             out[key] = {
-                "facets": [[f[1], f[2], f[3], f[4]] for f in rows["facets"]],
-                "phases": [list(p[1:]) for p in rows["phases"]],
-                "evidence": {f"{s[1]}:{s[2]}": s[15] for s in steps if s[15]},
+                "facets": [[f.facet, f.value, f.value_num, f.steps] for f in rows.facets],
+                "phases": [[p.phase, p.start_s, p.end_s, p.step_from, p.step_to] for p in rows.phases],
+                "evidence": {f"{s.trace}:{s.idx}": s.suspicious for s in steps if s.suspicious},
                 "call_phases": "".join(
-                    vocabulary.call_phase(_step(s).input)[0] for s in steps if s[5] == "tool_call"),
+                    vocabulary.call_phase(_step(s).input)[0] for s in steps if s.kind == "tool_call"),
             }
     return out
 
 
-def _step(row: tuple):
+def _step(row):
     from traces.steps import Step
 
-    return Step(row[2], "tool_call", tool=row[6], input=row[7])
+    return Step(row.idx, "tool_call", tool=row.tool, input=row.input)
 
 
 # Trigger phrases of every rule (ingest/facets.py, ingest/evidence.py docstrings) and near misses.

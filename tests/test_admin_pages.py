@@ -24,13 +24,6 @@ from .test_reruns_worker_api import scored_log  # noqa: F401 - fixture: a real .
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
-
-
 def test_a_bad_samples_value_answers_the_form_again_with_the_reason(staff_client: Client, rerun_tree: dict,
                                                                     redis_broker: str) -> None:
     response = staff_client.post("/reruns/new", {"run_id": rerun_tree["run_id"], "limit": "ten", "max_tokens": "16",

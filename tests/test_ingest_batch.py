@@ -67,7 +67,7 @@ def test_a_run_that_cannot_be_written_loses_nothing_of_its_batch(demo_tree, tmp_
 
     def failing_insert(con, steps, texts):
         # fault injection: the warehouse refuses this run's steps (a full disk, a constraint), nothing else's
-        if any(step[0] == victim_id for step in steps):
+        if any(step.run_id == victim_id for step in steps):
             raise duckdb.IOException("injected write failure")
         real_insert(con, steps, texts)
 

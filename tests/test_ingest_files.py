@@ -235,7 +235,6 @@ def test_a_streamed_trace_without_newlines_is_refused_in_bounded_memory(tree, fr
     root, _ = tree
     bad = _run(root / METHOD / BAD)
     (bad / "solve_out.txt").write_bytes(b"\0" * (3 * reader.READ_BLOCK))
-    monkeypatch.setattr(reader, "STREAM_BYTES", 1024)  # stream every trace, as one over 16 MB is
     monkeypatch.setattr(reader, "MAX_LINE_BYTES", reader.READ_BLOCK)
     report = ingest_tree(root=root, workers=1)
     assert (report.stored, report.failed) == (1, 1), report.problems
@@ -274,7 +273,6 @@ def test_a_streamed_run_over_the_time_limit_is_reported_and_not_stored(tree, fre
                                                                       monkeypatch):
     root, _ = tree
     _run(root / METHOD / BAD)
-    monkeypatch.setattr(reader, "STREAM_BYTES", 0)  # every trace streamed in this process, as a long one is
     settings.PTB_INGEST_RUN_SECONDS = 0
     report = ingest_tree(root=root, workers=1)
     assert (report.stored, report.failed) == (0, 2), report.problems

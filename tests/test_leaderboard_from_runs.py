@@ -217,7 +217,7 @@ def test_reingesting_an_unchanged_tree_regroups_its_methods(hand_tree, tmp_path)
 @pytest.mark.parametrize("kind", ["file", "ducklake-sqlite"])
 def test_the_latest_run_of_a_cell_follows_later_ingests(tmp_path, warehouse_factory, settings, kind):
     # A cell's latest run is its highest cluster id, whichever ingest stored it and in whatever order: the
-    # ingest skips the flag update only for a run alone in its cell (ingest.tree._Stored).
+    # writer recomputes the flags of every cell a batch touches (traces.services.write_runs).
     from ptbsite import warehouse
     from ingest.tree import ingest_tree
 

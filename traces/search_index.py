@@ -42,6 +42,8 @@ from functools import cache
 
 import duckdb
 
+from . import records
+from .records import StepTextRow, WordSourceRow
 from .vocabulary import code_version
 
 WORD = r"[\pL\pM\pN_]"  # one word character (RE2 syntax, in DuckDB's regexp functions)
@@ -72,27 +74,19 @@ def index_rows(con: duckdb.DuckDBPyConnection, source: str, params: list | None 
     con.execute(_INDEX_SQL.format(source=source), params or [])
 
 
-def index_whole_texts(con: duckdb.DuckDBPyConnection, texts: Iterable[tuple]) -> None:
+def index_whole_texts(con: duckdb.DuckDBPyConnection, texts: Iterable[StepTextRow]) -> None:
     """Write the word rows of the whole texts of fields cut at ingest: ``texts`` are ``step_texts`` rows
-    ``(run_id, trace, idx, field, chunk, zlib bytes)``, decompressed and joined in chunk order (the stored, cut
-    text of those fields is indexed with its step). Raises duckdb.Error."""
-    import pyarrow as pa  # on a write only: web workers never load it (bench/web_memory.py)
-
-    fields: dict[tuple, list[tuple[int, bytes]]] = {}
-    for run_id, trace, idx, field, chunk, data in texts:
-        fields.setdefault((run_id, trace, idx, field), []).append((chunk, data))
+    (zlib chunks), decompressed and joined in chunk order (the stored, cut text of those fields is indexed with
+    its step). Raises duckdb.Error."""
+    fields: dict[tuple[str, str, int, str], list[tuple[int, bytes]]] = {}
+    for text in texts:
+        fields.setdefault((text.run_id, text.trace, text.idx, text.field), []).append((text.chunk, text.data))
     if not fields:
         return
-    keys = list(fields)
-    table = pa.table({
-        "run_id": pa.array([k[0] for k in keys], type=pa.string()),
-        "trace": pa.array([k[1] for k in keys], type=pa.string()),
-        "idx": pa.array([k[2] for k in keys], type=pa.int32()),
-        "input": pa.array([None] * len(keys), type=pa.string()),
-        "output": pa.array([b"".join(zlib.decompress(d) for _, d in sorted(fields[k])).decode("utf-8", "replace")
-                            for k in keys], type=pa.string()),
-    })
-    con.register("whole_texts", table)
+    sources = [WordSourceRow(run_id=run_id, trace=trace, idx=idx, input=None,
+                             output=b"".join(zlib.decompress(d) for _, d in sorted(chunks)).decode("utf-8", "replace"))
+               for (run_id, trace, idx, _), chunks in fields.items()]
+    con.register("whole_texts", records.arrow_table(WordSourceRow, sources))
     try:
         index_rows(con, "whole_texts")
     finally:
@@ -108,8 +102,9 @@ def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str, *, batch: int = REI
     for start in range(0, (last[0] if last and last[0] is not None else -1) + 1, batch):
         index_rows(con, "(SELECT run_id, trace, idx, input, output FROM steps WHERE run_id = ? AND idx >= ? "
                         "AND idx < ?)", [run_id, start, start + batch])
-    index_whole_texts(con, con.execute("SELECT run_id, trace, idx, field, chunk, data FROM step_texts WHERE "
-                                       "run_id = ?", [run_id]).fetchall())
+    names = records.columns(StepTextRow)
+    index_whole_texts(con, [StepTextRow(**dict(zip(names, row, strict=True))) for row in con.execute(
+        f"SELECT {', '.join(names)} FROM step_texts WHERE run_id = ?", [run_id]).fetchall()])
 
 
 @cache

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 StepKind = Literal["system", "assistant", "thinking", "tool_call", "tool_result", "result", "text"]
-STEP_KINDS: tuple[StepKind, ...] = ("system", "assistant", "thinking", "tool_call", "tool_result", "result", "text")
+STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
+KindFilter = Literal[StepKind, ""]  # a step kind, or "" for all (a form's unset field)
 
 
 @dataclass(slots=True)

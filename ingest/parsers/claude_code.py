@@ -104,7 +104,7 @@ def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | 
             label, keys = _SYSTEM_TYPES[event["subtype"]]
             b.add("system", no, time, label=label, output=_summary(event, keys) or label, input=compact(event))
         elif kind == "rate_limit_event":
-            info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else {}
+            info = value if isinstance(value := event.get("rate_limit_info"), dict) else {}
             b.add("system", no, time, label="rate limit", output=_summary(info, _RATE_LIMIT_KEYS) or "rate limit",
                   input=compact(event))
         else:

@@ -2,6 +2,7 @@
 (facts of a suite's latest runs and the per-agent tables built from them). Scores are fractions."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
@@ -256,6 +257,11 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _known(values: Iterable[float | None]) -> list[float]:
+    """The values that are not None, in order (the facts' optional scores, once a filter made them defined)."""
+    return [v for v in values if v is not None]
+
+
 @warehouse.retrying
 def run_facts(suite: str) -> list[RunFacts]:
     """Facts of every latest (non-baseline) run of a suite, ordered by agent then run id."""
@@ -334,10 +340,11 @@ def read_analysis(con, suite: str) -> Analysis:
         mix.append(MethodMix(key=key, agent=name, runs=len(items),
                              counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
         rated = [f for f in items if f.ratio is not None]
-        best = max(rated, key=lambda f: f.verified) if rated else None
+        # A defined ratio has both scores (traces.vocabulary.overoptimism), so no rated run lacks one.
+        best = max(rated, key=lambda f: f.verified if f.verified is not None else -1.0) if rated else None
         calibration.append(AgentCalibration(
-            key=key, agent=name, runs=len(rated), mean_ratio=_mean([f.ratio for f in rated]),
-            mean_self=_mean([f.self_score for f in rated]), mean_verified=_mean([f.verified for f in rated]),
+            key=key, agent=name, runs=len(rated), mean_ratio=_mean(_known(f.ratio for f in rated)),
+            mean_self=_mean(_known(f.self_score for f in rated)), mean_verified=_mean(_known(f.verified for f in rated)),
             best_run=best.run.id if best else None, best_ratio=best.ratio if best else None))
         timed = [f.run.budget_fraction for f in items if f.run.budget_fraction is not None]
         traced = [f for f in items if f.timed]
@@ -348,8 +355,8 @@ def read_analysis(con, suite: str) -> Analysis:
     scored = [f for f in facts if f.verified is not None]
     by_method = []
     for m in METHOD_FACETS:
-        with_m = [f.verified for f in scored if m in f.methods]
-        without = [f.verified for f in scored if m not in f.methods]
+        with_m = _known(f.verified for f in scored if m in f.methods)
+        without = _known(f.verified for f in scored if m not in f.methods)
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m), runs_without=len(without),
                                      mean_without=_mean(without)))
     return Analysis(suite, facts, mix, by_method, calibration, time_use, reported)

@@ -249,7 +249,8 @@ def read_previous_cursor(
     con, run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None,
     tool: str | None = None, q: str | None = None,
 ) -> int | None:
-    """:func:`previous_cursor` on an open connection."""
+    """The ``after`` cursor of the page of ``limit`` steps before the page that starts after ``after`` (-1 when
+    that is the first page), None when the page after ``after`` is itself the first. Same filters as steps_page."""
     if after < 0:
         return None
     if q:  # the (limit + 1)-th match counting back from the cursor, as the search finds them
@@ -277,17 +278,6 @@ def read_has_steps_before(con, run_id: str, *, before: int, trace: str = "agent"
         return bool(read_matches(con, run_id, trace=trace, kind=kind, tool=tool, q=q, upto=before - 1, limit=1))
     where, params = _step_filter(run_id, trace, kind, tool)
     return con.execute(f"SELECT 1 FROM steps WHERE {where} AND idx < ? LIMIT 1", [*params, before]).fetchone() is not None
-
-
-@warehouse.retrying
-def previous_cursor(
-    run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None, tool: str | None = None,
-    q: str | None = None,
-) -> int | None:
-    """The ``after`` cursor of the page of ``limit`` steps before the page that starts after ``after`` (-1 when
-    that is the first page), None when the page after ``after`` is itself the first. Same filters as steps_page."""
-    with warehouse.connect() as con:
-        return read_previous_cursor(con, run_id, after=after, limit=limit, trace=trace, kind=kind, tool=tool, q=q)
 
 
 @dataclass
@@ -388,16 +378,10 @@ def trace_names(run_id: str) -> list[str]:
 
 
 def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
+    """Distinct tool names of a trace, for the tool filter."""
     return [r[0] for r in con.execute(
         "SELECT DISTINCT tool FROM steps WHERE run_id = ? AND trace = ? AND tool IS NOT NULL ORDER BY tool",
         [run_id, trace]).fetchall()]
-
-
-@warehouse.retrying
-def tools_used(run_id: str, trace: str = "agent") -> list[str]:
-    """Distinct tool names of a trace, for the tool filter."""
-    with warehouse.connect() as con:
-        return read_tools_used(con, run_id, trace)
 
 
 def read_evidence(con, run_id: str, limit: int = EVIDENCE_LIMIT) -> tuple[list[EvidenceStep], int]:

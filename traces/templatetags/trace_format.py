@@ -36,7 +36,7 @@ def is_long(text: str | None) -> bool:
     """Whether the text is collapsed: its preview (:func:`preview`) does not show all of it (more than
     PREVIEW_LINES lines, or more than PREVIEW_CHARS characters). An output the preview shows whole is shown as
     it is, without a "show all N lines" under it."""
-    return bool(text) and preview(text) != "\n".join(text.splitlines())
+    return text is not None and text != "" and preview(text) != "\n".join(text.splitlines())
 
 
 @register.filter
