@@ -46,7 +46,7 @@ def main() -> None:
     from django.test import Client
 
     from traces import layout, selectors
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     call_command("migrate", verbosity=0)
     demo = demo_tree(work / "demo")

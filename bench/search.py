@@ -92,7 +92,7 @@ def main() -> None:
     from demo.tree import make_demo_results
     from ptbsite import warehouse
     from traces import search_index, selectors
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from traces.selectors.steps import MATCH_COUNT_CAP, read_matches
 
     call_command("migrate", verbosity=0)

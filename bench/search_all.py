@@ -129,7 +129,7 @@ def main() -> None:
     from django.test import Client
 
     from ptbsite import warehouse
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from traces.selectors.search import search_page
 
     tree = args.tree

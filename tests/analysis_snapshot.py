@@ -40,7 +40,7 @@ def tree_analysis(root: Path, *, only: set[str] | None = None) -> dict[str, dict
     """``{"method/run_dir": {"facets": [...], "phases": [...], "evidence": {...}, "call_phases": "..."}}`` for
     every run of the tree that parses (``only``: just these ``method/run_dir`` keys); runs that fail to parse
     are listed with their error message under ``"error"``."""
-    from ingest import Ingester, RunIngestError
+    from ingest.reader import Ingester, RunIngestError
     from ingest.redaction import Redactor
     from traces import layout, vocabulary
 

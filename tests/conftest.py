@@ -155,7 +155,7 @@ def demo_warehouse_state(published_warehouse: Path, demo_tree, tmp_path_factory:
 
     from django.conf import settings
 
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     path = tmp_path_factory.mktemp("warehouse") / "demo.duckdb"
     shutil.copy(published_warehouse, path)
@@ -305,7 +305,7 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
     import json
 
     from traces.layout import run_id
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     root = tmp_path / "results"
     run_dir = write_run(root, checkpoint=tiny_checkpoint)

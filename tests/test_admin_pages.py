@@ -16,7 +16,7 @@ from evaluator.eval_logs import score_text, summarize
 from evaluator.models import RerunJob
 from tests.conftest import RERUN_METHOD, write_run
 from traces import selectors
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 
 from .test_reruns_worker_api import scored_log  # noqa: F401 - fixture: a real .eval log

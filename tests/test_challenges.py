@@ -11,7 +11,7 @@ from django.test import Client
 
 from tests.test_issue17_pages import AGENT_TRACE, JUDGE_TRACE, RUN_DIR
 from traces import layout
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 from .conftest import RERUN_METHOD, write_run
 

@@ -8,7 +8,7 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, services
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 TABLES = ("runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases", "monitor",
           "methods")

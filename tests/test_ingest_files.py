@@ -18,7 +18,8 @@ import duckdb
 import pytest
 
 from traces import layout
-from ingest import ingest_tree, reader
+from ingest import reader
+from ingest.tree import ingest_tree
 
 METHOD = "claude_claude-opus-4-6_10h_run1"
 GOOD = "gsm8k_Qwen_Qwen3-1.7B-Base_25100001"

@@ -12,7 +12,8 @@ import pytest
 
 from ptbsite import warehouse
 from traces import services
-from ingest import ingest_tree, reader
+from ingest import reader
+from ingest.tree import ingest_tree
 from ingest.parsers import _builder
 from ingest.redaction import Redactor
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from traces import layout, selectors
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 from .conftest import ARTIFACTS, RERUN_METHOD, write_run
 

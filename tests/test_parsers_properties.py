@@ -167,7 +167,7 @@ def test_any_trace_ingests_as_a_stored_run(fresh_warehouse, tmp_path_factory):
     from itertools import count
 
     from traces.layout import run_id
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from traces import selectors
 
     clusters = count(17000001)

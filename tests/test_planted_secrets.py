@@ -21,7 +21,7 @@ from django.test import Client
 from ptbsite import warehouse
 from traces import layout, selectors
 from ingest.redaction import PLACEHOLDER, RULES, Redactor
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 METHOD = "claude_claude-opus-4-6_10h_run1"
 RUN_DIR = "gsm8k_Qwen_Qwen3-1.7B-Base_17000001"

@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 
 from ptbsite import warehouse
 from traces import layout
-from ingest import current_versions, ingest_tree, reindex
+from ingest.reindex import current_versions, reindex
+from ingest.tree import ingest_tree
 from traces.vocabulary import STEP_TEXT_CAP
 
 

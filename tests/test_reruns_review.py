@@ -15,7 +15,7 @@ from django.utils import timezone
 from evaluator.models import RerunJob
 from tests.conftest import write_run
 from traces import selectors, services
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 
 pytestmark = pytest.mark.django_db

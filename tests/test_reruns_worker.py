@@ -20,7 +20,7 @@ from evaluator.models import RerunJob
 from leaderboard.services import import_published
 from tests.conftest import JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
 from traces import selectors
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

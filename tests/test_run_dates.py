@@ -13,7 +13,7 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from ingest.reader import dir_time
 
 from .conftest import RERUN_METHOD, write_run

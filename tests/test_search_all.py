@@ -13,7 +13,7 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, selectors
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.selectors import search
 from traces.vocabulary import STEP_TEXT_CAP
 

@@ -13,7 +13,8 @@ from django.core.management import call_command
 
 from ptbsite import warehouse
 from traces import layout, search_index, selectors
-from ingest import ingest_tree, reindex
+from ingest.reindex import reindex
+from ingest.tree import ingest_tree
 from traces.selectors.steps import read_matches
 from traces.services import delete_run
 from traces.vocabulary import STEP_TEXT_CAP

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RERUN_METHOD, RERUN_RUN_DIR, write_run
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 from ingest.parsers import parse_trace
 from traces.steps import Step

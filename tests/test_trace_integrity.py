@@ -11,7 +11,7 @@ import pytest
 
 from traces import layout, selectors
 from ingest.parsers import parse_trace
-from ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.vocabulary import STEP_TEXT_CAP
 
 CLAUDE = "claude_claude-opus-4-6_10h_run1"

@@ -107,7 +107,7 @@ def test_both_files_absent_and_the_note_shown_as_unreadable(tmp_path):
 def test_the_run_page_shows_unreadable_judge_output_with_its_text(tmp_path, fresh_warehouse, client):
     from leaderboard.services import import_published
     from traces import layout
-    from ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     import_published()
     method = tmp_path / "results" / "claude_claude-opus-4-6_10h_run2"

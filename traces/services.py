@@ -94,7 +94,7 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``ingest.Ingester.parse_run`` gives them, and its method's row."""
+    """One parsed run to store: ``rows`` as ``ingest.reader.Ingester.parse_run`` gives them, and its method's row."""
 
     rows: ParsedRun
     method: MethodRow

@@ -10,8 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from ingest import ingest_tree
-from ingest.tree import TreeProgress
+from ingest.tree import TreeProgress, ingest_tree
 from ptbsite import pagecache
 
 
