@@ -3,13 +3,14 @@
 
 The twin takes the model as django-ninja query parameters and answers 422 for a value outside its choices; the
 page reads it from its URL with :meth:`PageQuery.from_url`, which leaves such a value at its default (a shared
-link with a stale parameter still opens). An empty value (a form's unset field) is its default on both. A suite
+link with a stale parameter still opens). An empty value (a form's unset field, hence "" among the choices) is
+its default on both. A suite
 with no file is a 404 on both (:meth:`PageQuery.known`).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from django.conf import settings
 from ninja import Schema
@@ -31,13 +32,13 @@ class PageQuery(Schema):
 
     suite: str = settings.DEFAULT_SUITE
 
-    @model_validator(mode="before")
-    @classmethod
-    def _empty_is_default(cls, data: Any) -> Any:
+    @model_validator(mode="after")
+    def _empty_is_default(self) -> Self:
         """An empty parameter (a form's unset field) takes its default."""
-        if isinstance(data, Mapping):
-            return {key: value for key, value in data.items() if value not in ("", None)}
-        return data
+        for name, field in type(self).model_fields.items():
+            if getattr(self, name) == "":
+                setattr(self, name, field.default)
+        return self
 
     @classmethod
     def from_url(cls, params: Mapping[str, str]) -> Self:
@@ -71,8 +72,8 @@ class UsageQuery(PageQuery):
     """``/plots/usage-vs-score/``: the suite and the judging rule of the scores from runs (``verdicts``, and
     ``reviews`` ``1``: reviewers' overrides on top), as on the leaderboard."""
 
-    verdicts: JudgingRule = "era"
-    reviews: Literal["0", "1"] = "1"
+    verdicts: JudgingRule | Literal[""] = "era"
+    reviews: Literal["0", "1", ""] = "1"
 
 
 class LeaderboardQuery(PageQuery):
@@ -83,12 +84,12 @@ class LeaderboardQuery(PageQuery):
 
     base_model: str = ""
     sort: str = "rank"
-    dir: Literal["asc", "desc"] = "asc"
-    source: Literal["published", "runs", "all"] = "published"
-    flags: Literal["apply", "ignore"] = "apply"
+    dir: Literal["asc", "desc", ""] = "asc"
+    source: Literal["published", "runs", "all", ""] = "published"
+    flags: Literal["apply", "ignore", ""] = "apply"
     facet: str = ""
-    verdicts: JudgingRule = "era"
-    reviews: Literal["0", "1"] = "1"
+    verdicts: JudgingRule | Literal[""] = "era"
+    reviews: Literal["0", "1", ""] = "1"
 
     @model_validator(mode="after")
     def _raw_view(self) -> Self:

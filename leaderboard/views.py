@@ -1,6 +1,7 @@
 """Leaderboard and plot pages: thin views over leaderboard.selectors, leaderboard.plots and leaderboard.figures."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -127,13 +128,20 @@ def plots_index(request: HttpRequest) -> HttpResponse:
     return render(request, "leaderboard/plots/index.html")
 
 
+def _suite_figure(request: HttpRequest, template: str, read: Callable[..., object],
+                  draw: Callable[..., dict]) -> HttpResponse:
+    """A chart page of one figure over its suite's data: ``read(suite=)`` (its twin's model), ``draw(data,
+    scaffolds=)`` (the plotly figure)."""
+    suite = _known(PlotQuery.from_url(request.GET)).suite
+    data = read(suite=suite)
+    return render(request, template, {"data": data, "figure": draw(data, scaffolds=_scaffolds(suite)),
+                                      "runs_url": RUNS_URL})
+
+
 @page_inputs(query=tuple(PlotQuery.model_fields))
 def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/time-vs-score/``: score against hours used, with the Pareto frontier."""
-    query = _known(PlotQuery.from_url(request.GET))
-    data = plots.time_vs_score(suite=query.suite)
-    return render(request, "leaderboard/plots/time_vs_score.html", {
-        "data": data, "figure": figures.time_vs_score(data, scaffolds=_scaffolds(query.suite)), "runs_url": RUNS_URL})
+    return _suite_figure(request, "leaderboard/plots/time_vs_score.html", plots.time_vs_score, figures.time_vs_score)
 
 
 @page_inputs(query=tuple(UsageQuery.model_fields))
@@ -151,10 +159,7 @@ def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
 @page_inputs(query=tuple(PlotQuery.model_fields))
 def plot_time_spent(request: HttpRequest) -> HttpResponse:
     """``/plots/time-spent/``: hours used per agent out of the budget."""
-    query = _known(PlotQuery.from_url(request.GET))
-    data = plots.time_spent(suite=query.suite)
-    return render(request, "leaderboard/plots/time_spent.html", {
-        "data": data, "figure": figures.time_spent(data, scaffolds=_scaffolds(query.suite)), "runs_url": RUNS_URL})
+    return _suite_figure(request, "leaderboard/plots/time_spent.html", plots.time_spent, figures.time_spent)
 
 
 @page_inputs(query=tuple(PerBenchmarkQuery.model_fields))

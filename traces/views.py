@@ -105,7 +105,7 @@ def _base_query(params: dict) -> dict:
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&limit=``: the run's header, evaluations (old vs new), judge
     panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
-    One selector (``selectors.run_page``), the one ``/api/runs/<id>`` serves.
+    One selector (``selectors.open_run`` of the page's ``selectors.RunQuery``), the one ``/api/runs/<id>`` serves.
 
     ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
     that elapsed time.

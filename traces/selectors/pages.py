@@ -137,9 +137,9 @@ class RunQuery(Schema):
     step: int | None = None
     at: str = ""
 
-    @field_validator("trace", mode="before")
+    @field_validator("trace")
     @classmethod
-    def _agent_by_default(cls, value: object) -> object:
+    def _agent_by_default(cls, value: str) -> str:
         return value or "agent"
 
     @field_validator("q")
