@@ -133,12 +133,14 @@ def challenge_form(request: HttpRequest, run_id: str) -> HttpResponse:
 
 @staff_required
 def challenge_list(request: HttpRequest) -> HttpResponse:
-    """``/challenges/?status=open|accepted|rejected|resolved|all`` (staff): the challenges with their claims,
-    contacts and audit log, and the triage forms."""
+    """``/challenges/?status=open|accepted|rejected|resolved|all`` (staff): the challenges, each under its run's
+    title, with their claims, contacts and audit log, and the triage forms."""
     status = request.GET.get("status", "open")
     found = challenges.challenges(status=None if status == "all" else status)
-    return render(request, "traces/challenges.html", {"challenges": found, "status": status,
-                                                      "statuses": ("open", "accepted", "rejected", "resolved", "all")})
+    titles = selectors.run_titles(c.run_id for c in found)
+    return render(request, "traces/challenges.html", {
+        "challenges": [(c, titles.get(c.run_id, "")) for c in found], "status": status,
+        "statuses": ("open", "accepted", "rejected", "resolved", "all")})
 
 
 @require_POST
