@@ -60,13 +60,15 @@ def __getattr__(name: str) -> Any:
 
 
 def delete_run(con, run_id: str) -> None:
-    """Delete a stored run's rows (runs, steps, texts, word index, verdicts, facets, phases, monitor, its original
-    evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
+    """Delete a stored run's rows (runs, steps, texts, word index and its ``word_runs`` entries, verdicts, facets,
+    phases, monitor, its original evaluation), inside the caller's transaction; a run not stored (the common
+    case) costs one query."""
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
     for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TABLES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
+    search_index.forget_run(con, run_id)
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
@@ -152,8 +154,9 @@ def write_runs(con, batch: list[RunWrite]) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch
     (each :class:`RunWrite` as :func:`write_run` would, in order; a later method row of the same method wins):
     the per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a batch of N
-    runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is
-    stored once the caller rolls back."""
+    runs costs about what one run did (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the
+    same transaction when the batches' rows spread past ``search_index.MERGE_SPREAD`` a word. Raises
+    duckdb.Error: nothing of the batch is stored once the caller rolls back."""
     if not batch:
         return
     methods = {w.method_row[0]: w.method_row for w in batch if not w.method_stored}
@@ -182,6 +185,8 @@ def write_runs(con, batch: list[RunWrite]) -> None:
     warehouse.insert_rows(con, "verdicts", [v for w in batch for v in w.rows["verdicts"]])
     warehouse.insert_rows(con, "evaluations", [e for w in batch for e in w.rows["evaluations"]])
     _store_analysis(con, {table: [r for w in batch for r in w.rows.get(table) or []] for table in _ANALYSIS_TABLES})
+    # Each batch adds a row per word of its own to the inverted index: merged once they spread too far.
+    search_index.merge_word_runs(con)
     cells = sorted({(w.rows["run"]["method"], w.rows["run"]["benchmark"], w.rows["run"]["base_model"])
                     for w in batch if not (w.alone and w.rows["run"]["is_latest"])})
     if not cells:
