@@ -1,12 +1,12 @@
 """The word index (``traces.search_index``) read across runs: which runs can hold a query (its inverted index
-``word_runs``, a list of run ids per word), and each run's candidate steps (``step_words``), for the search of
-every trace (``traces.selectors.search``).
+``word_runs``, the runs of each word, a run id read as a number: ``search_index.RUN_KEY``), and each run's
+candidate steps (``step_words``), for the search of every trace (``traces.selectors.search``).
 
 A query there is several needles (words or quoted phrases), each planned by :func:`search_index.plan`; a step
 holds the query when it holds every needle, so it must have the words every needle's terms need. The same
 conditions on ``word`` as a one-run search (``search_index._term_sql``, the index's own) are evaluated once per
-row of ``word_runs`` and aggregated by run (:func:`candidate_runs`: a row per word and batch of runs written,
-not one per run, trace and word), then once per row of ``step_words`` and aggregated by step, for a page's runs
+row of ``word_runs`` and aggregated by run (:func:`candidate_runs`: at most ``search_index.MERGE_SPREAD`` rows
+a word, not one per run, trace and word), then once per row of ``step_words`` and aggregated by step, for a page's runs
 (:func:`lookup_many`).
 
 This is a module of its own, not more of ``traces/search_index.py``: the index's version is a hash of that
