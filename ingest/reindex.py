@@ -229,6 +229,8 @@ def reindex(*, families: Iterable[str] = FAMILIES, force: bool = False, run_ids:
                     ([f"{len(found.marks)} marked steps"] if "evidence" in todo else []) + \
                     (["word index rebuilt"] if "search" in todo else [])
                 progress(f"{run_id}: {', '.join(todo)}: {', '.join(done)}")
+        if report.reindexed:  # each run re-indexed added rows of its own words to the inverted index
+            warehouse.run_in_transaction(search_index.merge_word_runs)
     report.seconds = time.monotonic() - started
     return report
 

@@ -29,13 +29,15 @@ STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of 
 
 
 def delete_run(con, run_id: str) -> None:
-    """Delete a stored run's rows (runs, steps, texts, word index, verdicts, facets, phases, monitor, its original
-    evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
+    """Delete a stored run's rows (runs, steps, texts, word index and its ``word_runs`` entries, verdicts, facets,
+    phases, monitor, its original evaluation), inside the caller's transaction; a run not stored (the common
+    case) costs one query."""
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
     for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TABLES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
+    search_index.forget_run(con, run_id)
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
@@ -177,7 +179,8 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
     the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote already), and the
     latest-run flags recomputed of the cells (method, benchmark, base model) where they may change: those that hold
     another run. The per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a
-    batch of N runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the
+    batch of N runs costs about what one run did (bench/ingest_batch.py); the inverted index ``word_runs`` is merged
+    in the same transaction when the batches' rows spread past ``search_index.MERGE_SPREAD`` a word. Raises duckdb.Error: nothing of the
     batch is stored once the caller rolls back."""
     if not batch:
         return
@@ -197,6 +200,8 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
     insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
     insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
     insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
+    # Each batch adds a row per word of its own to the inverted index: merged once they spread too far.
+    search_index.merge_word_runs(con)
     in_batch = Counter(_cell(w.rows.run) for w in batch)
     cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
     if not cells:
