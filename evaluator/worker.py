@@ -122,7 +122,9 @@ class _Heartbeat(threading.Thread):
             lines, self.lines = self.lines, []
         try:
             answer = self.client.progress(self.done, self.total, lines)
-        except httpx.HTTPError as exc:  # the server may be restarting; the next beat tries again
+        except (httpx.HTTPError, ValueError) as exc:
+            # the server may be restarting (an HTTP error, or a page that is not the answer's JSON: ValueError, as
+            # pydantic's ValidationError is one); the thread lives on and the next beat tries again
             log.warning("heartbeat failed: %s", exc)
             with self.lock:
                 self.lines[:0] = lines
