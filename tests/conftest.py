@@ -320,9 +320,11 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
 class RedisDatabases:
     """Redis databases this test run owns, so two test runs on one machine never touch each other's queues.
 
-    A database is claimed only while it is empty, with ``SET ptb-test-claim:<n> <owner> NX EX`` in database 0
-    (a key no other client uses); only claimed databases are ever flushed, and the claims are released at the
-    end of the session. Database 0 itself (the production default) is never claimed."""
+    A database is claimed only while it is empty and no client has it selected (CLIENT LIST: a Celery worker still
+    consuming it, e.g. one left by a killed test run, would take the new run's tasks), with ``SET
+    ptb-test-claim:<n> <owner> NX EX`` in database 0 (a key no other client uses); only claimed databases are ever
+    flushed, and the claims are released at the end of the session. Database 0 itself (the production default)
+    is never claimed."""
 
     CLAIM_SECONDS = 4 * 3600
 
@@ -344,23 +346,29 @@ class RedisDatabases:
             if not self._control.set(f"ptb-test-claim:{db}", self._owner, nx=True, ex=self.CLAIM_SECONDS):
                 if not self._reclaim_from_dead_owner(db):
                     continue
-            if redis.Redis.from_url(f"{self.base}/{db}").dbsize() == 0:
-                self.claimed.append(db)
-                return db
-            self._control.delete(f"ptb-test-claim:{db}")  # someone else's data lives there: leave it alone
-        raise RuntimeError(f"no free Redis database (1-15) on {self.base}: every one is claimed or holds data")
+            if not self._selected(db):
+                with redis.Redis.from_url(f"{self.base}/{db}") as client:  # closed: it would count as selecting db
+                    empty = client.dbsize() == 0
+                if empty:
+                    self.claimed.append(db)
+                    return db
+            self._control.delete(f"ptb-test-claim:{db}")  # someone else's data or worker is there: leave it alone
+        raise RuntimeError(f"no free Redis database (1-15) on {self.base}: every one is claimed, holds data or is "
+                           "selected by a client")
 
     def _reclaim_from_dead_owner(self, db: int) -> bool:
         """Take over database ``db`` when its claim belongs to a test run on this machine whose process is gone (a
         killed run never released its claims, which would otherwise stay for CLAIM_SECONDS): its data are that
-        dead run's, so the database is emptied. False when the owner lives, is elsewhere, or another run won."""
+        dead run's, so the database is emptied. False when the owner lives, is elsewhere, a client still has the
+        database selected (a worker of the dead run that outlived it: it would take this run's tasks), or another run
+        won."""
         import redis
 
         key = f"ptb-test-claim:{db}"
         owner = (self._control.get(key) or b"").decode()
         host, _, rest = owner.partition(":")
         pid = rest.partition(":")[0]
-        if host != os.uname().nodename or not pid.isdecimal() or _alive(int(pid)):
+        if host != os.uname().nodename or not pid.isdecimal() or _alive(int(pid)) or self._selected(db):
             return False
         with self._control.pipeline() as pipe:  # only if the claim is still the dead run's (WATCH)
             try:
@@ -372,8 +380,14 @@ class RedisDatabases:
                 pipe.execute()
             except redis.WatchError:
                 return False
-        redis.Redis.from_url(f"{self.base}/{db}").flushdb()
+        with redis.Redis.from_url(f"{self.base}/{db}") as client:
+            client.flushdb()
         return True
+
+    def _selected(self, db: int) -> int:
+        """How many clients of the Redis server have database ``db`` selected (CLIENT LIST's ``db`` field): a
+        Celery worker consuming it, or a test process publishing to it."""
+        return sum(1 for client in self._control.client_list() if str(client.get("db")) == str(db))
 
     def url(self, index: int, *, flush: bool = False) -> str:
         """The URL of this run's ``index``-th database (claimed on first use); ``flush`` empties it first."""
@@ -442,8 +456,23 @@ def redis_broker(monkeypatch: pytest.MonkeyPatch) -> str:
     return use_broker(monkeypatch, redis_url())
 
 
+# ``python -c _DIE_WITH_TEST_RUN <test run's pid> <python arguments>``: PR_SET_PDEATHSIG (Linux prctl 1) set to
+# SIGKILL, then python exec'd with the arguments, so the process dies with the test run that started it. A worker
+# that outlived a killed run (its own session: no signal reached it) kept consuming that run's Redis database, which
+# the next run took over, and took the next run's tasks: in test_worker_faults' redelivery test it swept the unacked
+# message after the visibility timeout, was told "job is running; nothing to do" and acknowledged it, so no worker
+# got the message again after the test killed its own (issue 25).
+_DIE_WITH_TEST_RUN = (
+    "import ctypes, os, signal, sys\n"
+    "if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0: sys.exit('prctl(PR_SET_PDEATHSIG) failed')\n"
+    "if os.getppid() != int(sys.argv[1]): sys.exit('the test run ended before its worker started')\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n"
+)
+
+
 class CeleryWorker:
-    """A real ``celery -A ptbsite worker`` subprocess (its own process group, so it can be SIGKILLed whole).
+    """A real ``celery -A ptbsite worker`` subprocess (its own process group, so it can be SIGKILLed whole), killed
+    by the kernel when the test run dies (``_DIE_WITH_TEST_RUN``; the run's main thread must start it).
 
     It gets the broker URL, the worker token and a templates folder: its DATABASE_URL and PTB_WAREHOUSE point at
     paths that do not exist, so everything it does for a job goes through the web server's API. Its Hugging Face
@@ -465,7 +494,8 @@ class CeleryWorker:
                "HF_HOME": str(caches / "hf"), "XDG_CACHE_HOME": str(caches / "xdg"),
                **({"PTB_TEMPLATES_DIR": str(templates)} if templates else {}), **(env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "ptbsite", "worker", "--pool=solo", "--loglevel=INFO",
+            [sys.executable, "-c", _DIE_WITH_TEST_RUN, str(os.getpid()),
+             "-m", "celery", "-A", "ptbsite", "worker", "--pool=solo", "--loglevel=INFO",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
             cwd=Path(__file__).resolve().parent.parent, env=env, stdout=log_path.open("wb"),
             stderr=subprocess.STDOUT, start_new_session=True,
