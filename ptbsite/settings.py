@@ -233,9 +233,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     else {}
 )
 # Redis: a message a worker took but never acknowledged (acks_late; the worker was killed) is delivered again after
-# PTB_BROKER_VISIBILITY_SECONDS (unset: kombu's 3600); workers sweep for such messages every few seconds.
-if os.environ.get("PTB_BROKER_VISIBILITY_SECONDS") and CELERY_BROKER_URL.startswith(("redis", "rediss")):
-    _visibility = int(os.environ["PTB_BROKER_VISIBILITY_SECONDS"])
+# PTB_BROKER_VISIBILITY_SECONDS; workers sweep for such messages every few seconds. The default is the job timeout
+# plus 10 minutes, not kombu's 3600: a message delivered again while its job still runs reaches an idle worker,
+# which is told "nothing to do" and acknowledges it, and that deletes the message, so a job over an hour long whose
+# worker died later could no longer be retried.
+_JOB_TIMEOUT_SECONDS = int(os.environ.get("PTB_JOB_TIMEOUT_SECONDS", str(6 * 3600)))
+if CELERY_BROKER_URL.startswith(("redis", "rediss")):
+    _visibility = int(os.environ.get("PTB_BROKER_VISIBILITY_SECONDS") or _JOB_TIMEOUT_SECONDS + 600)
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility,
                                        "unacked_restore_interval": max(1, min(10, _visibility // 2)),
                                        "unacked_restore_throttle": 1}
@@ -255,7 +259,7 @@ PTB_PUBLIC_URL = os.environ.get("PTB_PUBLIC_URL", "http://127.0.0.1:8000").rstri
 PTB_WORKER_TOKEN = _generated("worker_token", "PTB_WORKER_TOKEN", 32)
 PTB_JOB_STALE_SECONDS = int(os.environ.get("PTB_JOB_STALE_SECONDS", "120"))
 PTB_JOB_HEARTBEAT_SECONDS = int(os.environ.get("PTB_JOB_HEARTBEAT_SECONDS", "10"))
-PTB_JOB_TIMEOUT_SECONDS = int(os.environ.get("PTB_JOB_TIMEOUT_SECONDS", str(6 * 3600)))
+PTB_JOB_TIMEOUT_SECONDS = _JOB_TIMEOUT_SECONDS
 PTB_JOB_PICKUP_SECONDS = int(os.environ.get("PTB_JOB_PICKUP_SECONDS", "30"))
 PTB_JOB_CREDENTIAL_SECONDS = int(os.environ.get("PTB_JOB_CREDENTIAL_SECONDS", str(3 * 24 * 3600)))
 PTB_JOB_QUEUE = os.environ.get("PTB_JOB_QUEUE", "celery")  # the Celery queue rerun and judge jobs go to

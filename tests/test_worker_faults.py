@@ -222,3 +222,25 @@ def test_a_task_redelivered_after_its_worker_died_is_retried_once_and_stored_onc
     after = selectors.evaluations(rerun_tree["run_id"])
     assert len(after) == len(before) + 1
     assert len(list(Path(worker_settings.PTB_EVAL_LOG_DIR).glob(f"job{job.pk}-*"))) == 1
+
+
+@pytest.mark.parametrize(("env", "visibility"), [
+    ({}, 6 * 3600 + 600),  # the default: past the default job timeout
+    ({"PTB_JOB_TIMEOUT_SECONDS": "7200"}, 7800),
+    ({"PTB_BROKER_VISIBILITY_SECONDS": "4"}, 4),
+])
+def test_the_redis_visibility_timeout_outlasts_a_job(env: dict[str, str], visibility: int) -> None:
+    """A message is delivered again only once its job cannot still be running (ptbsite/settings.py): a copy reaching
+    an idle worker while the job runs would be acknowledged and the message deleted. Read from the settings of a
+    fresh process, as a worker reads them."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'ptbsite.settings'); django.setup(); "
+            "from django.conf import settings; print(settings.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'])")
+    clean = {k: v for k, v in os.environ.items() if k not in ("PTB_JOB_TIMEOUT_SECONDS", "PTB_BROKER_VISIBILITY_SECONDS")}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+                                                              **env},
+                         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, check=True)
+    assert int(out.stdout.strip().splitlines()[-1]) == visibility
