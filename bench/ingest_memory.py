@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/ingest_memory.py [--mb 180] [--work DIR]
 
-On the big tree of ``bench/ingest.py`` (the demo's long Claude Code run repeated to ``--mb`` MB; built in the work
+On the big tree of ``bench/ingest_process.py`` (the demo's long Claude Code run repeated to ``--mb`` MB; built in the work
 folder unless it is there already):
 
 * **held facts**: the agent trace read as a stream (``Ingester._read_trace``) with a writer that drops its rows,
@@ -44,10 +44,11 @@ def _dropping_writer():
 def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
     """(MB of Python objects held after streaming the run's trace, calls, steps); ``settle`` False turns
     ``Call.settle`` into a no-op for the measurement."""
-    from traces import facets, layout
-    from traces.ingest.files import RunFiles
-    from traces.ingest.reader import Ingester, _Counts
-    from traces.redaction import Redactor
+    from ingest import facets
+    from traces import layout
+    from ingest.files import RunFiles
+    from ingest.reader import Ingester, _Counts
+    from ingest.redaction import Redactor
 
     real = facets.Call.settle
     if not settle:
@@ -70,9 +71,9 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
 
 def gate_seconds(trace: Path) -> tuple[float, float, int, int, int]:
     """(gate seconds, pattern seconds, blocks, blocks the gate passes, blocks the pattern matches), best of 3."""
-    from traces.ingest import reader
-    from traces.parsers.framing import decode
-    from traces.redaction import Redactor
+    from ingest import reader
+    from ingest.parsers.framing import decode
+    from ingest.redaction import Redactor
 
     data = trace.read_bytes()
     blocks, at = [], 0

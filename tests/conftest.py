@@ -100,17 +100,44 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh browser page; screenshots go to test-artifacts/ for a person to look at."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+def open_page(browser, **context_options):
+    """A fresh browser context and page (``context_options`` go to ``browser.new_context``, e.g. a phone's
+    viewport); the page's uncaught script errors collect in ``page.js_errors``. Returns (context, page): close the
+    context when done."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors
+    return context, page
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser page at 1400x900; screenshots go to test-artifacts/ for a person to look at."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    context, page = open_page(browser, viewport={"width": 1400, "height": 900})
     yield page
     context.close()
+
+
+@pytest.fixture
+def staff_client(db):
+    """A Django test client logged in as a staff user ("reviewer")."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
+    return client
+
+
+def use_file_page_cache(settings, location: Path) -> Path:
+    """Turn the page cache on, on a file-based cache in ``location`` (the embedded default's backend); returns it."""
+    settings.CACHES = {**settings.CACHES, "pages": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(location)}}
+    settings.PTB_PAGE_CACHE = True
+    return location
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +155,7 @@ def demo_warehouse_state(published_warehouse: Path, demo_tree, tmp_path_factory:
 
     from django.conf import settings
 
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     path = tmp_path_factory.mktemp("warehouse") / "demo.duckdb"
     shutil.copy(published_warehouse, path)
@@ -278,7 +305,7 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
     import json
 
     from traces.layout import run_id
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     root = tmp_path / "results"
     run_dir = write_run(root, checkpoint=tiny_checkpoint)
@@ -293,9 +320,11 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
 class RedisDatabases:
     """Redis databases this test run owns, so two test runs on one machine never touch each other's queues.
 
-    A database is claimed only while it is empty, with ``SET ptb-test-claim:<n> <owner> NX EX`` in database 0
-    (a key no other client uses); only claimed databases are ever flushed, and the claims are released at the
-    end of the session. Database 0 itself (the production default) is never claimed."""
+    A database is claimed only while it is empty and no client has it selected (CLIENT LIST: a Celery worker still
+    consuming it, e.g. one left by a killed test run, would take the new run's tasks), with ``SET
+    ptb-test-claim:<n> <owner> NX EX`` in database 0 (a key no other client uses); only claimed databases are ever
+    flushed, and the claims are released at the end of the session. Database 0 itself (the production default)
+    is never claimed."""
 
     CLAIM_SECONDS = 4 * 3600
 
@@ -317,23 +346,29 @@ class RedisDatabases:
             if not self._control.set(f"ptb-test-claim:{db}", self._owner, nx=True, ex=self.CLAIM_SECONDS):
                 if not self._reclaim_from_dead_owner(db):
                     continue
-            if redis.Redis.from_url(f"{self.base}/{db}").dbsize() == 0:
-                self.claimed.append(db)
-                return db
-            self._control.delete(f"ptb-test-claim:{db}")  # someone else's data lives there: leave it alone
-        raise RuntimeError(f"no free Redis database (1-15) on {self.base}: every one is claimed or holds data")
+            if not self._selected(db):
+                with redis.Redis.from_url(f"{self.base}/{db}") as client:  # closed: it would count as selecting db
+                    empty = client.dbsize() == 0
+                if empty:
+                    self.claimed.append(db)
+                    return db
+            self._control.delete(f"ptb-test-claim:{db}")  # someone else's data or worker is there: leave it alone
+        raise RuntimeError(f"no free Redis database (1-15) on {self.base}: every one is claimed, holds data or is "
+                           "selected by a client")
 
     def _reclaim_from_dead_owner(self, db: int) -> bool:
         """Take over database ``db`` when its claim belongs to a test run on this machine whose process is gone (a
         killed run never released its claims, which would otherwise stay for CLAIM_SECONDS): its data are that
-        dead run's, so the database is emptied. False when the owner lives, is elsewhere, or another run won."""
+        dead run's, so the database is emptied. False when the owner lives, is elsewhere, a client still has the
+        database selected (a worker of the dead run that outlived it: it would take this run's tasks), or another run
+        won."""
         import redis
 
         key = f"ptb-test-claim:{db}"
         owner = (self._control.get(key) or b"").decode()
         host, _, rest = owner.partition(":")
         pid = rest.partition(":")[0]
-        if host != os.uname().nodename or not pid.isdecimal() or _alive(int(pid)):
+        if host != os.uname().nodename or not pid.isdecimal() or _alive(int(pid)) or self._selected(db):
             return False
         with self._control.pipeline() as pipe:  # only if the claim is still the dead run's (WATCH)
             try:
@@ -345,8 +380,14 @@ class RedisDatabases:
                 pipe.execute()
             except redis.WatchError:
                 return False
-        redis.Redis.from_url(f"{self.base}/{db}").flushdb()
+        with redis.Redis.from_url(f"{self.base}/{db}") as client:
+            client.flushdb()
         return True
+
+    def _selected(self, db: int) -> int:
+        """How many clients of the Redis server have database ``db`` selected (CLIENT LIST's ``db`` field): a
+        Celery worker consuming it, or a test process publishing to it."""
+        return sum(1 for client in self._control.client_list() if str(client.get("db")) == str(db))
 
     def url(self, index: int, *, flush: bool = False) -> str:
         """The URL of this run's ``index``-th database (claimed on first use); ``flush`` empties it first."""
@@ -415,8 +456,23 @@ def redis_broker(monkeypatch: pytest.MonkeyPatch) -> str:
     return use_broker(monkeypatch, redis_url())
 
 
+# ``python -c _DIE_WITH_TEST_RUN <test run's pid> <python arguments>``: PR_SET_PDEATHSIG (Linux prctl 1) set to
+# SIGKILL, then python exec'd with the arguments, so the process dies with the test run that started it. A worker
+# that outlived a killed run (its own session: no signal reached it) kept consuming that run's Redis database, which
+# the next run took over, and took the next run's tasks: in test_worker_faults' redelivery test it swept the unacked
+# message after the visibility timeout, was told "job is running; nothing to do" and acknowledged it, so no worker
+# got the message again after the test killed its own (issue 25).
+_DIE_WITH_TEST_RUN = (
+    "import ctypes, os, signal, sys\n"
+    "if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0: sys.exit('prctl(PR_SET_PDEATHSIG) failed')\n"
+    "if os.getppid() != int(sys.argv[1]): sys.exit('the test run ended before its worker started')\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n"
+)
+
+
 class CeleryWorker:
-    """A real ``celery -A ptbsite worker`` subprocess (its own process group, so it can be SIGKILLed whole).
+    """A real ``celery -A ptbsite worker`` subprocess (its own process group, so it can be SIGKILLed whole), killed
+    by the kernel when the test run dies (``_DIE_WITH_TEST_RUN``; the run's main thread must start it).
 
     It gets the broker URL, the worker token and a templates folder: its DATABASE_URL and PTB_WAREHOUSE point at
     paths that do not exist, so everything it does for a job goes through the web server's API. Its Hugging Face
@@ -438,7 +494,8 @@ class CeleryWorker:
                "HF_HOME": str(caches / "hf"), "XDG_CACHE_HOME": str(caches / "xdg"),
                **({"PTB_TEMPLATES_DIR": str(templates)} if templates else {}), **(env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "ptbsite", "worker", "--pool=solo", "--loglevel=INFO",
+            [sys.executable, "-c", _DIE_WITH_TEST_RUN, str(os.getpid()),
+             "-m", "celery", "-A", "ptbsite", "worker", "--pool=solo", "--loglevel=INFO",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
             cwd=Path(__file__).resolve().parent.parent, env=env, stdout=log_path.open("wb"),
             stderr=subprocess.STDOUT, start_new_session=True,

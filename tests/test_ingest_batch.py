@@ -1,4 +1,4 @@
-"""Batched ingest (``traces.ingest.tree``: the pool's runs stored several per transaction by
+"""Batched ingest (``ingest.tree``: the pool's runs stored several per transaction by
 ``traces.services.write_runs``): the same rows as one run per transaction, fewer transactions, and a run whose
 write fails is reported while the rest of its batch is stored."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, services
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 TABLES = ("runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases", "monitor",
           "methods")

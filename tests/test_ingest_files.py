@@ -1,4 +1,4 @@
-"""The ingest reads only regular files inside the results root (issue 25; ``traces.ingest.files``).
+"""The ingest reads only regular files inside the results root (issue 25; ``ingest.files``).
 
 Each test builds its results tree: a good run beside the hostile entry (a symbolic link out of the root, a FIFO,
 a socket, a device, a file over the size limit, a run that never finishes), ingests it into a fresh DuckDB file
@@ -18,7 +18,8 @@ import duckdb
 import pytest
 
 from traces import layout
-from traces.ingest import ingest_tree, reader
+from ingest import reader
+from ingest.tree import ingest_tree
 
 METHOD = "claude_claude-opus-4-6_10h_run1"
 GOOD = "gsm8k_Qwen_Qwen3-1.7B-Base_25100001"

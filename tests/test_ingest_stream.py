@@ -1,4 +1,4 @@
-"""A trace read as a stream (traces.ingest.reader, traces.parsers.stream_trace) stores the same rows whatever the
+"""A trace read as a stream (ingest.reader, ingest.parsers.stream_trace) stores the same rows whatever the
 read block, step window and write batch: every table, row for row, for every scaffold format and state of the demo
 tree and for the planted-secrets run (redaction, residual warnings, cut texts), read by worker processes with the
 default sizes (the rows held and sent back to be stored in batches) and then in the storing process with a tiny read
@@ -12,9 +12,10 @@ import pytest
 
 from ptbsite import warehouse
 from traces import services
-from traces.ingest import ingest_tree, reader
-from traces.parsers import _builder
-from traces.redaction import Redactor
+from ingest import reader
+from ingest.tree import ingest_tree
+from ingest.parsers import _builder
+from ingest.redaction import Redactor
 
 VOLATILE = {"runs": {"ingested_at"}, "methods": {"ingested_at"}}
 TABLES = ("methods", "runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from traces.parsers import parse_trace
+from ingest.parsers import parse_trace
 from traces.steps import ParseProblem, Step
 
 UTC = timezone.utc
@@ -97,8 +97,8 @@ def test_a_parser_failing_mid_stream_keeps_the_steps_handed_on_and_shows_the_res
     """A format parser that fails after handing steps on (stand-in for a parser bug: the real Claude Code parser,
     made to raise at line 12; tests/test_parsers_properties.py keeps real input from doing so) takes nothing back:
     the steps handed on stay, the lines after the last of them are plain text, with a problem naming the failure."""
-    from traces import parsers
-    from traces.parsers import _builder, claude_code, stream_trace
+    from ingest import parsers
+    from ingest.parsers import _builder, claude_code, stream_trace
 
     def failing(lines, source, *, sink=None):
         def until_broken():

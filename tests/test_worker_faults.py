@@ -193,9 +193,6 @@ def test_a_broken_checkpoint_fails_its_job_naming_the_file(breaks, celery_worker
     assert selectors.evaluations(rerun_tree["run_id"]) == before and not job.eval_log
 
 
-@pytest.mark.xfail(strict=False, reason="issue 25, open: passed on branch i25b; on the merged main (i24a's lazy Celery "
-                   "app, i29b's exploratory reruns) the first worker starts the job but no attempt reports a sample "
-                   "with a 4 s visibility timeout, on an idle machine too; the cause is not found yet")
 def test_a_task_redelivered_after_its_worker_died_is_retried_once_and_stored_once(
         worker_settings, rerun_tree: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         templates_dir: Path) -> None:

@@ -187,7 +187,7 @@ class EvaluationRow:
 
 @dataclass(slots=True)
 class FacetRow:
-    """A ``facets`` row: what a rule found in the agent trace (``traces.facets``); ``steps`` comma-separated."""
+    """A ``facets`` row: what a rule found in the agent trace (``ingest.facets``); ``steps`` comma-separated."""
 
     TABLE: ClassVar[str] = "facets"
 
@@ -238,7 +238,7 @@ class LateUsage:
 
 @dataclass(slots=True)
 class ParsedRun:
-    """One run directory read (``traces.ingest.reader.Ingester.parse_run``): its rows, the steps not handed to a
+    """One run directory read (``ingest.reader.Ingester.parse_run``): its rows, the steps not handed to a
     writer already (``steps``, ``texts``), the usage to set on steps written already (``late_usage``),
     ``problems`` ("path: message" strings) and ``stored_steps`` (step rows of every trace, written or held)."""
 

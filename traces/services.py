@@ -1,12 +1,12 @@
 """Writes of the traces app: storing ingested runs (``RunWriter``, ``write_runs``, ``StepWriter``, called by
-``traces.ingest``; the rows are the write models of ``traces.records``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
+``ingest``; the rows are the write models of ``traces.records``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 
 A run is stored in one transaction (with the other runs of its ingest batch): with all its steps or not at all. A step's input or output longer than
-:data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
-bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
+``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
+bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of ``vocabulary.TEXT_CHUNK``
 bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
 rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
-transaction. Reading results trees is ``traces.ingest``.
+transaction. Reading results trees is ``ingest``.
 """
 from __future__ import annotations
 
@@ -24,20 +24,20 @@ from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun,
                       StepTextRow, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
-STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
-TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
 STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
 STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of text
 
 
 def delete_run(con, run_id: str) -> None:
-    """Delete a stored run's rows (runs, steps, texts, word index, verdicts, facets, phases, monitor, its original
-    evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
+    """Delete a stored run's rows (runs, steps, texts, word index and its ``word_runs`` entries, verdicts, facets,
+    phases, monitor, its original evaluation), inside the caller's transaction; a run not stored (the common
+    case) costs one query."""
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
     for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TABLES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
+    search_index.forget_run(con, run_id)
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
@@ -96,7 +96,7 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, and its method's row."""
+    """One parsed run to store: ``rows`` as ``ingest.reader.Ingester.parse_run`` gives them, and its method's row."""
 
     rows: ParsedRun
     method: MethodRow
@@ -220,7 +220,9 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     change: those holding two runs of the batch, and the ``shared`` ones, which hold a stored run besides. What
     to delete and which cells are shared is what :class:`RunWriter` knows. The per-run cost of an ingest on
     DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
-    (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is stored once the caller rolls back."""
+    (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the same transaction when the batches'
+    rows spread past ``search_index.MERGE_SPREAD`` a word. Raises duckdb.Error: nothing of the batch is stored
+    once the caller rolls back."""
     if not batch:
         return
     for run_id in replaced:
@@ -240,6 +242,8 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
     insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
     insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
+    # Each batch adds a row per word of its own to the inverted index: merged once they spread too far.
+    search_index.merge_word_runs(con)
     in_batch = Counter(_cell(w.rows.run) for w in batch)
     cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
     if not cells:
@@ -288,7 +292,7 @@ class UnknownRun(LookupError):
 def record_dir_times(times: list[tuple[str, datetime | None, str | None]]) -> None:
     """Set ``runs.dir_time`` and ``dir_time_source`` of stored runs, ``[(run id, time (naive UTC), source)]``, in
     one transaction: runs stored before migration 0016 get their directory's time at the next ingest of the tree,
-    although their files did not change (``traces.ingest.tree``). Raises warehouse.WarehouseUnavailable."""
+    although their files did not change (``ingest.tree``). Raises warehouse.WarehouseUnavailable."""
     if not times:
         return
 

@@ -9,7 +9,7 @@ of trace each. Every run is stored through one ``traces.services.RunWriter``: th
 table for the whole batch), since on DuckLake a run's fixed cost is its statements and its commit; a batch that
 fails is stored again run by run, so a broken run is reported and skipped and the others of its batch are stored. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
 instead, as a stream: its steps are parsed, redacted, derived and written in batches inside its transaction, so
-memory is bounded by a batch and the facts it holds, not by the trace (``traces.ingest.reader``). With one
+memory is bounded by a batch and the facts it holds, not by the trace (``ingest.reader``). With one
 process (``workers=1``) every run is read so.
 """
 from __future__ import annotations
@@ -29,13 +29,13 @@ from typing import Any
 from django.conf import settings
 
 from ptbsite import warehouse
+from traces import layout
+from traces.records import MethodRow, ParsedRun
+from traces.services import RunWriter, StepWriter, record_dir_times, refresh_agent
 
-from .. import layout
-from ..records import MethodRow, ParsedRun
-from ..redaction import Redactor
-from ..services import RunWriter, StepWriter, record_dir_times, refresh_agent
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
+from .redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def _pool_results(pool: Any, jobs: list[_Job], started: Any, limit: float) -> It
 def _readable_dirs(folder: Path, root: Path, report: IngestReport) -> list[Path]:
     """The subdirectories of ``folder`` (method or run directories) the ingest may read, sorted by name: a
     symbolic link out of ``root``, a FIFO, socket or device is refused, with a problem naming it in ``report``
-    (``traces.ingest.files.refusal``); other files are not directories and are left alone."""
+    (``ingest.files.refusal``); other files are not directories and are left alone."""
     out = []
     for path in sorted(folder.iterdir()):
         problem = refusal(path, root, size_limit=False)

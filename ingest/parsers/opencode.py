@@ -51,7 +51,7 @@ def _dict(value: Any) -> dict[str, Any]:
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of an OpenCode JSON trace into a :class:`ParsedTrace` (spec 2.5).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("opencode", source)
     parts: dict[str, Step] = {}  # part id -> its text / thinking step

@@ -45,7 +45,7 @@ class _Item:
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a ``codex exec --json`` trace into a :class:`ParsedTrace` (spec 2.3 format 3).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_exec", source)
     items: dict[str | int, _Item] = {}

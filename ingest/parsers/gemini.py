@@ -35,7 +35,7 @@ from .framing import Line
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a Gemini CLI trace into a :class:`ParsedTrace` (spec 2.4).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("gemini", source)
     tools: dict[str, str] = {}

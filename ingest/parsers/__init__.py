@@ -211,7 +211,7 @@ def _make_storable(trace: ParsedTrace) -> int:
 
 
 def detect_format(text_or_lines: str | bytes | Iterable[str], *, scaffold: str | None = None) -> str:
-    """The format id of a raw trace: a key of :data:`PARSERS` (rules in :mod:`traces.parsers.detect`).
+    """The format id of a raw trace: a key of :data:`PARSERS` (rules in :mod:`ingest.parsers.detect`).
 
     Accepts what :func:`parse_trace` accepts; only the first ``FAR_WINDOW`` lines are read. Raises nothing.
     """

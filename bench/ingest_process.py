@@ -1,6 +1,6 @@
 """Whole-process ``manage.py ingest`` against a bare ``orjson.loads`` loop over the same trace files (issue 15).
 
-Usage: .venv/bin/python bench/ingest.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
+Usage: .venv/bin/python bench/ingest_process.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
 
 Two trees, each ingested by a fresh ``manage.py ingest ROOT --quiet`` process into a fresh warehouse file
 (``manage.py migrate`` runs first, untimed):
@@ -32,7 +32,7 @@ a figure can be trusted); one line per pair, then the median ratio and the range
 
 ``--profile``: ingest the big tree once more under ``py-spy record`` (``pip install py-spy``; not a requirement)
 and print the top functions by own samples and by inclusive samples, and the share of samples inside the trace
-rules (``traces/facets.py``, ``traces/evidence.py``, ``traces/rules.py``). The collapsed stacks are kept in the
+rules (``ingest/facets.py``, ``ingest/evidence.py``, ``ingest/rules.py``, ``traces/vocabulary.py``). The collapsed stacks are kept in the
 work folder.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 _PREFIX = re.compile(rb"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)Z\] ")
 TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")
 _JUDGE = re.compile(r"^judge_output.*\.json$|^judgement\.log$")
-RULE_FILES = ("traces/facets.py", "traces/evidence.py", "traces/rules.py")
+RULE_FILES = ("ingest/facets.py", "ingest/evidence.py", "ingest/rules.py", "traces/vocabulary.py")
 _DRIVERS = {"Command.handle", "ingest_tree", "Ingester.parse_run", "BaseCommand.execute", "BaseCommand.run_from_argv"}
 
 

@@ -44,7 +44,7 @@ _SESSION_KEYS = ("session_id", "model", "model_provider_id", "cwd", "approval_po
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a legacy codex protocol trace into a :class:`ParsedTrace` (spec 2.3 format 2).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_protocol", source)
     tools: dict[str, str] = {}  # call_id -> tool of the begin event

@@ -34,7 +34,7 @@ MAX_INJECTED_TRIES = 64  # candidate start columns tried when looking for an eve
 class TraceBuilder:
     """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas).
 
-    ``sink``: a trace read as a stream (``traces.parsers.stream_trace``): between events (:meth:`checkpoint`),
+    ``sink``: a trace read as a stream (``ingest.parsers.stream_trace``): between events (:meth:`checkpoint`),
     steps more than ``window`` (:data:`STREAM_WINDOW`) steps old are handed to ``sink`` in order and dropped from ``trace.steps``, which
     then holds the last steps only (:meth:`step_at` finds a step by index while it is held; :attr:`count` counts
     them all). A format streams only when no event changes a step that far back but through :meth:`late_usage`.

@@ -56,7 +56,7 @@ class _Block:
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a plain-text codex transcript into a :class:`ParsedTrace` (spec 2.3 format 1).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_text", source)
     block: _Block | None = None

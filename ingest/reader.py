@@ -1,16 +1,16 @@
 """Reading one run directory into the rows the warehouse stores (``traces.records.ParsedRun``, stored by
 ``traces.services.RunWriter``).
 
-Every text is redacted (``traces.redaction``) before it is parsed or stored, and the run records how many
+Every text is redacted (``ingest.redaction``) before it is parsed or stored, and the run records how many
 secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD
 (counted per run), NUL characters the visible U+2400. A step's input or output longer than
-``traces.services.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
-goes to ``step_texts``, zlib-compressed in chunks of ``traces.services.TEXT_CHUNK`` bytes.
+``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
+goes to ``step_texts``, zlib-compressed in chunks of ``traces.vocabulary.TEXT_CHUNK`` bytes.
 
 Every trace file (the agent's and the judges') is read one way, as a stream (``Ingester._read_trace``): blocks
-of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``, exact
+of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``ingest.redaction.StreamRedactor``, exact
 across blocks), scanned for residual key prefixes and API-limit markers (the agent's), framed and parsed
-(``traces.parsers.stream_trace``); each step is made storable, redacted as decoded text, its call scanned,
+(``ingest.parsers.stream_trace``); each step is made storable, redacted as decoded text, its call scanned,
 classified and marked (the agent's), and its row handed on: to the ``StepWriter`` of the storing process (which
 writes Arrow batches inside the run's transaction), or kept in the run's ``ParsedRun`` (a worker process's run,
 whose rows travel to the storing process; the judges' traces). The rows do not depend on where they go, nor on the
@@ -36,17 +36,19 @@ import re2
 from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
+from traces import layout
+from traces.records import (EvaluationRow, FacetRow, LateUsage, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow,
+                            StepRow, StepTextRow, VerdictRow, text_fields)
+from traces.services import StepWriter
+from traces.steps import ParsedTrace, Step
+from traces.verdicts import read_verdicts
+from traces.vocabulary import STEP_TEXT_CAP, TEXT_CHUNK
 
-from .. import evidence, facets, layout
-from ..monitor import parse_monitor
-from ..parsers import StopReading, storable, stream_trace
-from ..parsers.framing import decode, loads
-from ..records import (EvaluationRow, FacetRow, LateUsage, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow,
-                       StepRow, StepTextRow, VerdictRow, text_fields)
-from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
-from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
-from ..steps import ParsedTrace, Step
-from ..verdicts import read_verdicts
+from . import evidence, facets
+from .monitor import parse_monitor
+from .parsers import StopReading, storable, stream_trace
+from .parsers.framing import decode, loads
+from .redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
 from .files import RefusedFile, RunFiles, open_regular
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
@@ -129,7 +131,7 @@ def agent_trace_path(run_dir: Path, files: RunFiles | None = None) -> Path | Non
 
 
 def learn_run_values(run_dir: Path, files: RunFiles) -> dict[str, str]:
-    """``traces.redaction.learn_values`` over every readable regular file at the top of the run directory, read
+    """``ingest.redaction.learn_values`` over every readable regular file at the top of the run directory, read
     in :data:`READ_BLOCK` blocks (a trace of any size in bounded memory)."""
     def blocks(path: Path) -> Iterator[bytes]:
         with open_regular(path, files.root) as handle:
@@ -221,7 +223,7 @@ class Ingester:
             raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
         files = RunFiles(run_dir, self.root or run_dir.parent.parent)
         # Values the run's own files assign to key variables (an `env` dump, an export) are known secrets for
-        # the whole run, wherever else and in whatever decoded form they appear (traces.redaction.learn_values).
+        # the whole run, wherever else and in whatever decoded form they appear (ingest.redaction.learn_values).
         shared = self.redactor
         self.redactor = shared.with_known(learn_run_values(run_dir, files))
         try:
@@ -573,7 +575,7 @@ def _redact_fields(table: Sequence[RunRow | VerdictRow | EvaluationRow | FacetRo
 
 def _make_rows_storable(rows: ParsedRun) -> int:
     """Make every string of the run's rows but the steps (already made storable by the parsers) storable
-    (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
+    (``ingest.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
     surrogates replaced."""
     replaced = 0
     table: Sequence[RunRow | VerdictRow | EvaluationRow | FacetRow | PhaseRow]
@@ -602,7 +604,7 @@ def _naive_utc(moment: datetime) -> datetime:
 
 def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
                    counts: _Counts, files: RunFiles) -> tuple[list[FacetRow], list[PhaseRow], list[MonitorRow]]:
-    """The run's facets, phases and monitor samples (``traces.facets``, ``.monitor``); ``steps``: the agent
+    """The run's facets, phases and monitor samples (``ingest.facets``, ``.monitor``); ``steps``: the agent
     trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since

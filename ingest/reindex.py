@@ -1,10 +1,10 @@
 """Re-deriving a run's facets, phases and evidence marks from its stored steps, without reading its files again.
 
-A rule change (``traces/facets.py``, ``traces/evidence.py``, ``traces/rules.py``) changes what the rules find in
+A rule change (``ingest/facets.py``, ``ingest/evidence.py``, ``ingest/rules.py``) changes what the rules find in
 traces already stored. Each run records the version of each rule family it was derived with (``runs.
 rules_version``, JSON ``{"evidence": ..., "facets": ...}``, :func:`current_versions`); :func:`reindex` re-derives
 the runs whose stored version of a family differs from the code's, from the agent trace's steps as stored
-(the whole text of a field cut at ``traces.services.STEP_TEXT_CAP`` is read back from ``step_texts``), so the
+(the whole text of a field cut at ``traces.vocabulary.STEP_TEXT_CAP`` is read back from ``step_texts``), so the
 result is what a fresh ingest of the same files stores. Each run is one transaction.
 
 Families: ``facets`` (the facets and phases tables), ``evidence`` (the steps' ``suspicious`` column), ``search``
@@ -27,12 +27,14 @@ import pyarrow as pa
 
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
+from traces import search_index, vocabulary
+from traces.records import FacetRow, PhaseRow
+from traces.services import insert_records
+from traces.vocabulary import STEP_TEXT_CAP
+from traces.steps import Step
 
-from .. import evidence, facets, rules, search_index
-from ..parsers import storable
-from ..records import FacetRow, PhaseRow
-from ..services import STEP_TEXT_CAP, insert_records
-from ..steps import Step
+from . import evidence, facets, rules
+from .parsers import storable
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +43,16 @@ FAMILIES = ("facets", "evidence", "search")
 
 @cache
 def _code_versions() -> tuple[tuple[str, str], ...]:
-    return (("evidence", rules.code_version(evidence, rules, facets)),
-            ("facets", rules.code_version(facets, rules, evidence)),
+    return (("evidence", vocabulary.code_version(evidence, rules, facets, vocabulary)),
+            ("facets", vocabulary.code_version(facets, rules, evidence, vocabulary)),
             ("search", search_index.version()))
 
 
 def current_versions() -> dict[str, str]:
     """``{"evidence": version, "facets": version, "search": version}`` of the rules in the code
-    (``traces.rules.code_version``): facets read the call rules of ``traces.evidence`` too (one RE2 Set holds
-    both), so both versions cover the three modules, each starting from its own; ``search`` is
+    (``traces.vocabulary.code_version``): facets read the call rules of ``ingest.evidence`` too (one RE2 Set holds
+    both), so both versions cover the three rule modules, each starting from its own, and the shared vocabulary
+    (the phase rules, the JSON reading of a tool input); ``search`` is
     ``traces.search_index.version()``."""
     return dict(_code_versions())
 
@@ -115,7 +118,7 @@ def stored_steps(con, run_id: str) -> list[Step]:
 
 def derive(steps: list[Step], context: evidence.EvidenceContext, run_id: str) -> Derived:
     """The facets, phases and evidence marks of one agent trace, as the ingest derives them
-    (``traces.ingest.reader``): calls classified once and shared, rows made storable."""
+    (``ingest.reader``): calls classified once and shared, rows made storable."""
     calls = facets.tool_calls(steps)
     marks = {i: ",".join(ids) for i, ids in evidence.call_marks(calls, context).items()}
     facet_rows = [FacetRow(run_id=run_id, facet=storable(f.facet)[0], value=storable(f.value)[0],
@@ -226,6 +229,8 @@ def reindex(*, families: Iterable[str] = FAMILIES, force: bool = False, run_ids:
                     ([f"{len(found.marks)} marked steps"] if "evidence" in todo else []) + \
                     (["word index rebuilt"] if "search" in todo else [])
                 progress(f"{run_id}: {', '.join(todo)}: {', '.join(done)}")
+        if report.reindexed:  # each run re-indexed added rows of its own words to the inverted index
+            warehouse.run_in_transaction(search_index.merge_word_runs)
     report.seconds = time.monotonic() - started
     return report
 

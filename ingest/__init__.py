@@ -5,13 +5,10 @@ transaction, or one run read as a stream).
 
 Modules: :mod:`.tree` (``ingest_tree``: the walk, the process pool, the report), :mod:`.reader` (``Ingester``:
 one run directory into rows), :mod:`.state` (``derive_state``, ``read_accuracy``), :mod:`.reindex` (re-deriving
-facets and evidence from stored steps after a rule change).
-"""
-from .reader import Ingester, RunIngestError, content_hash
-from .reindex import ReindexReport, current_versions, reindex
-from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
-from .tree import SYNTHETIC_MARKER, IngestReport, ingest_tree
+facets and evidence from stored steps after a rule change); what they read with: :mod:`.parsers` (one per trace
+format), :mod:`.redaction`, :mod:`.rules` (the RE2 multi-rule scan), :mod:`.facets`, :mod:`.evidence`,
+:mod:`.monitor`. Commands: ``manage.py ingest``, ``manage.py reindex``.
 
-__all__ = ["API_LIMIT_MARKERS", "SYNTHETIC_MARKER", "IngestReport", "Ingester", "ReindexReport",
-           "RunIngestError", "content_hash", "current_versions", "derive_state", "ingest_tree", "read_accuracy",
-           "reindex"]
+The package imports none of them itself: Django imports every installed app at start, and a web process, which
+never ingests, should not load the parsers and compile the rules (the evaluator imports only ``.redaction``).
+"""
