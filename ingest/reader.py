@@ -55,6 +55,7 @@ from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 
 _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
+REDACT_STEPS = 256  # steps redacted as decoded text at a time (Redactor.redact_many: one gate over them all)
 READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
 MAX_LINE_BYTES = 256 * 1024 * 1024  # a streamed trace with a longer line is refused (memory stays bounded)
 _MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
@@ -397,9 +398,21 @@ class Ingester:
         kept: list[Step] = []
         start: datetime | None = None
 
+        waiting: list[Step] = []  # steps handed on by the parser, redacted together (one RE2 gate) every REDACT_STEPS
+
         def on_step(step: Step) -> None:
+            waiting.append(step)
+            if len(waiting) >= REDACT_STEPS:
+                drain()
+
+        def drain() -> None:
+            counts.secrets += redact_steps(waiting, self.redactor)
+            for step in waiting:
+                take(step)
+            waiting.clear()
+
+        def take(step: Step) -> None:
             nonlocal start
-            counts.secrets += redact_steps([step], self.redactor)
             call = collector.add(step) if context is not None else None
             marked = None
             if call is not None and context is not None:
@@ -416,6 +429,7 @@ class Ingester:
                 kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
 
         parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=scaffold)
+        drain()
         counts.secrets += redactor.secrets
         # derive_state looks for the first API-limit marker (in its order) in the text: these are all it can find.
         found = "\n".join(m for m in API_LIMIT_MARKERS if m in markers)

@@ -46,6 +46,7 @@ def _ingest(root: Path, path: Path, settings, **kwargs):
 def tiny_stream(monkeypatch):
     def force():
         monkeypatch.setattr(reader, "READ_BLOCK", 3001)
+        monkeypatch.setattr(reader, "REDACT_STEPS", 3)
         monkeypatch.setattr(_builder, "STREAM_WINDOW", 2)
         monkeypatch.setattr(services, "STEP_BATCH_ROWS", 7)
     return force  # first: the default sizes

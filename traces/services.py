@@ -106,9 +106,12 @@ class RunWriter:
     """The one way an ingest stores its runs: runs added are held in a batch of at most ``batch_runs`` runs or
     ``batch_bytes`` bytes of agent trace and stored together (:func:`write_runs`, one transaction), since on
     DuckLake a run's fixed cost is its statements and its commit (bench/ingest_batch.py); a run read as a stream
-    is stored in a transaction of its own (:meth:`stream`). What the writer knows of the warehouse it learnt
-    itself: the methods whose row it stored (not written again). A batch that fails is stored again run by run,
-    so a broken run is reported and skipped and the others of its batch are stored.
+    is stored in a transaction of its own (:meth:`stream`). A batch that fails is stored again run by run, so a
+    broken run is reported and skipped and the others of its batch are stored.
+
+    What the writer needs to know of the warehouse it learns itself, so that no statement runs whose answer it
+    knows: the stored runs' ids and cells (method, benchmark, base model), read once by its first transaction and
+    kept up to date with what it commits (one process ingests at a time), and the methods whose row it stored.
 
     ``stored(key, rows)`` is called once a run is committed, ``failed(key, exc)`` for a run that could not be
     (``key``: whatever the caller added the run with).
@@ -120,6 +123,8 @@ class RunWriter:
         self.batch_runs, self.batch_bytes = max(1, batch_runs), batch_bytes
         self.pending: list[tuple[Any, RunWrite]] = []
         self.methods: set[str] = set()
+        self._runs: dict[str, tuple[str, str, str]] | None = None  # stored run id -> its cell
+        self._cells: Counter[tuple[str, str, str]] = Counter()  # stored runs per cell
 
     def add(self, key: Any, rows: ParsedRun, method: MethodRow) -> None:
         """Hold one run; the batch is stored once it is full. Raises nothing (failures go to ``failed``)."""
@@ -133,9 +138,15 @@ class RunWriter:
         batch, self.pending = self.pending, []
         if not batch:
             return
-        fresh = self._fresh([w for _, w in batch])
+        writes = [w for _, w in batch]
+
+        def unit(con) -> None:
+            runs = self._known(con)
+            write_runs(con, writes, methods=self._fresh(writes), replaced=[i for i in _ids(writes) if i in runs],
+                       shared=self._shared(writes))
+
         try:
-            warehouse.run_in_transaction(lambda con: write_runs(con, [w for _, w in batch], methods=fresh))
+            warehouse.run_in_transaction(unit)
         except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
             if len(batch) == 1:
                 self._failed(batch[0][0], exc)
@@ -144,7 +155,7 @@ class RunWriter:
                 self.pending.append(one)
                 self.flush()
             return
-        self.methods.update(m.id for m in fresh)
+        self._committed(writes)
         for key, w in batch:
             self._stored(key, w.rows)
 
@@ -153,11 +164,13 @@ class RunWriter:
         ``read(step_writer)`` reads it, handing its steps to ``step_writer`` as they come, and its other rows
         are written. ``read`` raising, or the write failing, is ``failed(key, exc)``. Raises nothing."""
         def unit(con) -> ParsedRun:
-            delete_run(con, run_id)  # before its new steps are written
+            if run_id in self._known(con):
+                delete_run(con, run_id)  # before its new steps are written
             writer = StepWriter(con)
             rows = read(writer)
             writer.flush()
-            write_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]))
+            writes = [RunWrite(rows, method)]
+            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes))
             return rows
 
         try:
@@ -165,26 +178,55 @@ class RunWriter:
         except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
             self._failed(key, exc)
             return
-        self.methods.add(method.id)
+        self._committed([RunWrite(rows, method)])
         self._stored(key, rows)
+
+    def _known(self, con) -> dict[str, tuple[str, str, str]]:
+        """The stored runs' cells by id, read by the first transaction that needs them."""
+        if self._runs is None:
+            self._runs = {i: (m, b, bm) for i, m, b, bm in con.execute(
+                "SELECT id, method, benchmark, base_model FROM runs").fetchall()}
+            self._cells = Counter(self._runs.values())
+        return self._runs
+
+    def _shared(self, batch: list[RunWrite]) -> set[tuple[str, str, str]]:
+        """The cells of ``batch`` that hold a stored run other than the batch's own earlier versions."""
+        runs, ids = self._runs or {}, set(_ids(batch))
+        mine = Counter(runs[i] for i in ids if i in runs)  # the batch's stored versions, deleted before it is
+        return {cell for w in batch if self._cells[cell := _cell(w.rows.run)] > mine[cell]}
+
+    def _committed(self, batch: list[RunWrite]) -> None:
+        """What the writer knows after ``batch`` was committed."""
+        runs = self._runs if self._runs is not None else {}
+        for w in batch:
+            old = runs.get(w.rows.run.id)
+            if old is not None:
+                self._cells[old] -= 1
+            runs[w.rows.run.id] = _cell(w.rows.run)
+            self._cells[_cell(w.rows.run)] += 1
+            self.methods.add(w.method.id)
 
     def _fresh(self, batch: list[RunWrite]) -> list[MethodRow]:
         """The method rows of ``batch`` not stored by this writer yet (the last of each method)."""
         return list({w.method.id: w.method for w in batch if w.method.id not in self.methods}.values())
 
 
-def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
+def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced: list[str],
+               shared: set[tuple[str, str, str]]) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch:
-    the ``methods`` rows (replacing those stored), the stored versions of the runs deleted (:func:`delete_run`),
-    the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote already), and the
-    latest-run flags recomputed of the cells (method, benchmark, base model) where they may change: those that hold
-    another run. The per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a
-    batch of N runs costs about what one run did (bench/ingest_batch.py); the inverted index ``word_runs`` is merged
-    in the same transaction when the batches' rows spread past ``search_index.MERGE_SPREAD`` a word. Raises duckdb.Error: nothing of the
-    batch is stored once the caller rolls back."""
+    the ``methods`` rows (replacing those stored), the stored versions of the runs ``replaced`` deleted
+    (:func:`delete_run`), the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote
+    already), and the latest-run flags recomputed of the cells (method, benchmark, base model) where they may
+    change: those holding two runs of the batch, and the ``shared`` ones, which hold a stored run besides. What
+    to delete and which cells are shared is what :class:`RunWriter` knows. The per-run cost of an ingest on
+    DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
+    (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the same transaction when the batches'
+    rows spread past ``search_index.MERGE_SPREAD`` a word. Raises duckdb.Error: nothing of the batch is stored
+    once the caller rolls back."""
     if not batch:
         return
-    shared = _delete_stored(con, batch)
+    for run_id in replaced:
+        delete_run(con, run_id)
     if methods:
         con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
         insert_records(con, MethodRow, methods)
@@ -222,23 +264,8 @@ def _cell(run: RunRow) -> tuple[str, str, str]:
     return run.method, run.benchmark, run.base_model
 
 
-def _delete_stored(con, batch: list[RunWrite]) -> set[tuple[str, str, str]]:
-    """Delete the stored versions of the batch's runs (:func:`delete_run`); returns the cells of the batch that
-    hold another stored run. One query finds both."""
-    ids = {w.rows.run.id for w in batch}
-    cells = sorted({_cell(w.rows.run) for w in batch})
-    found = con.execute(
-        f"SELECT id, method, benchmark, base_model FROM runs r WHERE id IN ({', '.join('?' * len(ids))}) OR EXISTS "
-        f"(SELECT 1 FROM (VALUES {', '.join('(?, ?, ?)' for _ in cells)}) AS cell(method, benchmark, base_model) "
-        f"WHERE cell.method = r.method AND cell.benchmark = r.benchmark AND cell.base_model = r.base_model)",
-        [*ids, *(value for cell in cells for value in cell)]).fetchall()
-    shared = set()
-    for run_id, *cell in found:
-        if run_id in ids:
-            delete_run(con, run_id)
-        else:
-            shared.add((cell[0], cell[1], cell[2]))
-    return shared
+def _ids(batch: list[RunWrite]) -> list[str]:
+    return [w.rows.run.id for w in batch]
 
 
 _ANALYSIS_TABLES = ("facets", "phases", "monitor")  # deleted with their run (delete_run)
