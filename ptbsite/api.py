@@ -98,9 +98,7 @@ EXTRA_STATUSES = {
     ("post", "/api/worker/jobs/{job_id}/finish"): (400,),
 }
 # Operations without a path parameter that still look something up by a query parameter.
-LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis/method-mix",
-                      "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
-                      "/api/analysis/reported", "/api/compare"}
+LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/analysis", "/api/compare"}
 CREDENTIAL_TAGS = {"reruns", "reviews", "worker"}  # the staff routers (evaluator, traces.review), the worker router
 STAFF_TAGS = {"reruns", "reviews"}  # the routers of staff_auth, whose API tokens are throttled (429)
 

@@ -220,6 +220,19 @@ class AgentTimeUse(Model):
     idle_gaps: float | None
 
 
+class AnalysisTwin(Model):
+    """The analysis page as one JSON object (``/api/analysis?suite=``): the suite id and each of the page's sections,
+    as :class:`Analysis` holds them (``calibration`` with the runs behind it, :meth:`Analysis.calibration_page`;
+    ``reported``: the suite source's figures and statements, ``ptbsite.reported``)."""
+
+    suite: str
+    method_mix: list[MethodMix]
+    score_by_method: list[MethodScore]
+    calibration: Calibration
+    time_use: list[AgentTimeUse]
+    reported: list[ReportedFact]
+
+
 @dataclass
 class Analysis:
     """The analysis page of a suite: its latest runs' facts and the per-agent tables built from them."""
@@ -243,6 +256,11 @@ class Analysis:
     def synthetic_runs(self) -> int:
         """How many of the runs are generated demo runs."""
         return sum(1 for f in self.runs if f.run.synthetic)
+
+    def twin(self) -> AnalysisTwin:
+        """The page's JSON twin: every section in one object."""
+        return AnalysisTwin(suite=self.suite, method_mix=self.method_mix, score_by_method=self.score_by_method,
+                            calibration=self.calibration_page(), time_use=self.time_use, reported=self.reported)
 
     def calibration_page(self) -> Calibration:
         """The calibration table with the runs behind it (the twin of the page's calibration section)."""
@@ -292,7 +310,9 @@ def read_run_facts(con, suite: str) -> list[RunFacts]:
     splits: dict[str, dict[str, float]] = {}
     idle: dict[str, int] = {}
     for run_id, phase, seconds, count in phase_rows:
-        splits.setdefault(run_id, dict.fromkeys(PHASES, 0.0))[phase] = seconds
+        if run_id not in splits:
+            splits[run_id] = dict.fromkeys(PHASES, 0.0)
+        splits[run_id][phase] = seconds
         if phase == "idle":
             idle[run_id] = count
     facts = []
@@ -300,7 +320,7 @@ def read_run_facts(con, suite: str) -> list[RunFacts]:
         verified = run.score
         own = self_scores.get(run.id)
         facts.append(RunFacts(run, methods.get(run.id, set()), own, verified, overoptimism(own, verified),
-                              base.get((run.base_model, run.benchmark)), splits.get(run.id, dict.fromkeys(PHASES, 0.0)),
+                              base.get((run.base_model, run.benchmark)), splits.get(run.id) or dict.fromkeys(PHASES, 0.0),
                               idle.get(run.id, 0), run.id in splits))
     return facts
 
@@ -310,15 +330,15 @@ _ANALYSES: warehouse.memo.PerVersion[Analysis] = warehouse.memo.PerVersion(maxsi
 
 @warehouse.retrying
 def analysis(suite: str) -> Analysis:
-    """The analysis page of a suite and its JSON twins (``/api/analysis/*``), computed once per warehouse version
-    (``warehouse.memo``: the page and its five twins share one computation; callers must not change it), in one unit of work: method mix,
+    """The analysis page of a suite and its JSON twin (``/api/analysis``), computed once per warehouse version
+    (``warehouse.memo``: the page and its twin share one computation; callers must not change it), in one unit of work: method mix,
     score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
     source reports on the same questions (``reported``, ``ptbsite.reported``).
 
     Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
     difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
     """
-    with warehouse.connect() as con:  # one unit of work on a memo hit too (cheap: the request's open instance)
+    with warehouse.snapshot() as con:  # one unit of work on a memo hit too (cheap: the request's open instance)
         return _ANALYSES.get(suite, lambda: read_analysis(con, suite))
 
 
