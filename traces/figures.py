@@ -192,7 +192,7 @@ def calibration(runs: list[RunFacts]) -> dict:
     by_agent: dict[str, list[RunFacts]] = {}
     for f in runs:
         if f.ratio is not None and f.base_score is not None:
-            by_agent.setdefault(f.run.agent_display or f.run.agent, []).append(f)  # the name every page uses
+            by_agent.setdefault(f.run.agent, []).append(f)  # the name every page uses
     data = []
     for agent, mine in by_agent.items():
         data.append({
