@@ -1,4 +1,5 @@
-"""Helpers the bench scripts share: timing a call, the demo tree, a long Claude Code trace, free ports.
+"""Helpers the bench scripts share: timing a call (wall, and CPU beside it), the demo tree, a long Claude Code
+trace, free ports.
 
 Not a package: each script in ``bench/`` has this folder on ``sys.path`` (a script's own folder is), so
 ``from benchlib import ...`` works from any of them. Nothing here is imported by the site.
@@ -6,11 +7,13 @@ Not a package: each script in ``bench/`` has this folder on ``sys.path`` (a scri
 from __future__ import annotations
 
 import re
+import resource
 import shutil
 import socket
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -29,6 +32,39 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
         samples.append(1000 * (time.perf_counter() - start))
     samples.sort()
     return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Timings in ms of repeated calls: median and p95 of the wall time, median of the CPU time (this process's,
+    or its children's: :func:`timed_cpu`)."""
+
+    wall: float
+    wall_p95: float
+    cpu: float
+
+
+def timed_cpu(fn: Callable[[], object], repeat: int, *, warmup: int = 1, children: bool = False) -> Timing:
+    """:class:`Timing` of ``repeat`` calls of ``fn`` after ``warmup`` untimed ones, each timed alone: wall with
+    ``time.perf_counter``, CPU with ``time.process_time`` (``children``: the CPU of the child processes that ended
+    during the call, ``getrusage(RUSAGE_CHILDREN)``, for a command run with ``subprocess``)."""
+    def cpu() -> float:
+        if children:
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return used.ru_utime + used.ru_stime
+        return time.process_time()
+
+    for _ in range(warmup):
+        fn()
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, used = time.perf_counter(), cpu()
+        fn()
+        walls.append(1000 * (time.perf_counter() - wall))
+        cpus.append(1000 * (cpu() - used))
+    walls.sort()
+    return Timing(statistics.median(walls), walls[min(len(walls) - 1, int(0.95 * len(walls)))],
+                  statistics.median(cpus))
 
 
 def demo_tree(root: Path, *, runs: int = 4, seed: int = 7) -> Path:

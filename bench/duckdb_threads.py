@@ -38,7 +38,7 @@ def main() -> None:
         from benchlib import demo_tree
 
         from leaderboard.services import import_published
-        from traces.ingest import ingest_tree
+        from ingest.tree import ingest_tree
 
         call_command("migrate", verbosity=0)
         import_published()

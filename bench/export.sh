@@ -33,7 +33,7 @@ import duckdb
 from export.exporter import export_site
 from leaderboard.services import import_published
 from demo.tree import make_demo_results
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 runs, seed, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 

@@ -57,7 +57,7 @@ def main() -> None:
     else:
         from demo.tree import make_demo_results
         from leaderboard.services import import_published
-        from traces.ingest import ingest_tree
+        from ingest.tree import ingest_tree
 
         import_published()
         tree = make_demo_results(root=OUT / "tree", runs=args.runs, seed=args.seed, long_run=False)

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/index_cost.py WAREHOUSE [--run ID] [--repeat 3] [--substring-steps 2000]
 
-Reads the agent steps of one run of a plain-file warehouse (default: its longest run; ``bench/ingest.py --work DIR``
+Reads the agent steps of one run of a plain-file warehouse (default: its longest run; ``bench/ingest_process.py --work DIR``
 leaves ``DIR/warehouse-big.duckdb``, the 180 MB / 145,364-step trace) into memory and, in batches of
 ``traces.services.STEP_BATCH_ROWS`` steps as the ingest does, builds each index into an in-memory DuckDB table,
 printing CPU seconds (this process, DuckDB's threads included; the least of ``--repeat``) and the (step, key)

@@ -40,7 +40,7 @@ def main() -> None:
     from leaderboard.services import import_published
     from traces import selectors
     from demo.tree import make_demo_results
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     call_command("migrate", verbosity=0)
     import_published()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-import ingest as ingest_bench  # noqa: E402 (bench/ingest.py: its fresh-warehouse and timed-ingest helpers)
+import ingest_process as ingest_bench  # noqa: E402 (bench/ingest_process.py: its fresh-warehouse and timed-ingest helpers)
 
 
 def main() -> None:

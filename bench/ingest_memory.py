@@ -2,10 +2,10 @@
 
 Usage: .venv/bin/python bench/ingest_memory.py [--mb 180] [--work DIR]
 
-On the big tree of ``bench/ingest.py`` (the demo's long Claude Code run repeated to ``--mb`` MB; built in the work
+On the big tree of ``bench/ingest_process.py`` (the demo's long Claude Code run repeated to ``--mb`` MB; built in the work
 folder unless it is there already):
 
-* **held facts**: the agent trace read as a stream (``Ingester._stream_agent``) with a writer that drops its rows,
+* **held facts**: the agent trace read as a stream (``Ingester._read_trace``) with a writer that drops its rows,
   under ``tracemalloc``; printed: the MB of Python objects still held at the end (the calls and steps the facets
   and phases read), with each call settled as the ingest does (``facets.Call.settle``) and, as the anchor, with
   settling turned off (every call keeps its text, parsed input and whole step, as before issue 15 part C);
@@ -44,10 +44,11 @@ def _dropping_writer():
 def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
     """(MB of Python objects held after streaming the run's trace, calls, steps); ``settle`` False turns
     ``Call.settle`` into a no-op for the measurement."""
-    from traces import facets, layout
-    from traces.ingest.files import RunFiles
-    from traces.ingest.reader import Ingester, _Counts
-    from traces.redaction import Redactor
+    from ingest import facets
+    from traces import layout
+    from ingest.files import RunFiles
+    from ingest.reader import Ingester, _Counts
+    from ingest.redaction import Redactor
 
     real = facets.Call.settle
     if not settle:
@@ -58,8 +59,9 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
         context = ingester.contexts[layout.parse_run_name(run_dir.name).benchmark]
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
-        agent = ingester._stream_agent("bench", run_dir / "solve_out.txt", method, context, _dropping_writer(),
-                                       _Counts(), RunFiles(run_dir, run_dir.parent.parent))
+        agent = ingester._read_trace("bench", "agent", run_dir / "solve_out.txt", _dropping_writer(), _Counts(),
+                                     RunFiles(run_dir, run_dir.parent.parent), scaffold=method.harness_agent,
+                                     context=context)
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
         return held / 1e6, len(agent.calls), len(agent.steps)
@@ -69,9 +71,9 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
 
 def gate_seconds(trace: Path) -> tuple[float, float, int, int, int]:
     """(gate seconds, pattern seconds, blocks, blocks the gate passes, blocks the pattern matches), best of 3."""
-    from traces.ingest import reader
-    from traces.parsers.framing import decode
-    from traces.redaction import Redactor
+    from ingest import reader
+    from ingest.parsers.framing import decode
+    from ingest.redaction import Redactor
 
     data = trace.read_bytes()
     blocks, at = [], 0

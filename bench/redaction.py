@@ -1,4 +1,4 @@
-"""Redaction throughput: the rule set of ``traces.redaction`` against the rule set it replaced (issue 13).
+"""Redaction throughput: the rule set of ``ingest.redaction`` against the rule set it replaced (issue 13).
 
 Usage: .venv/bin/python bench/redaction.py [--repeat 5]
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")  # the planted keys live in a test module
 
 _KEY_CHAR = "[A-Za-z0-9_-]"
-ANCHOR_SHAPES = (  # traces/redaction.py before issue 13
+ANCHOR_SHAPES = (  # ingest/redaction.py before issue 13
     rf"sk-proj-{_KEY_CHAR}{{12,}}", rf"sk-ant-(?:api|admin|oat|sid)\d{{2,}}-{_KEY_CHAR}{{12,}}",
     rf"AIzaSy{_KEY_CHAR}{{20,}}", rf"sk-or-v\d-{_KEY_CHAR}{{20,}}", r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{20,}",
     rf"sk-(?<![A-Za-z0-9_-]sk-){_KEY_CHAR}{{37,}}", r"gh[pousr]_[A-Za-z0-9]{36,}", r"github_pat_[A-Za-z0-9_]{22,}",
@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     from demo.episode import EpisodeFlavour, plan_episode
     from demo.writers import render_trace
-    from traces.redaction import RULES, Redactor
+    from ingest.redaction import RULES, Redactor
 
     rng = random.Random(7)
     actions = plan_episode(rng=rng, task="gsm8k", base_model="Qwen/Qwen3-1.7B-Base", hours=10,
@@ -47,7 +47,7 @@ def main() -> None:
     text = info.text
     anchor = re.compile("|".join(ANCHOR_SHAPES))
     current = Redactor()
-    timings = {"anchor": [], "current": []}
+    timings: dict[str, list[float]] = {"anchor": [], "current": []}
     for _ in range(args.repeat):
         for name, fn in (("anchor", lambda: anchor.subn("<omitted-api-key>", text)),
                          ("current", lambda: current.redact_counted(text))):

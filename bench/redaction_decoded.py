@@ -32,9 +32,9 @@ def main() -> None:
     django.setup()
     from demo.episode import EpisodeFlavour, plan_episode
     from demo.writers import render_trace
-    from traces.ingest.reader import redact_steps
-    from traces.parsers import parse_trace
-    from traces.redaction import Redactor, learn_values
+    from ingest.reader import redact_steps
+    from ingest.parsers import parse_trace
+    from ingest.redaction import Redactor, learn_values
 
     rng = random.Random(7)
     actions = plan_episode(rng=rng, task="gsm8k", base_model="Qwen/Qwen3-1.7B-Base", hours=10,

@@ -4,13 +4,13 @@ Usage: .venv/bin/python bench/rule_engines.py [--trace solve_out.txt] [--repeat 
 
 Without ``--trace`` the demo generator's 10-hour Claude Code run (~50 MB, 20,777 tool calls) is written to a
 temporary folder. The trace is read as the ingest reads it (decoded, redacted, parsed), and per rule family
-(the method rules, the library rules, every rule of ``traces.facets.CALL_RULES`` over the non-evaluation calls'
+(the method rules, the library rules, every rule of ``ingest.facets.CALL_RULES`` over the non-evaluation calls'
 texts, and ``OUTPUT_RULES`` over their outputs) this prints the best of ``--repeat`` timings of:
 
 * ``re, one per rule``: each rule's Python pattern searched over each text (how the rules ran before issue 15);
 * ``re, one alternation``: the family as one Python pattern of named alternatives, searched once per text (it
   only says whether *some* rule matches; the per-rule answer needs more searches);
-* ``re2 Set + confirm``: ``traces.rules.RuleSet.scan`` (google-re2), then Python's search for every rule the
+* ``re2 Set + confirm``: ``ingest.rules.RuleSet.scan`` (google-re2), then Python's search for every rule the
   Set may match and is not sure of: the same per-rule answers as the first line (checked);
 * ``hyperscan + confirm`` (when ``pip install hyperscan`` was run; not a requirement): the same relaxed patterns
   in one Hyperscan database (UTF-8, single match), then the same Python confirmation (checked).
@@ -51,16 +51,17 @@ def main() -> None:
     import django
 
     django.setup()
-    from traces import facets
+    from ingest import facets
     from demo.tree import make_demo_results
-    from traces.parsers import parse_trace
-    from traces.parsers.framing import decode
-    from traces.redaction import Redactor
-    from traces.rules import RuleSet, relax
+    from ingest.parsers import parse_trace
+    from ingest.parsers.framing import decode
+    from ingest.redaction import Redactor
+    from ingest.rules import RuleSet, relax
 
     if args.trace is None:
         tmp = Path(tempfile.mkdtemp(prefix="ptb-engines-"))
         report = make_demo_results(root=tmp, runs=12, seed=1, long_run=True)
+        assert report.long_run_dir is not None  # asked for with long_run=True
         args.trace = tmp / report.long_run_dir / "solve_out.txt"
     text, _ = decode(args.trace.read_bytes())
     steps = parse_trace(Redactor().redact(text), source=args.trace.name, scaffold="claude").steps
@@ -117,12 +118,10 @@ def main() -> None:
                 return out
 
             rows.append(("hyperscan + confirm", with_hyperscan))
-        anchor, expected = None, None
+        anchor, expected = _best(per_rule, args.repeat)  # the first row, the anchor of the ratios
         for engine, fn in rows:
-            seconds, result = _best(fn, args.repeat)
-            if engine == "re, one per rule":
-                anchor, expected = seconds, result
-            elif engine != "re, one alternation":
+            seconds, result = (anchor, expected) if fn is per_rule else _best(fn, args.repeat)
+            if engine not in ("re, one per rule", "re, one alternation"):
                 assert result == expected, f"{engine} disagrees with re on {label}"
             print(f"{label:<16} {len(rules):>5} {len(corpus):>6} {megabytes:>6.1f}  {engine:<22} {seconds:>7.3f} "
                   f"{megabytes / seconds:>8.1f} {anchor / seconds:>5.1f}x")

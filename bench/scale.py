@@ -74,7 +74,7 @@ def build(settings, work: Path, k: int, scale: float) -> tuple[str, dict]:
         return spec, json.loads(marker.read_text())
     call_command("import_published")
     call_command("import_published", "--suite", "frogsgame")
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     cpu, wall = cpu_with_children(), time.perf_counter()
     ingested = ingest_tree(root=tree)

@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/search.py [--mb 72] [--repeat 5] [--work DIR] [--kind file|ducklake]
 
 Builds ``make_demo_results --runs 4 --seed 7`` and, from its long Claude Code run, a ~60,000-step trace
-(``bench/ingest.py``'s ``build_big``: the trace repeated with fresh ids and shifted times to ``--mb`` MB), ingests
+(``bench/ingest_process.py``'s ``build_big``: the trace repeated with fresh ids and shifted times to ``--mb`` MB), ingests
 it into a fresh warehouse (``--kind``; the page cache off), and for each query prints, in-process (server time,
 no network; median of ``--repeat`` calls after one warm-up call, ms):
 
@@ -88,11 +88,11 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from ingest import build_big  # bench/ingest.py, beside this file (bench/ is on sys.path as the script's folder)
+    from ingest_process import build_big  # bench/ingest_process.py, beside this file (bench/ is on sys.path as the script's folder)
     from demo.tree import make_demo_results
     from ptbsite import warehouse
     from traces import search_index, selectors
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from traces.selectors.steps import MATCH_COUNT_CAP, read_matches
 
     call_command("migrate", verbosity=0)

@@ -15,7 +15,7 @@ most runs; the phrase two adjacent words of a stored step found in several runs)
   ``sel``: its selector alone on a warehouse held open (the part that depends on the tree);
 - rg: ``rg -c -i -F <query>`` over the agent trace files of every ingested run (the files named in
   ``runs.trace_file``), wall ms and CPU ms of the child;
-- their ratio, and the recall against rg: the runs whose raw trace file rg counts the query in that our search
+- their ratios (wall, and ``cpu/rg``: the page's CPU against rg's), and the recall against rg: the runs whose raw trace file rg counts the query in that our search
   lists (every page), and the runs we list that rg does not (text rg cannot see as written: JSON escapes).
 """
 from __future__ import annotations
@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,54 +34,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 os.environ.setdefault("PTB_PAGE_CACHE", "0")
 
+from benchlib import Timing, timed_cpu  # noqa: E402 (bench/benchlib.py, beside this script)
 
-def _ours(client, q: str, repeat: int) -> tuple[float, float, int]:
-    """(median wall ms, median CPU ms, bytes) of ``GET /search/?q=`` (the first page of grouped results, as a
-    browser gets it: warehouse opened for the request, page cache off), after one warm-up."""
+
+def _ours(client, q: str, repeat: int) -> tuple[Timing, int]:
+    """(timing, bytes) of ``GET /search/?q=`` (the first page of grouped results, as a browser gets it: warehouse
+    opened for the request, page cache off), after one warm-up."""
     size = len(client.get("/search/", {"q": q}).content)
-    walls, cpus = [], []
-    for _ in range(repeat):
-        w, c = time.perf_counter(), time.process_time()
-        answer = client.get("/search/", {"q": q})
-        walls.append(1000 * (time.perf_counter() - w))
-        cpus.append(1000 * (time.process_time() - c))
-        assert answer.status_code == 200
-    return statistics.median(walls), statistics.median(cpus), size
+    return timed_cpu(lambda: client.get("/search/", {"q": q}), repeat, warmup=0), size
 
 
-def _selector(search_page, q: str, repeat: int) -> tuple[float, float]:
-    """(median wall ms, median CPU ms) of the page's selector alone on a warehouse held open (no request, no
-    template, no open and close of the warehouse file), after one warm-up."""
+def _selector(search_page, q: str, repeat: int) -> Timing:
+    """Timing of the page's selector alone on a warehouse held open (no request, no template, no open and close
+    of the warehouse file), after one warm-up."""
     from ptbsite.warehouse import connections
 
-    walls, cpus = [], []
     with connections.hold_open():
-        search_page(q, limit=20, with_options=True)
-        for _ in range(repeat):
-            w, c = time.perf_counter(), time.process_time()
-            search_page(q, limit=20, with_options=True)
-            walls.append(1000 * (time.perf_counter() - w))
-            cpus.append(1000 * (time.process_time() - c))
-    return statistics.median(walls), statistics.median(cpus)
+        return timed_cpu(lambda: search_page(q, limit=20, with_options=True), repeat)
 
 
-def _rg(q: str, files: list[str], repeat: int) -> tuple[float, float, set[str]]:
-    """(median wall ms, median CPU ms of the child, the files with a count) of ``rg -c -i -F q files``."""
-    walls, cpus, found = [], [], set()
-    for i in range(repeat + 1):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        w = time.perf_counter()
+def _rg(q: str, files: list[str], repeat: int) -> tuple[Timing, set[str]]:
+    """(timing, with the child's CPU; the files with a count) of ``rg -c -i -F q files``, after one warm-up."""
+    found: set[str] = set()
+
+    def run() -> None:
         out = subprocess.run(["rg", "-c", "-i", "-F", "--no-messages", "--with-filename", "--", q, *files],
                              capture_output=True, text=True, check=False)
-        wall = 1000 * (time.perf_counter() - w)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if out.returncode not in (0, 1):
             raise SystemExit(f"rg failed: {out.stderr}")
-        found = {line.rsplit(":", 1)[0] for line in out.stdout.splitlines() if line}
-        if i:  # the first is the warm-up
-            walls.append(wall)
-            cpus.append(1000 * (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime))
-    return statistics.median(walls), statistics.median(cpus), found
+        found.clear()
+        found.update(line.rsplit(":", 1)[0] for line in out.stdout.splitlines() if line)
+
+    return timed_cpu(run, repeat, children=True), found
 
 
 def _pick(con, args) -> dict[str, str]:
@@ -129,7 +111,7 @@ def main() -> None:
     from django.test import Client
 
     from ptbsite import warehouse
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from traces.selectors.search import search_page
 
     tree = args.tree
@@ -158,12 +140,12 @@ def main() -> None:
     print(f"{len(files)} agent trace files, {size / 1e6:.1f} MB; step_words: {words[0]:,} rows, {words[1]:,} words; "
           f"load average {os.getloadavg()[0]:.2f}; ms are medians of {args.repeat}, warm")
     print(f"{'query':>8} {'text':>22} {'page ms':>8} {'cpu':>6} {'bytes':>7} {'sel ms':>7} {'cpu':>6} {'rg ms':>7} "
-          f"{'cpu':>6} {'page/rg':>8} {'sel/rg':>7} {'rg runs':>7} {'recall':>7} {'ours only':>9}")
+          f"{'cpu':>6} {'page/rg':>8} {'sel/rg':>7} {'cpu/rg':>8} {'rg runs':>7} {'recall':>7} {'ours only':>9}")
     for label, q in picks.items():
         query = f'"{q}"' if label == "phrase" else q
-        wall, cpu, size_ours = _ours(Client(), query, args.repeat)
-        sel_wall, sel_cpu = _selector(search_page, query, args.repeat)
-        rg_wall, rg_cpu, hit_files = _rg(q, list(files), args.repeat)
+        page, size_ours = _ours(Client(), query, args.repeat)
+        sel = _selector(search_page, query, args.repeat)
+        rg, hit_files = _rg(q, list(files), args.repeat)
         listed, after = set(), None
         while True:  # every page, for the recall
             found = search_page(query, limit=100, after=after)
@@ -173,9 +155,9 @@ def main() -> None:
                 break
         rg_runs = {files[f] for f in hit_files}
         recall = len(rg_runs & listed) / len(rg_runs) if rg_runs else 1.0
-        print(f"{label:>8} {query[:22]:>22} {wall:>8.1f} {cpu:>6.1f} {size_ours:>7,} {sel_wall:>7.1f} {sel_cpu:>6.1f} "
-              f"{rg_wall:>7.1f} {rg_cpu:>6.1f} {wall / rg_wall:>7.2f}x {sel_wall / rg_wall:>6.2f}x {len(rg_runs):>7} "
-              f"{recall:>7.3f} {len(listed - rg_runs):>9}")
+        print(f"{label:>8} {query[:22]:>22} {page.wall:>8.1f} {page.cpu:>6.1f} {size_ours:>7,} {sel.wall:>7.1f} "
+              f"{sel.cpu:>6.1f} {rg.wall:>7.1f} {rg.cpu:>6.1f} {page.wall / rg.wall:>7.2f}x {sel.wall / rg.wall:>6.2f}x "
+              f"{page.cpu / rg.cpu:>7.2f}x {len(rg_runs):>7} {recall:>7.3f} {len(listed - rg_runs):>9}")
         missed = sorted(rg_runs - listed)
         if missed:
             print(f"{'':>8} missed: {', '.join(missed[:5])}")

@@ -13,7 +13,7 @@ For each size N (steps):
    ``migrate``, ``import_published``, ``manage.py ingest`` of the tree, then ``manage.py serve`` (gunicorn,
    ``--workers`` processes, default 3 as ``serve``'s, of its default 24 threads) on a free port with ``PTB_PAGE_CACHE=0``, so every page is computed (no page served from
    the cache: a deep link or a search is usually a page nobody asked for yet). Theirs: the trace as parsed by our
-   parser (``traces.parsers.parse_trace`` after ``traces.redaction``, as the ingest does) written as an inspect
+   parser (``ingest.parsers.parse_trace`` after ``ingest.redaction``, as the ingest does) written as an inspect
    ``.eval`` log with ``inspect_ai.log.write_eval_log``: one sample whose ``messages`` map step for step
    (system -> ``ChatMessageSystem``, text -> ``ChatMessageUser``, assistant/result -> ``ChatMessageAssistant``,
    thinking -> ``ChatMessageAssistant`` with ``ContentReasoning``, tool_call -> ``ChatMessageAssistant`` with one
@@ -128,8 +128,8 @@ def write_eval(run_dir: Path, dest: Path) -> tuple[int, str]:
                                   ContentReasoning)
     from inspect_ai.tool import ToolCall, ToolCallError
 
-    from traces.parsers import parse_trace
-    from traces.redaction import Redactor
+    from ingest.parsers import parse_trace
+    from ingest.redaction import Redactor
 
     text = Redactor.from_environ(os.environ).redact((run_dir / "solve_out.txt").read_text(errors="replace"))
     trace = parse_trace(text, scaffold="claude")

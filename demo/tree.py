@@ -533,7 +533,7 @@ class _Tree:
     def stamp(self, rel: str, *, start: datetime, end: datetime) -> None:
         """Give a run directory's files the times the harness would have: ``prompt.txt`` written at the container
         start, everything else by the run's end (naive datetimes are UTC). Ingest dates a run whose trace has no
-        timestamps by its earliest file (``traces.ingest.reader.dir_time``)."""
+        timestamps by its earliest file (``ingest.reader.dir_time``)."""
         for path in (self.root / rel).iterdir():
             moment = (start if path.name == "prompt.txt" else end).replace(tzinfo=timezone.utc).timestamp()
             os.utime(path, (moment, moment))

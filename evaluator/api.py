@@ -3,7 +3,8 @@
 Staff endpoints (``/api/reruns...``, ``/api/runs/<id>/judge``; reviewers' overrides are traces.review, mounted with
 the same auth): a staff session with CSRF, or ``Authorization: Token <key>``; 403 otherwise.
 Worker endpoints (``/api/worker/jobs/<id>/start|progress|finish``): ``Authorization: Bearer <PTB_WORKER_TOKEN>``
-and the job's own credential from its task message in ``X-PTB-Job-Credential``.
+and the job's own credential from its task message in ``X-PTB-Job-Credential``; their bodies and answers are the
+models of evaluator.protocol, which the worker uses too (a malformed finish report is a 400 naming the field).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from ninja.files import UploadedFile
 from . import selectors, services, workers
 from .models import RerunJob
 from .permissions import check_job_credential, staff_auth, worker_auth
+from .protocol import (FinishAnswer, MalformedMessage, ProgressAnswer, ProgressReport, StartAnswer, StartRequest,
+                       read_report)
 
 router = Router(tags=["reruns"], auth=staff_auth)
 worker_router = Router(tags=["worker"], auth=worker_auth)
@@ -84,31 +87,6 @@ class WorkersOut(Schema):
     error: str
 
 
-class StartIn(Schema):
-    host: str
-
-
-class StartOut(Schema):
-    proceed: bool
-    reason: str
-
-
-class ProgressIn(Schema):
-    samples_done: int | None = None
-    samples_total: int | None = None
-    log: list[str] = []
-
-
-class ProgressOut(Schema):
-    status: str
-    cancel_requested: bool
-
-
-class FinishOut(Schema):
-    status: str
-    reason: str
-
-
 def _job(job_id: int) -> RerunJob:
     job = selectors.get_job(job_id)
     if job is None:
@@ -160,27 +138,28 @@ def list_workers(request, queue: str | None = None):
 
 
 
-@worker_router.post("/jobs/{job_id}/start", response=StartOut)
-def worker_start(request, job_id: int, payload: StartIn):
+@worker_router.post("/jobs/{job_id}/start", response=StartAnswer)
+def worker_start(request, job_id: int, payload: StartRequest):
     check_job_credential(request, job_id)
     return services.worker_start(job_id, host=payload.host)
 
 
-@worker_router.post("/jobs/{job_id}/progress", response=ProgressOut)
-def worker_progress(request, job_id: int, payload: ProgressIn):
+@worker_router.post("/jobs/{job_id}/progress", response=ProgressAnswer)
+def worker_progress(request, job_id: int, payload: ProgressReport):
     check_job_credential(request, job_id)
     return services.worker_progress(job_id, samples_done=payload.samples_done, samples_total=payload.samples_total,
                                     log_lines=payload.log)
 
 
-@worker_router.post("/jobs/{job_id}/finish", response=FinishOut)
-def worker_finish(request, job_id: int, report: str = Form(...), eval_log: UploadedFile | None = File(None)):
+@worker_router.post("/jobs/{job_id}/finish", response=FinishAnswer)
+def worker_finish(request, job_id: int, report: str = Form(..., description="a FinishReport as JSON"),
+                  eval_log: UploadedFile | None = File(None)):
     check_job_credential(request, job_id)
     try:
-        job = services.worker_finish(job_id, report=services.parse_report(report), eval_log=eval_log,
+        job = services.worker_finish(job_id, report=read_report(report), eval_log=eval_log,
                                      eval_log_name=eval_log.name if eval_log else "")
+    except MalformedMessage as exc:
+        raise HttpError(400, str(exc)) from None
     except services.LogUploadRefused as exc:
         raise HttpError(422, str(exc)) from None
-    except services.RerunRefused as exc:
-        raise HttpError(400, str(exc)) from None
-    return {"status": job.status, "reason": job.reason}
+    return FinishAnswer(status=job.status, reason=job.reason)

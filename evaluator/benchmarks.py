@@ -349,9 +349,11 @@ def _judged_task(spec: BenchmarkSpec, *, dataset_path: Path | None, judge_model:
     from inspect_evals.healthbench import healthbench
 
     try:
-        # As the harness's grader.py asks gpt-5 models: no temperature, up to 49,152 completion tokens.
+        # As the harness's grader.py asks gpt-5 models: no temperature, up to 49,152 completion tokens. inspect_evals
+        # annotates judge_temperature as float, but passes it on to GenerateConfig(temperature: float | None), where
+        # None sends no temperature at all: what the harness does, and what gpt-5 models accept.
         return healthbench(local_path=str(path), judge_model=judge_model, include_subset_scores=False,
-                           judge_temperature=None, judge_max_tokens=49152)
+                           judge_temperature=None, judge_max_tokens=49152)  # type: ignore[arg-type]
     except Exception as exc:  # noqa: BLE001 - a malformed file must name itself
         raise DatasetUnavailable(f"healthbench dataset {path} cannot be read: {type(exc).__name__}: {exc}") from exc
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from traces import services as run_services
-from traces.redaction import Redactor
+from ingest.redaction import Redactor
 from traces.verdicts import Verdict, read_verdicts
 
 PLACEHOLDER = "{run_dir}"

@@ -10,7 +10,6 @@ the attempt's `.eval` log as the score (spec section 4.1). No Django here: the c
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import queue
 import re
@@ -24,7 +23,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from evaluator.benchmarks import (
     HARNESS,
@@ -49,6 +48,17 @@ from evaluator.errors import (
     JudgeModelNotConfigured,
 )
 from evaluator.hf_cache import attempt_environment
+from evaluator.protocol import (
+    AttemptEvent,
+    AttemptSpec,
+    Done,
+    Gate,
+    GateAnswer,
+    Progress,
+    SetupFailed,
+    Started,
+    attempt_events,
+)
 
 Provider = Literal["vllm", "hf"]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -211,13 +221,13 @@ def evaluate_checkpoint(
                 raise EvaluationCancelled(f"{benchmark} on {checkpoint} cancelled before an attempt")
             number = len(attempts) + 1
             spec_file = log_dir / f"attempt-{number}.json"
-            spec_file.write_text(json.dumps({
-                "benchmark": benchmark, "checkpoint": str(checkpoint), "model_id": model_id,
-                "model_args": model_args, "eval_settings": eval_settings(spec, rung_tokens), "limit": limit,
-                "log_dir": str(log_dir), "dataset_path": str(dataset_path) if dataset_path else None,
-                "judge_model": judge_model, "healthbench_data": str(healthbench_data) if healthbench_data else None,
-                "context_length": context_length, "metadata": eval_metadata or {},
-            }))
+            spec_file.write_text(AttemptSpec(
+                benchmark=benchmark, checkpoint=str(checkpoint), model_id=model_id,
+                model_args=model_args, eval_settings=eval_settings(spec, rung_tokens), limit=limit,
+                log_dir=str(log_dir), dataset_path=str(dataset_path) if dataset_path else None,
+                judge_model=judge_model, healthbench_data=str(healthbench_data) if healthbench_data else None,
+                context_length=context_length, metadata=eval_metadata or {},
+            ).model_dump_json())
             run = _AttemptProcess(spec_file, log_dir / f"attempt-{number}.log",
                                   attempt_environment(dataset_path, log_dir / f"attempt-{number}"),
                                   on_progress, cancel, deadline, on_start)
@@ -312,7 +322,8 @@ def _model_args(provider: Provider, checkpoint: Path, spec: BenchmarkSpec, famil
 
 
 class _AttemptProcess:
-    """Runs `python -m evaluator.attempt` once and serves its pipe (evaluator.attempt's protocol)."""
+    """Runs `python -m evaluator.attempt` once and serves its pipe (evaluator.protocol's AttemptEvent lines in,
+    GateAnswer lines out)."""
 
     def __init__(self, spec_file: Path, output: Path, env: dict[str, str],
                  on_progress: Callable[[int, int], None] | None, should_cancel: Callable[[], bool],
@@ -338,7 +349,7 @@ class _AttemptProcess:
                 env=env, cwd=PROJECT_ROOT, start_new_session=True)
         os.close(to_parent_w)
         os.close(to_child_r)
-        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        events: queue.Queue[AttemptEvent | None] = queue.Queue()
         reader = threading.Thread(target=self._read, args=(to_parent_r, events), daemon=True)
         reader.start()
         answers = os.fdopen(to_child_w, "w", buffering=1)
@@ -366,38 +377,38 @@ class _AttemptProcess:
             return f"the attempt process exited {self.exit_code} without a result: {tail}", None
         return result
 
-    def _handle(self, event: dict[str, Any], answers) -> tuple[str | None, Path | None] | None:
-        kind = event.get("event")
-        if kind == "started":
-            self.pid = event.get("pid")
-            if self.on_start is not None:
-                self.on_start(int(event["samples_total"]))
-        elif kind == "progress" and self.on_progress is not None:
-            self.on_progress(int(event["done"]), int(event["total"]))
-        elif kind == "gate":
-            go = not self.should_cancel()
-            self.cancelled = self.cancelled or not go
-            try:
-                answers.write(json.dumps({"go": go}) + "\n")
-            except OSError:
-                pass
-        elif kind == "error":
-            message = str(event.get("message"))
-            if _OUT_OF_MEMORY.search(message):
-                return f"out of memory: {message}", None  # retried in a fresh process, as the harness does
-            self.setup_error = _SETUP_ERRORS.get(str(event.get("type")), EvaluationFailed)(message)
-            return message, None
-        elif kind == "done":
-            return event.get("error"), Path(event["log_path"]) if event.get("log_path") else None
+    def _handle(self, event: AttemptEvent, answers: TextIO) -> tuple[str | None, Path | None] | None:
+        match event:
+            case Started(samples_total=total, pid=pid):
+                self.pid = pid
+                if self.on_start is not None:
+                    self.on_start(total)
+            case Progress(done=done, total=total) if self.on_progress is not None:
+                self.on_progress(done, total)
+            case Gate():
+                go = not self.should_cancel()
+                self.cancelled = self.cancelled or not go
+                try:
+                    answers.write(GateAnswer(go=go).model_dump_json() + "\n")
+                except OSError:
+                    pass
+            case SetupFailed(type=error_type, message=message):
+                if _OUT_OF_MEMORY.search(message):
+                    return f"out of memory: {message}", None  # retried in a fresh process, as the harness does
+                self.setup_error = _SETUP_ERRORS.get(error_type, EvaluationFailed)(message)
+                return message, None
+            case Done(error=error, log_path=log_path):
+                return error, Path(log_path) if log_path else None
         return None
 
     @staticmethod
-    def _read(fd: int, events: queue.Queue) -> None:
+    def _read(fd: int, events: queue.Queue[AttemptEvent | None]) -> None:
+        """Queue each event line of the attempt (a line that is not one is skipped), then None at its end."""
         with os.fdopen(fd, "r") as stream:
             for line in stream:
                 try:
-                    events.put(json.loads(line))
-                except ValueError:
+                    events.put(attempt_events.validate_json(line))
+                except ValueError:  # pydantic.ValidationError is one
                     continue
         events.put(None)
 

@@ -24,16 +24,16 @@ from kombu.exceptions import OperationalError
 
 from traces import selectors as run_selectors
 from traces import services as run_services
-from traces.redaction import Redactor
+from ingest.redaction import Redactor
+from traces.schemas import Run
 
 from evaluator.benchmarks import BENCHMARKS, cannot_rerun
 
 from . import eval_logs, judge
 from .models import RerunJob
 from .permissions import issue_job_credential
+from .protocol import TASK_NAMES, FinishReport, JobMessage, ProgressAnswer, StartAnswer
 
-TASK_NAME = "evaluator.evaluate_rerun"
-JUDGE_TASK_NAME = "evaluator.rerun_judge"
 MAX_EVAL_LOG_BYTES = 512 << 20
 MAX_ATTEMPTS = 2  # deliveries of one job: the first, and one retry after a lost worker
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -70,7 +70,7 @@ def _log_line(text: str) -> str:
 
 
 def _redacted(value: Any) -> Any:
-    """A worker's text or JSON-shaped value with secrets redacted (traces.redaction): workers' logs, reasons and
+    """A worker's text or JSON-shaped value with secrets redacted (ingest.redaction): workers' logs, reasons and
     provenance can quote environment dumps or error messages holding keys."""
     redact = Redactor.from_environ(os.environ).redact
     if isinstance(value, str):
@@ -84,33 +84,30 @@ def _append_log(job_id: int, *lines: str) -> None:
         RerunJob.objects.filter(pk=job_id).update(log=Concat(F("log"), Value(text)))
 
 
-def job_message(job: RerunJob) -> dict[str, Any]:
-    """The Celery task message: everything a worker on another machine needs (evaluator.tasks).
-
-    Shape: {job_id, kind (evaluation | judge), task_id (the Celery task id), run_id, benchmark, checkpoint and
-    run_dir (paths on the worker), limit, max_tokens, dataset_path, provider, api_base (PTB_PUBLIC_URL),
-    credential (this job's signed, time-limited worker credential; the worker token never travels here),
-    heartbeat_s, timeout_s}; None/"" where unset.
-    """
-    return {
-        "job_id": job.pk, "kind": job.kind, "task_id": job.celery_task_id, "run_id": job.run_id,
-        "benchmark": job.benchmark, "checkpoint": job.checkpoint, "run_dir": job.run_dir, "limit": job.limit,
-        "max_tokens": job.max_tokens, "dataset_path": job.dataset_path or None, "provider": job.provider,
-        "api_base": settings.PTB_PUBLIC_URL, "credential": issue_job_credential(job),
-        "heartbeat_s": settings.PTB_JOB_HEARTBEAT_SECONDS,
-        "timeout_s": settings.PTB_JUDGE_TIMEOUT_SECONDS if job.kind == RerunJob.Kind.JUDGE
+def job_message(job: RerunJob) -> JobMessage:
+    """The Celery task message of a job (evaluator.protocol.JobMessage): its settings, the server's URL
+    (PTB_PUBLIC_URL), the job's own credential, and the heartbeat and timeout (PTB_JOB_HEARTBEAT_SECONDS;
+    PTB_JUDGE_TIMEOUT_SECONDS or PTB_JOB_TIMEOUT_SECONDS by kind); None where unset."""
+    return JobMessage(
+        job_id=job.pk, kind=job.kind, task_id=job.celery_task_id, run_id=job.run_id,
+        benchmark=job.benchmark, checkpoint=job.checkpoint, run_dir=job.run_dir, limit=job.limit,
+        max_tokens=job.max_tokens, dataset_path=job.dataset_path or None, provider=job.provider,
+        api_base=settings.PTB_PUBLIC_URL, credential=issue_job_credential(job),
+        heartbeat_s=settings.PTB_JOB_HEARTBEAT_SECONDS,
+        timeout_s=settings.PTB_JUDGE_TIMEOUT_SECONDS if job.kind == RerunJob.Kind.JUDGE
         else settings.PTB_JOB_TIMEOUT_SECONDS,
-    }
+    )
 
 
 def _publish(job: RerunJob) -> RerunJob:
-    """Send the job to the broker (its queue); on a broker error fail the job and raise BrokerUnavailable."""
-    name = JUDGE_TASK_NAME if job.kind == RerunJob.Kind.JUDGE else TASK_NAME
+    """Send the job to the broker (its queue) as the task of its kind (evaluator.protocol.TASK_NAMES), the message
+    as JSON; on a broker error fail the job and raise BrokerUnavailable."""
+    message = job_message(job)
     try:
         with _celery().connection_for_write() as conn:
             conn.ensure_connection(max_retries=1)
-            _celery().send_task(name, args=[job_message(job)], task_id=job.celery_task_id, queue=job.queue,
-                                 connection=conn, retry=False)
+            _celery().send_task(TASK_NAMES[message.kind], args=[message.model_dump(mode="json")],
+                                task_id=job.celery_task_id, queue=job.queue, connection=conn, retry=False)
     except (OperationalError, OSError) as exc:
         reason = f"broker unavailable ({_celery().conf.broker_url.split('@')[-1]}): {exc}"
         RerunJob.objects.filter(pk=job.pk).update(status=RerunJob.Status.FAILED, reason=reason, finished_at=_now())
@@ -119,6 +116,14 @@ def _publish(job: RerunJob) -> RerunJob:
     _append_log(job.pk, f"queued as Celery task {job.celery_task_id} on queue {job.queue}")
     job.refresh_from_db()
     return job
+
+
+def _known_run(run_id: str) -> tuple[Run, Path]:
+    """The run (traces.selectors.get_run) and its directory in the results tree; RerunRefused for an unknown run."""
+    run, run_dir = run_selectors.get_run(run_id), run_selectors.run_directory(run_id)
+    if run is None or run_dir is None:
+        raise RerunRefused(f"no run {run_id}")
+    return run, run_dir
 
 
 def queue_rerun(
@@ -141,9 +146,7 @@ def queue_rerun(
     for name, number in (("limit", limit), ("max_tokens", max_tokens)):
         if number is not None and number < 1:
             raise RerunRefused(f"{name} must be a positive number, not {number}")
-    run = run_selectors.get_run(run_id)
-    if run is None:
-        raise RerunRefused(f"no run {run_id}")
+    run, run_dir = _known_run(run_id)
     if run.benchmark not in BENCHMARKS:
         raise RerunRefused(f"run {run_id} is of benchmark {run.benchmark!r}, which has no evaluation here "
                            f"(known: {', '.join(sorted(BENCHMARKS))})")
@@ -151,11 +154,13 @@ def queue_rerun(
     if refused:
         raise RerunRefused(refused)
     checkpoint = run_selectors.checkpoint_path(run_id)
+    if checkpoint is None:  # the run went between the two reads
+        raise RerunRefused(f"no run {run_id}")
     job = RerunJob.objects.create(
         run_id=run.id, benchmark=run.benchmark, checkpoint=os.path.abspath(checkpoint), limit=limit,
         max_tokens=max_tokens, dataset_path=dataset_path.strip(), provider=provider, created_by=user if user and user.pk else None,
         old_score=run.score, celery_task_id=str(uuid.uuid4()),
-        queue=settings.PTB_JOB_QUEUE, run_dir=os.path.abspath(run_selectors.run_directory(run_id)),
+        queue=settings.PTB_JOB_QUEUE, run_dir=os.path.abspath(run_dir),
     )
     return _publish(job)
 
@@ -170,12 +175,10 @@ def queue_judge(*, run_id: str, user=None) -> RerunJob:
     """
     if not judge.judge_configured(settings.PTB_JUDGE_COMMAND):
         raise RerunRefused("no judge command is configured (set PTB_JUDGE_COMMAND to a JSON list of argv)")
-    run = run_selectors.get_run(run_id)
-    if run is None:
-        raise RerunRefused(f"no run {run_id}")
+    run, run_dir = _known_run(run_id)
     job = RerunJob.objects.create(
         kind=RerunJob.Kind.JUDGE, run_id=run.id, benchmark=run.benchmark,
-        run_dir=os.path.abspath(run_selectors.run_directory(run_id)), created_by=user if user and user.pk else None,
+        run_dir=os.path.abspath(run_dir), created_by=user if user and user.pk else None,
         celery_task_id=str(uuid.uuid4()), queue=settings.PTB_JOB_QUEUE,
     )
     return _publish(job)
@@ -240,8 +243,8 @@ def reap_stale_jobs() -> list[int]:
 
 # --- the worker's reports (evaluator.api, authenticated with the worker token) ---
 
-def worker_start(job_id: int, *, host: str) -> dict[str, Any]:
-    """A worker received the job. Returns {"proceed": bool, "reason": str}.
+def worker_start(job_id: int, *, host: str) -> StartAnswer:
+    """A worker received the job; the answer says whether it proceeds, and why not.
 
     A queued job becomes running. A running job whose heartbeat went stale was redelivered after its worker
     died (acks_late + reject_on_worker_lost): it is retried once (MAX_ATTEMPTS). Anything else (cancelled,
@@ -252,22 +255,22 @@ def worker_start(job_id: int, *, host: str) -> dict[str, Any]:
             status=RerunJob.Status.RUNNING, started_at=now, heartbeat_at=now, worker_host=host,
             attempts=F("attempts") + 1):
         _append_log(job_id, f"started on {host}")
-        return {"proceed": True, "reason": ""}
+        return StartAnswer(proceed=True, reason="")
     cutoff = now - timedelta(seconds=settings.PTB_JOB_STALE_SECONDS)
     if RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING, heartbeat_at__lt=cutoff,
                                cancel_requested=False, attempts__lt=MAX_ATTEMPTS).update(
             heartbeat_at=now, worker_host=host, attempts=F("attempts") + 1, samples_done=0):
         _append_log(job_id, f"the previous worker was lost; retrying on {host}")
-        return {"proceed": True, "reason": ""}
+        return StartAnswer(proceed=True, reason="")
     job = RerunJob.objects.filter(pk=job_id).first()
     state = "unknown" if job is None else job.status
-    return {"proceed": False, "reason": f"job {job_id} is {state}; nothing to do"}
+    return StartAnswer(proceed=False, reason=f"job {job_id} is {state}; nothing to do")
 
 
 def worker_progress(job_id: int, *, samples_done: int | None, samples_total: int | None,
-                    log_lines: list[str]) -> dict[str, Any]:
-    """A heartbeat with progress and new log lines. Returns {"status", "cancel_requested"}; the worker stops
-    when the job is no longer running or a cancel is pending."""
+                    log_lines: list[str]) -> ProgressAnswer:
+    """A heartbeat with progress and new log lines. The answer carries the job's status and whether a cancel is
+    pending; the worker stops when the job is no longer running or a cancel is pending."""
     fields: dict[str, Any] = {"heartbeat_at": _now()}
     if samples_done is not None:
         fields["samples_done"] = samples_done
@@ -276,7 +279,7 @@ def worker_progress(job_id: int, *, samples_done: int | None, samples_total: int
     if RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING).update(**fields):
         _append_log(job_id, *log_lines)
     job = RerunJob.objects.get(pk=job_id)
-    return {"status": job.status, "cancel_requested": job.cancel_requested}
+    return ProgressAnswer(status=job.status, cancel_requested=job.cancel_requested)
 
 
 def _store_eval_log(job_id: int, upload: IO[bytes], name: str) -> str:
@@ -307,25 +310,22 @@ class LogUploadRefused(RerunRefused):
     """The worker's .eval log was refused (garbage, another job's, tampered); the job ended failed."""
 
 
-def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | None = None,
+def worker_finish(job_id: int, *, report: FinishReport, eval_log: IO[bytes] | None = None,
                   eval_log_name: str = "") -> RerunJob:
-    """The worker's final report. Only a running job takes it; a job already ended (reaped, cancelled while
-    queued) keeps its state and nothing is stored.
+    """The worker's final report (evaluator.protocol.FinishReport). Only a running job takes it; a job already
+    ended (reaped, cancelled while queued) keeps its state and nothing is stored.
 
-    ``report``: {"status": succeeded | failed | cancelled, "reason", "log": [lines], and on success of an
-    evaluation "samples_done", "samples_total", "provenance" (dict) and the worker's "score" (ignored: the score
-    stored is the one the server reads from the .eval log itself, evaluator.eval_logs), or of a judge re-run
-    "verdict_files" ({name: text}). On success the .eval log is stored and checked, then its score is added as a
-    new evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``; exploratory, never the
-    run's score, unless it ran on the benchmark's own dataset with all of its samples: RerunJob.exploratory_reason); a judge's verdicts are
-    stored as the run's ``rerun`` verdicts. A pending cancel wins over a late success: nothing is stored then.
+    The worker's ``score`` is ignored: the score stored is the one the server reads from the .eval log itself
+    (evaluator.eval_logs). On success the .eval log is stored and checked, then its score is added as a new
+    evaluation of the run (traces.services.add_evaluation, id ``<run>-rerun-<job>``; exploratory, never the run's
+    score, unless it ran on the benchmark's own dataset with all of its samples: RerunJob.exploratory_reason); a
+    judge's verdicts are stored as the run's ``rerun`` verdicts. A pending cancel wins over a late success: nothing
+    is stored then. The job's ``result`` keeps the report's fields that differ from their defaults, less its log
+    and verdict files.
 
-    Raises RerunRefused for a malformed report, LogUploadRefused for a refused .eval log (the job is failed
-    with the reason first).
+    Raises LogUploadRefused for a refused .eval log (the job is failed with the reason first).
     """
-    status = report.get("status")
-    if status not in ("succeeded", "failed", "cancelled"):
-        raise RerunRefused(f"status must be succeeded, failed or cancelled, not {status!r}")
+    status = report.status
     # Claim the report: only a running job takes it, and the claim moves its heartbeat, so a reaper that read the
     # old heartbeat cannot end the job while its result is being stored. A report for an ended job (a replayed
     # credential, a worker the reaper gave up on) changes nothing: not the job, not its log, not the run.
@@ -334,10 +334,11 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
         log.warning("job %s: a worker reported %s after the job had ended %s; ignored", job_id, status, job.status)
         return job
     job = RerunJob.objects.get(pk=job_id)
-    fields: dict[str, Any] = {"finished_at": _now(), "heartbeat_at": _now(),
-                              "result": _redacted({k: v for k, v in report.items() if k not in ("log", "verdict_files")})}
+    result = report.model_dump(mode="json", exclude={"log", "verdict_files"}, exclude_defaults=True)
+    fields: dict[str, Any] = {"finished_at": _now(), "heartbeat_at": _now(), "result": _redacted(result)}
+    reason = report.reason
     if status == "succeeded" and job.cancel_requested:
-        status, report = "cancelled", {**report, "reason": "cancelled before the result was stored"}
+        status, reason = "cancelled", "cancelled before the result was stored"
     refused = None
     if status == "succeeded":
         try:
@@ -347,14 +348,14 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
                 fields.update(_store_success(job, report, eval_log, eval_log_name))
         except eval_logs.LogRefused as exc:
             refused = f"the uploaded .eval log was refused: {exc}"
-            status, report = "failed", {**report, "reason": refused}
+            status, reason = "failed", refused
         except (ValueError, KeyError, TypeError, run_services.UnknownRun) as exc:
-            status, report = "failed", {**report, "reason": f"the result could not be stored: {exc}"}
+            status, reason = "failed", f"the result could not be stored: {exc}"
     fields["status"] = status
-    fields["reason"] = "" if status == "succeeded" else _redacted(str(report.get("reason") or status))
+    fields["reason"] = "" if status == "succeeded" else _redacted(reason or status)
     updated = RerunJob.objects.filter(pk=job_id, status=RerunJob.Status.RUNNING).update(**fields)
     if updated:
-        _append_log(job_id, *[str(x) for x in report.get("log", [])])
+        _append_log(job_id, *report.log)
         _append_log(job_id, f"{status}" + (f": {fields['reason']}" if fields["reason"] else
                                            f": score {fields.get('new_score')}" if job.kind == RerunJob.Kind.EVALUATION
                                            else "") + (f" (exploratory, not the run's score: {job.exploratory_reason})"
@@ -365,14 +366,14 @@ def worker_finish(job_id: int, *, report: dict[str, Any], eval_log: IO[bytes] | 
     return job
 
 
-def _store_judge(job: RerunJob, report: dict[str, Any]) -> dict[str, Any]:
-    verdicts = judge.store_judge_files(run_id=job.run_id, files=report.get("verdict_files") or {},
+def _store_judge(job: RerunJob, report: FinishReport) -> dict[str, Any]:
+    verdicts = judge.store_judge_files(run_id=job.run_id, files=report.verdict_files or {},
                                        reviewer=job.created_by.username if job.created_by else "command line")
     _append_log(job.pk, "verdicts stored: " + ", ".join(f"{v.kind} {v.value}" for v in verdicts))
     return {"samples_done": 1, "samples_total": 1}
 
 
-def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | None, name: str) -> dict[str, Any]:
+def _store_success(job: RerunJob, report: FinishReport, eval_log: IO[bytes] | None, name: str) -> dict[str, Any]:
     if eval_log is None:
         raise ValueError("a successful report must carry its .eval log")
     stored = _store_eval_log(job.pk, eval_log, name or "log.eval")
@@ -382,11 +383,11 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
     except eval_logs.LogRefused:
         path.unlink(missing_ok=True)
         raise
-    claimed = report.get("score")
+    claimed = report.score
     if claimed is not None and claimed != read.score:
         _append_log(job.pk, f"the worker reported score {claimed}; the .eval log says {read.score}, which is stored")
     evaluation_id = f"{job.run_id}-rerun-{job.pk}"
-    provenance = {**(report.get("provenance") or {}), "job": job.pk, "eval_log": stored,
+    provenance = {**(report.provenance or {}), "job": job.pk, "eval_log": stored,
                   "samples": read.samples_done, "samples_total": read.samples_total, "log_task": read.task, "log_model": read.model,
                   "log_inspect_ai": read.inspect_ai, "score_read_by": "server (inspect_ai.log.read_eval_log)"}
     try:
@@ -400,13 +401,3 @@ def _store_success(job: RerunJob, report: dict[str, Any], eval_log: IO[bytes] | 
     return {"new_score": read.score, "evaluation_id": evaluation_id, "eval_log": stored,
             "samples_done": read.samples_done, "samples_total": read.samples_total}
 
-
-def parse_report(text: str) -> dict[str, Any]:
-    """The ``report`` form field of a finish call (JSON object) as a dict; raises RerunRefused if malformed."""
-    try:
-        report = json.loads(text)
-    except ValueError as exc:
-        raise RerunRefused(f"report is not JSON: {exc}") from exc
-    if not isinstance(report, dict):
-        raise RerunRefused("report must be a JSON object")
-    return report

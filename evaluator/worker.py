@@ -1,8 +1,9 @@
 """What a GPU (or CPU) worker does with one job: evaluate a checkpoint or re-run the judge, report progress,
 hand the result back.
 
-Everything about the job comes from the task message (evaluator.services.job_message); everything goes back over
-HTTP to the web server's worker API (``/api/worker/jobs/<id>/...``) with two credentials: the worker token
+Everything about the job comes from the task message (evaluator.protocol.JobMessage); everything goes back over
+HTTP to the web server's worker API (``/api/worker/jobs/<id>/...``, the requests and answers of evaluator.protocol,
+validated on both ends) with two credentials: the worker token
 (``Authorization: Bearer <PTB_WORKER_TOKEN>``, from the worker's own settings, never in a message) and the job's
 credential from the message (``X-PTB-Job-Credential``, signed by the server for this job, time-limited). The
 worker never opens the web server's databases, so it can run on any machine that sees the checkpoints.
@@ -13,7 +14,6 @@ before its next sample. ``timeout_s`` of wall time kills it, as a failure.
 """
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import tempfile
@@ -21,54 +21,62 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel
+
+from .protocol import FinishAnswer, FinishReport, JobMessage, ProgressAnswer, ProgressReport, StartAnswer, StartRequest
 
 log = logging.getLogger(__name__)
+Answer = TypeVar("Answer", bound=BaseModel)
 CREDENTIAL_HEADER = "X-PTB-Job-Credential"
 
 
 class JobClient:
-    """The worker API of one job. Calls raise httpx.HTTPError on transport errors and non-2xx answers."""
+    """The worker API of one job. Calls raise httpx.HTTPError on transport errors and non-2xx answers, and
+    pydantic.ValidationError on an answer that is not the protocol's."""
 
     def __init__(self, *, api_base: str, token: str, credential: str, job_id: int, timeout_s: float = 30.0) -> None:
         self.prefix = f"/api/worker/jobs/{job_id}"
         self.http = httpx.Client(base_url=api_base.rstrip("/"), timeout=timeout_s,
                                  headers={"Authorization": f"Bearer {token}", CREDENTIAL_HEADER: credential})
 
-    def _post(self, path: str, **kwargs: Any) -> dict[str, Any]:
+    def _post(self, path: str, answer: type[Answer], **kwargs: Any) -> Answer:
         response = self.http.post(self.prefix + path, **kwargs)
         response.raise_for_status()
-        return response.json()
+        return answer.model_validate_json(response.content)
 
-    def _post_retrying(self, path: str, *, attempts: int = 5, **kwargs: Any) -> dict[str, Any]:
+    def _post_retrying(self, path: str, answer: type[Answer], *, attempts: int = 5, **kwargs: Any) -> Answer:
         """``_post`` retrying transport errors (server restarting, network blip) with backoff 1, 2, 4, 8 s."""
         for attempt in range(attempts):
             try:
-                return self._post(path, **kwargs)
+                return self._post(path, answer, **kwargs)
             except httpx.TransportError:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(2 ** attempt)
         raise AssertionError("unreachable")
 
-    def start(self, host: str) -> dict[str, Any]:
-        """{"proceed": bool, "reason": str}"""
-        return self._post_retrying("/start", json={"host": host})
+    def start(self, host: str) -> StartAnswer:
+        """Say the job was received; the answer says whether to do it. Retries transport errors."""
+        return self._post_retrying("/start", StartAnswer, json=StartRequest(host=host).model_dump(mode="json"))
 
-    def progress(self, done: int | None, total: int | None, lines: list[str]) -> dict[str, Any]:
-        """{"status": str, "cancel_requested": bool}"""
-        return self._post("/progress", json={"samples_done": done, "samples_total": total, "log": lines})
+    def progress(self, done: int | None, total: int | None, lines: list[str]) -> ProgressAnswer:
+        """A heartbeat; the answer carries the job's status and whether a cancel is pending."""
+        report = ProgressReport(samples_done=done, samples_total=total, log=lines)
+        return self._post("/progress", ProgressAnswer, json=report.model_dump(mode="json"))
 
-    def finish(self, report: dict[str, Any], eval_log: Path | None) -> dict[str, Any]:
-        """Send the final report (and the .eval log, multipart), retrying transport errors."""
-        data = {"report": json.dumps(report)}
+    def finish(self, report: FinishReport, eval_log: Path | None) -> FinishAnswer:
+        """Send the final report (JSON in the ``report`` form field, beside the .eval log, multipart), retrying
+        transport errors."""
+        data = {"report": report.model_dump_json()}
         if eval_log is None:
-            return self._post_retrying("/finish", data=data)
+            return self._post_retrying("/finish", FinishAnswer, data=data)
         # Read once: a retry must send the whole file again.
         content = eval_log.read_bytes()
-        return self._post_retrying("/finish", data=data, files={"eval_log": (eval_log.name, content, "application/zip")})
+        return self._post_retrying("/finish", FinishAnswer, data=data,
+                                   files={"eval_log": (eval_log.name, content, "application/zip")})
 
     def close(self) -> None:
         self.http.close()
@@ -119,7 +127,7 @@ class _Heartbeat(threading.Thread):
             with self.lock:
                 self.lines[:0] = lines
             return
-        if answer.get("cancel_requested") or answer.get("status") != "running":
+        if answer.cancel_requested or answer.status != "running":
             self.cancel = True
 
     def stop(self) -> list[str]:
@@ -132,7 +140,7 @@ class _Heartbeat(threading.Thread):
         return lines
 
 
-def run_job(message: dict[str, Any]) -> str:
+def run_job(message: JobMessage) -> str:
     """Do the job described by ``message`` and report back; returns the final status (for Celery's log).
 
     Raises httpx.HTTPError only when the server cannot be reached (or refuses the credentials) for the start
@@ -140,68 +148,66 @@ def run_job(message: dict[str, Any]) -> str:
     """
     from django.conf import settings
 
-    job_id = int(message["job_id"])
-    client = JobClient(api_base=message["api_base"], token=settings.PTB_WORKER_TOKEN,
-                       credential=message["credential"], job_id=job_id)
+    client = JobClient(api_base=message.api_base, token=settings.PTB_WORKER_TOKEN,
+                       credential=message.credential, job_id=message.job_id)
     host = socket.gethostname()
     try:
         answer = client.start(host)
-        if not answer["proceed"]:
-            return f"skipped: {answer['reason']}"
-        beat = _Heartbeat(client, every_s=float(message.get("heartbeat_s") or 10))
+        if not answer.proceed:
+            return f"skipped: {answer.reason}"
+        beat = _Heartbeat(client, every_s=message.heartbeat_s)
         beat.start()
-        deadline = time.monotonic() + float(message.get("timeout_s") or 6 * 3600)
-        with tempfile.TemporaryDirectory(prefix=f"ptb-job{job_id}-") as tmp:
-            if message.get("kind") == "judge":
+        deadline = time.monotonic() + message.timeout_s
+        with tempfile.TemporaryDirectory(prefix=f"ptb-job{message.job_id}-") as tmp:
+            if message.kind == "judge":
                 report, log_path = _judge(message, beat, deadline, Path(tmp), settings)
             else:
                 report, log_path = _evaluate(message, beat, deadline, Path(tmp), settings, host)
-            report["log"] = beat.stop()
+            report = report.model_copy(update={"log": beat.stop()})
             client.finish(report, log_path)
-        return report["status"]
+        return report.status
     finally:
         client.close()
 
 
-def _evaluate(message: dict[str, Any], beat: _Heartbeat, deadline: float, tmp: Path, settings,
-              host: str) -> tuple[dict[str, Any], Path | None]:
+def _evaluate(message: JobMessage, beat: _Heartbeat, deadline: float, tmp: Path, settings,
+              host: str) -> tuple[FinishReport, Path | None]:
     from evaluator.errors import EvaluationCancelled, EvaluationError, EvaluationTimedOut
     from evaluator.runner import evaluate_checkpoint
 
-    checkpoint = Path(message["checkpoint"])
-    dataset = Path(message["dataset_path"]) if message.get("dataset_path") else None
+    checkpoint = Path(message.checkpoint)
+    dataset = Path(message.dataset_path) if message.dataset_path else None
     harness = settings.PTB_HARNESS_DIR
-    beat.say(f"evaluating {checkpoint} on {message['benchmark']} (limit {message.get('limit')}, "
-             f"max_tokens {message.get('max_tokens') or 'ladder'}, provider {message.get('provider', 'auto')}, "
+    beat.say(f"evaluating {checkpoint} on {message.benchmark} (limit {message.limit}, "
+             f"max_tokens {message.max_tokens or 'ladder'}, provider {message.provider}, "
              f"dataset {dataset or 'the worker cache'}); each attempt in a fresh process")
     try:
         outcome = evaluate_checkpoint(
-            checkpoint=checkpoint, benchmark=message["benchmark"], limit=message.get("limit"),
-            max_tokens=message.get("max_tokens"), log_dir=tmp, provider=message.get("provider") or "auto",
+            checkpoint=checkpoint, benchmark=message.benchmark, limit=message.limit,
+            max_tokens=message.max_tokens, log_dir=tmp, provider=message.provider,
             dataset_path=dataset, templates_dir=settings.PTB_TEMPLATES_DIR,
             judge_model=settings.PTB_EVAL_JUDGE_MODEL,
             healthbench_data=(harness / "src/eval/tasks/healthbench/evaluation_code/data/healthbench.jsonl"
                               if harness else None),
             on_progress=beat.on_progress, on_start=lambda total: beat.on_progress(0, total),
             should_cancel=beat.should_cancel, deadline=deadline,
-            eval_metadata={"ptb_job": int(message["job_id"]), "ptb_run": message["run_id"],
-                           "ptb_task": message["task_id"]},
+            eval_metadata={"ptb_job": message.job_id, "ptb_run": message.run_id, "ptb_task": message.task_id},
         )
     except EvaluationTimedOut:
-        return {"status": "failed", "reason": f"timed out after {message.get('timeout_s')} s"}, None
+        return FinishReport(status="failed", reason=f"timed out after {message.timeout_s} s"), None
     except EvaluationCancelled as exc:
-        return {"status": "cancelled", "reason": f"cancelled: {exc}"}, None
+        return FinishReport(status="cancelled", reason=f"cancelled: {exc}"), None
     except EvaluationError as exc:
-        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}, None
+        return FinishReport(status="failed", reason=f"{type(exc).__name__}: {exc}"), None
     except Exception as exc:  # noqa: BLE001 - any crash must reach the job page, not only the worker log
-        log.exception("job %s crashed", message["job_id"])
-        return {"status": "failed", "reason": f"worker error: {type(exc).__name__}: {exc}"}, None
+        log.exception("job %s crashed", message.job_id)
+        return FinishReport(status="failed", reason=f"worker error: {type(exc).__name__}: {exc}"), None
     beat.say(f"scored {outcome.score:.4f} on {outcome.samples_done}/{outcome.samples_total} samples "
              f"after {len(outcome.attempts)} attempt(s)")
-    return {
-        "status": "succeeded", "score": outcome.score, "stderr": outcome.stderr,
-        "samples_done": outcome.samples_done, "samples_total": outcome.samples_total,
-        "provenance": {
+    return FinishReport(
+        status="succeeded", score=outcome.score, stderr=outcome.stderr,
+        samples_done=outcome.samples_done, samples_total=outcome.samples_total,
+        provenance={
             "inspect_ai": outcome.inspect_version, "provider": outcome.provider, "model_id": outcome.model_id,
             "chat_template_sha256": outcome.chat_template_sha256, "settings": outcome.settings,
             "versions": outcome.versions, "worker_host": host,
@@ -210,23 +216,22 @@ def _evaluate(message: dict[str, Any], beat: _Heartbeat, deadline: float, tmp: P
             "started": outcome.started.isoformat(), "finished": outcome.finished.isoformat(),
             "seconds": round(outcome.seconds, 2),
         },
-    }, outcome.log_path
+    ), outcome.log_path
 
 
-def _judge(message: dict[str, Any], beat: _Heartbeat, deadline: float, tmp: Path,
-           settings) -> tuple[dict[str, Any], None]:
+def _judge(message: JobMessage, beat: _Heartbeat, deadline: float, tmp: Path,
+           settings) -> tuple[FinishReport, None]:
     from evaluator.judge import JudgeFailed, JudgeNotConfigured, run_judge_command
 
     beat.on_progress(0, 1)
-    beat.say(f"re-running the judge on {message['run_dir']}")
+    beat.say(f"re-running the judge on {message.run_dir}")
     try:
-        files = run_judge_command(Path(message["run_dir"]), command=settings.PTB_JUDGE_COMMAND, work=tmp,
+        files = run_judge_command(Path(message.run_dir), command=settings.PTB_JUDGE_COMMAND, work=tmp,
                                   deadline=deadline, should_cancel=beat.should_cancel)
     except JudgeNotConfigured as exc:
-        return {"status": "failed", "reason": f"on worker {socket.gethostname()}: {exc}"}, None
+        return FinishReport(status="failed", reason=f"on worker {socket.gethostname()}: {exc}"), None
     except JudgeFailed as exc:
-        status = "cancelled" if beat.should_cancel() else "failed"
-        return {"status": status, "reason": str(exc)}, None
+        return FinishReport(status="cancelled" if beat.should_cancel() else "failed", reason=str(exc)), None
     beat.on_progress(1, 1)
     beat.say(f"the judge wrote {', '.join(sorted(files))}")
-    return {"status": "succeeded", "verdict_files": files, "samples_done": 1, "samples_total": 1}, None
+    return FinishReport(status="succeeded", verdict_files=files, samples_done=1, samples_total=1), None

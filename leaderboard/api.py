@@ -1,26 +1,24 @@
 """JSON twins of the leaderboard and plot pages (django-ninja router, mounted under /api/)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import TypeVar
 
-from django.conf import settings
-from ninja import Router
+from ninja import Query, Router
 from ninja.errors import HttpError
 
 from ptbsite.pagecache import page_inputs
-from ptbsite.suites import suite_ids
 
 from . import plots, selectors
+from .queries import LeaderboardQuery, PageQuery, PerBenchmarkQuery, PlotQuery, UnknownSuite, UsageQuery
+
+Q = TypeVar("Q", bound=PageQuery)
 
 router = Router(tags=["leaderboard"])
 
 
 @router.get("/leaderboard", response=selectors.Leaderboard, summary="The leaderboard rows, as on /")
-@page_inputs(query=("suite", "base_model", "sort", "dir", "source", "flags", "facet", "verdicts", "reviews"))
-def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank",
-                dir: Literal["asc", "desc", ""] = "asc", source: Literal["published", "runs", "all", ""] = "published",
-                flags: Literal["apply", "ignore", ""] = "apply", facet: str | None = None,
-                verdicts: Literal["era", "any", "majority", "ignore", ""] = "era", reviews: Literal["0", "1", ""] = "1"):
+@page_inputs(query=tuple(LeaderboardQuery.model_fields))
+def leaderboard(request, query: Query[LeaderboardQuery]):
     """Rows of the leaderboard for the average over base models (default) or one ``base_model`` id.
 
     ``source``: ``published`` (the website's aggregates), ``runs`` (computed from ingested runs), ``all``.
@@ -45,67 +43,67 @@ def leaderboard(request, suite: str = settings.DEFAULT_SUITE, base_model: str | 
     statement without a number, ``unit`` ``fraction`` (``display`` shows percent) or ``x`` or a count's noun.
     An empty ``sort``, ``dir``, ``source`` or ``flags`` (a form's unset field) means its default.
     """
-    flags, source, dir, sort = flags or "apply", source or "published", dir or "asc", sort or "rank"
-    verdicts, reviews = verdicts or "era", reviews or "1"
-    if flags == "ignore":
-        verdicts, reviews = "ignore", "0"
-    if suite not in suite_ids():
-        raise HttpError(404, f"no suite {suite}")
     try:
-        board = selectors.leaderboard(suite=suite, base_model=base_model or None, sort=sort, direction=dir,
-                                      source=source, facet=facet or None, verdicts=verdicts,
-                                      reviews=reviews == "1")
+        return _known(query).board()
     except selectors.UnknownBaseModel as exc:
         raise HttpError(404, str(exc)) from None
     except ValueError as exc:
         raise HttpError(422, str(exc)) from None
-    return board
+
+
+def _known(query: Q) -> Q:
+    """The query; a 404 for a suite with no file."""
+    try:
+        return query.known()
+    except UnknownSuite as exc:
+        raise HttpError(404, str(exc)) from None
 
 
 @router.get("/plots/time-vs-score", response=plots.TimeVsScore, summary="Score vs wall time, as on /plots/time-vs-score/")
-@page_inputs()
-def time_vs_score(request):
-    """Every timed agent's mean ``hours`` used (± ``hours_std``) and headline ``score`` (percent, ± ``score_std``),
-    in leaderboard order; ``frontier``: the Pareto frontier's agent names (less time, higher score) in order of
-    hours, ``frontier_keys`` the same agents' keys; ``baselines``: reference scores (percent)."""
-    return plots.time_vs_score()
+@page_inputs(query=tuple(PlotQuery.model_fields))
+def time_vs_score(request, query: Query[PlotQuery]):
+    """Every timed agent of ``suite`` (a suite id): its mean ``hours`` used (± ``hours_std``) and headline ``score``
+    (percent, ± ``score_std``), in leaderboard order; ``frontier``: the Pareto frontier's agent names (less time,
+    higher score) in order of hours, ``frontier_keys`` the same agents' keys; ``baselines``: reference scores
+    (percent)."""
+    return plots.time_vs_score(suite=_known(query).suite)
 
 
 @router.get("/plots/time-spent", response=plots.TimeSpent, summary="Hours used per agent, as on /plots/time-spent/")
-@page_inputs()
-def time_spent(request):
+@page_inputs(query=tuple(PlotQuery.model_fields))
+def time_spent(request, query: Query[PlotQuery]):
     """Every timed agent's mean ``hours`` used (± ``hours_std``), most first, and the suite's ``budget_hours``."""
-    return plots.time_spent()
+    return plots.time_spent(suite=_known(query).suite)
 
 
 @router.get("/plots/per-benchmark", response=plots.PerBenchmark, summary="Scores per benchmark, as on /plots/per-benchmark/")
-@page_inputs(query=("base_model",))
-def per_benchmark(request, base_model: str | None = None):
+@page_inputs(query=tuple(PerBenchmarkQuery.model_fields))
+def per_benchmark(request, query: Query[PerBenchmarkQuery]):
     """Each agent's percent score per benchmark id (leaderboard order) for one ``base_model`` id or the average
-    over base models; ``stds``: std over runs (percent) or null; ``references``: the baselines' scores."""
+    over the suite's base models; ``stds``: std over runs (percent) or null; ``references``: the baselines'
+    scores."""
     try:
-        return plots.per_benchmark(base_model=base_model or None)
+        return plots.per_benchmark(suite=_known(query).suite, base_model=query.base_model)
     except selectors.UnknownBaseModel as exc:
         raise HttpError(404, str(exc)) from None
 
 
 @router.get("/plots/budget-and-effort", response=plots.BudgetAndEffort,
             summary="The paper's ablations, as on /plots/budget-and-effort/")
-@page_inputs()
-def budget_and_effort(request):
+@page_inputs(query=tuple(PlotQuery.model_fields))
+def budget_and_effort(request, query: Query[PlotQuery]):
     """Score (percent) against time budget (hours) per agent, per reasoning effort (with hours used and tokens
     per run), and per model size; ``agent`` is the suite's agent key where the figure's agent is one."""
-    return plots.budget_and_effort()
+    return plots.budget_and_effort(suite=_known(query).suite)
 
 
 @router.get("/plots/usage-vs-score", response=plots.UsageVsScore,
             summary="Score vs tokens and vs cost per run, as on /plots/usage-vs-score/")
-@page_inputs(query=("verdicts", "reviews"))
-def usage_vs_score(request, verdicts: Literal["era", "any", "majority", "ignore", ""] = "era",
-                   reviews: Literal["0", "1", ""] = "1"):
+@page_inputs(query=tuple(UsageQuery.model_fields))
+def usage_vs_score(request, query: Query[UsageQuery]):
     """Agents with ingested runs: mean ``tokens`` (input + output) and ``cost_usd`` per run over the runs whose
     traces carry them (``tokens_runs``, ``cost_runs`` of ``runs``), against their ``score`` from ingested runs
     (percent); ``token_frontier``/``cost_frontier``: Pareto frontiers' agent keys in order of usage;
     ``missing``: reason -> number of runs without usage. ``verdicts``/``reviews``: the judging rule of the scores,
     as on ``/api/leaderboard``."""
-    return plots.usage_vs_score(verdicts=verdicts or "era", reviews=(reviews or "1") == "1")
+    return plots.usage_vs_score(suite=_known(query).suite, verdicts=query.verdicts, reviews=query.reviews == "1")

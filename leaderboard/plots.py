@@ -7,6 +7,8 @@ come from ``selectors.leaderboard`` so that a plot and the leaderboard never dis
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import computed_field, field_serializer
 from pydantic.dataclasses import dataclass
 
@@ -376,6 +378,12 @@ def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE, verdicts: str = "era"
             sum(costs) / len(costs) if costs else None, len(costs),
         ))
     points.sort(key=lambda p: -p.score)
-    token_frontier = pareto_frontier([p for p in points if p.tokens is not None], x=lambda p: p.tokens, y=lambda p: p.score)
-    cost_frontier = pareto_frontier([p for p in points if p.cost_usd is not None], x=lambda p: p.cost_usd, y=lambda p: p.score)
+    token_frontier = _usage_frontier(points, lambda p: p.tokens)
+    cost_frontier = _usage_frontier(points, lambda p: p.cost_usd)
     return UsageVsScore(points, token_frontier, cost_frontier, dict(sorted(missing.items())))
+
+
+def _usage_frontier(points: list[AgentUsage], usage: Callable[[AgentUsage], float | None]) -> list[AgentUsage]:
+    """The Pareto frontier (less ``usage``, higher score) of the points whose usage is known, in order of usage."""
+    known = [(p, value) for p in points if (value := usage(p)) is not None]
+    return [p for p, _ in pareto_frontier(known, x=lambda k: k[1], y=lambda k: k[0].score)]

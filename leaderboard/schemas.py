@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel as PydanticModel
 from pydantic import ConfigDict, Field, computed_field
 
-from ptbsite.reported import ReportedFact
+from traces.reported import ReportedFact
 from ptbsite.units import Percent, PercentOrNone
 
 

@@ -5,11 +5,12 @@ All SQL of this app's pages lives here and in services.py. Scores are fractions 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from ptbsite import warehouse
-from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts, reported_facts
+from traces.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts, reported_facts
 from traces import selectors as traces_selectors
 from traces.verdicts import JUDGING_RULES, flags_under
 
@@ -150,7 +151,7 @@ def read_leaderboard(
         runs: int | None
         if base_model is None and published is not None:
             std, runs = published[1], published[2] or None  # 0 stored: the source does not say (import_published)
-        elif published is not None:
+        elif published is not None and base_model is not None:
             std = aggregation.combined_std({t: agent_cells[(base_model, t)][1] or 0.0 for t in weights}, weights)
             runs = published[2] or None
         else:
@@ -207,7 +208,7 @@ def read_leaderboard(
 
 def _named_only(facts: list[ReportedFact], scored: set[str]) -> list[str]:
     """Names of the agents the source gives figures for but no score (no leaderboard row), in order."""
-    return list(dict.fromkeys(f.agent_name for f in facts if f.agent is not None and f.agent not in scored))
+    return list(dict.fromkeys(f.agent_name or f.agent for f in facts if f.agent is not None and f.agent not in scored))
 
 
 def _published_averages(grid, agents, view_models, weights) -> dict[str, float]:
@@ -294,20 +295,19 @@ def rows_from_runs(
     weights = {b.id: b.weight for b in benchmarks}
     view_models = [base_model] if base_model else [m.id for m in models]
     names = {m.id: m.name for m in models}
-    by_method: dict[str, dict[tuple[str, str], object]] = defaultdict(dict)
+    by_method: dict[str, dict[tuple[str, str], traces_selectors.CellRun]] = defaultdict(dict)
     roots: dict[str, str] = {}
-    agents: dict[str, dict[str, object]] = {}
+    agents: dict[str, _RunsAgent] = {}
     for cell in cells if cells is not None else traces_selectors.latest_cells(suite):
         by_method[cell.method][(cell.base_model, cell.benchmark)] = cell
         roots[cell.method] = cell.results_root
         if keep is not None and cell.run_id not in keep:
             continue
-        info = agents.setdefault(cell.agent_key, {"name": cell.agent_name, "scaffold": cell.scaffold,
-                                                  "effort": cell.reasoning_effort, "methods": set(),
-                                                  "synthetic": cell.synthetic, "overridden": False})
-        info["methods"].add(cell.method)
-        info["overridden"] = info["overridden"] or cell.overridden
-        info["synthetic"] = info["synthetic"] and cell.synthetic
+        info = agents.setdefault(cell.agent_key, _RunsAgent(name=cell.agent_name, scaffold=cell.scaffold,
+                                                            effort=cell.reasoning_effort, synthetic=cell.synthetic))
+        info.methods.add(cell.method)
+        info.overridden = info.overridden or cell.overridden
+        info.synthetic = info.synthetic and cell.synthetic
 
     def base_of(method: str, model: str, benchmark: str) -> float:
         tree = tree_base.get(roots[method])
@@ -316,7 +316,7 @@ def rows_from_runs(
 
     rows = []
     for key, info in agents.items():
-        methods = sorted(info["methods"])
+        methods = sorted(info.methods)
         finals: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {}
         n_runs = n_scored = 0
         for method in methods:
@@ -344,8 +344,8 @@ def rows_from_runs(
             std = aggregation.sample_std(values)
             row_cells[t] = Cell(
                 score=aggregation.mean(values), std=std,
-                fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), finals[me][(m, t)][1])
-                           for me in methods for m in view_models if finals[me][(m, t)][1]],
+                fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), reason)
+                           for me in methods for m in view_models if (reason := finals[me][(m, t)][1])],
                 run_ids=[run.run_id for me in methods for m in view_models
                          if (run := by_method[me].get((m, t))) is not None and (keep is None or run.run_id in keep)],
             )
@@ -354,11 +354,11 @@ def rows_from_runs(
         std = aggregation.sample_std(metrics)
         own = {roots[me] in tree_base for me in methods}
         rows.append(Row(
-            key=key, agent=str(info["name"]), kind="agent", scaffold=str(info["scaffold"]),
-            reasoning_effort=info["effort"], model_family=None, average=aggregation.mean(metrics),
+            key=key, agent=info.name, kind="agent", scaffold=info.scaffold,
+            reasoning_effort=info.effort, model_family=None, average=aggregation.mean(metrics),
             std=std, runs=len(methods), cells=row_cells, source="runs", n_runs=n_runs, n_scored=n_scored,
             n_cells=len(methods) * len(view_models) * len(weights),
-            synthetic=bool(info["synthetic"]), overridden=bool(info["overridden"]),
+            synthetic=info.synthetic, overridden=info.overridden,
             baseline_source="mixed" if len(own) > 1 else "tree" if own == {True} else "published" if base_scores
             else "none",
         ))
@@ -367,8 +367,21 @@ def rows_from_runs(
         seen[row.agent] += 1
     for row in rows:
         if seen[row.agent] > 1:
-            row.agent = f"{row.agent} [{', '.join(sorted(agents[row.key]['methods']))}]"
+            row.agent = f"{row.agent} [{', '.join(sorted(agents[row.key].methods))}]"
     return rows
+
+
+@dataclass
+class _RunsAgent:
+    """An agent of the rows from runs while its cells are read: display name, scaffold, reasoning effort, its
+    methods (results-tree directories), whether every run is synthetic and whether a reviewer overrode any."""
+
+    name: str
+    scaffold: str
+    effort: str | None
+    synthetic: bool
+    methods: set[str] = field(default_factory=set)
+    overridden: bool = False
 
 
 def _cell_flags(run: traces_selectors.CellRun | None, verdicts: str, reviews: bool) -> dict[str, str | None] | None:
@@ -409,7 +422,7 @@ def _sorted(rows: list[Row], sort: str, direction: str) -> list[Row]:
     return agents + baselines
 
 
-# Re-exported: the models (leaderboard.schemas) and the reported facts (ptbsite.reported) under the names other
+# Re-exported: the models (leaderboard.schemas) and the reported facts (traces.reported) under the names other
 # modules and the tests have used.
 __all__ = ["FACT_TOPIC_TEXT", "FALLBACK_TEXT", "JUDGING_RULES", "SCORING_RULE_TEXT", "SORT_KEYS", "SOURCES", "BaseModel", "Benchmark",
            "Cell", "FallbackBaseline", "Leaderboard", "ReportedFact", "Row", "UnknownBaseModel", "leaderboard",

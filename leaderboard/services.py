@@ -17,6 +17,17 @@ DEFAULT_PUBLISHED_DIR = Path(settings.BASE_DIR) / "data" / "published"
 # Raw aggregate cell labels (spec section 4.2 step 1) -> why the final cell holds the base model's score.
 FALLBACK_LABELS = {"not stored": "not_stored", "ERR": "error", "not avl.": "not_available", "": "missing"}
 
+# The imported rows, each in its table's column order after ``suite`` (ptbsite/warehouse/sql/0001, 0003):
+# agents (key, name, kind, scaffold, reasoning effort, model family, position; source "published" is added),
+# reported_cells (agent, base model, benchmark, value, std, fallback, source file), reported_scores and
+# reported_times (agent, average or hours, std, runs, source file), reported_series (series, label, agent,
+# budget hours, reasoning effort, score, score std, hours, hours std, tokens, position, source file).
+AgentRow = tuple[str, str, str, str | None, str | None, str | None, int]
+CellRow = tuple[str, str, str, float, float | None, str | None, str]
+ScoreRow = tuple[str, float, float | None, int, str]
+SeriesRow = tuple[str, str, str | None, float | None, str | None, float, float | None, float | None, float | None,
+                  float | None, int, str]
+
 
 class PublishedDataError(ValueError):
     """A published file is missing or malformed; the message names the file and the line."""
@@ -147,7 +158,10 @@ def import_published(*, directory: Path | None = None, suite_id: str = settings.
     if sorted(weights) != sorted(bench_ids):
         raise PublishedDataError(f"{weights_path}:1: weights for {sorted(weights)}, suite has {sorted(bench_ids)}")
 
-    agents, cells, scores, times = [], [], [], []
+    agents: list[AgentRow] = []
+    cells: list[CellRow] = []
+    scores: list[ScoreRow] = []
+    times: list[ScoreRow] = []
     position = 0
 
     def rel(path: Path) -> str:
@@ -171,8 +185,8 @@ def import_published(*, directory: Path | None = None, suite_id: str = settings.
             avg_path, std_path = root / agent["avg_file"], root / agent["std_file"]
             stds = {(m, b): float(t) for _, m, b, t in _score_grid(std_path, bench_ids, set(base_ids))}
             for _line, model, benchmark, text in _score_grid(avg_path, bench_ids, set(base_ids)):
-                std = max(stds[(model, benchmark)], 0.0)
-                cells.append((key, model, benchmark, float(text), std, None, rel(avg_path)))
+                cells.append((key, model, benchmark, float(text), max(stds[(model, benchmark)], 0.0), None,
+                              rel(avg_path)))
         else:
             final_path = root / agent["final_file"]
             reasons = {}
@@ -260,7 +274,7 @@ def import_published(*, directory: Path | None = None, suite_id: str = settings.
     )
 
 
-def _series_rows(root: Path, files: dict, paper_names: dict[str, str | None], rel) -> list[tuple]:
+def _series_rows(root: Path, files: dict, paper_names: dict[str, str | None], rel) -> list[SeriesRow]:
     """The paper's ablation figures as ``reported_series`` rows (without the suite column).
 
     ``files`` is the suite's ``published.series``: ``time_budget`` (fig3: Model, TimeBudget in hours, Score as a
@@ -268,7 +282,7 @@ def _series_rows(root: Path, files: dict, paper_names: dict[str, str | None], re
     tokens; one agent, named by ``label``, with ``agents`` mapping each effort to an agent key or null) and
     ``model_size`` (fig4: agent, score in percent). Scores are stored as fractions.
     """
-    rows = []
+    rows: list[SeriesRow] = []
     path = root / files["time_budget"]["file"]
     for position, (line, row) in enumerate(_read_csv(path, ["Model", "TimeBudget", "Score"])):
         rows.append(("time_budget", row["Model"], _paper_agent(row["Model"], paper_names, path, line),
@@ -347,7 +361,9 @@ def import_suite(*, suite_id: str) -> ImportReport:
     base_ids = [m["id"] for m in suite["base_models"]]
     given = [b.get("weight") for b in suite["benchmarks"]]
     weights = [float(w) if w is not None else 1 / len(bench_ids) for w in given]
-    agents, cells, scores = [], [], []
+    agents: list[AgentRow] = []
+    cells: list[CellRow] = []
+    scores: list[ScoreRow] = []
     for position, agent in enumerate(reported.get("agents", [])):
         agents.append((agent["key"], agent["name"], "agent", agent.get("scaffold"), agent.get("reasoning_effort"),
                        agent.get("model_family"), position))

@@ -1,7 +1,9 @@
 """Leaderboard and plot pages: thin views over leaderboard.selectors, leaderboard.plots and leaderboard.figures."""
 from __future__ import annotations
 
-from django.conf import settings
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse, reverse_lazy
@@ -9,44 +11,35 @@ from django.utils.http import urlencode
 
 from ptbsite.pagecache import page_inputs
 from ptbsite.suites import display_suite, suite_ids, suite_name
-from traces.facets import FACET_TEXT, METHOD_FACETS
+from traces.vocabulary import FACET_TEXT, METHOD_FACETS
 
 from . import figures, plots, selectors
+from .queries import LeaderboardQuery, PageQuery, PerBenchmarkQuery, PlotQuery, UnknownSuite, UsageQuery
+
+Q = TypeVar("Q", bound=PageQuery)
 
 
-DEFAULTS = {"suite": settings.DEFAULT_SUITE, "base_model": "", "sort": "rank", "dir": "asc", "source": "published",
-            "flags": "apply", "facet": "", "verdicts": "era", "reviews": "1"}
+DEFAULTS: dict[str, str] = LeaderboardQuery().model_dump()
 VERDICT_CHOICES = (("era", "the era's rule"), ("any", "any judge"), ("majority", "majority of judges"),
                    ("ignore", "no judge"))
 
 
-def _params(request: HttpRequest) -> dict[str, str]:
-    """The view's state from the URL (every view is a shareable link)."""
-    params = {key: request.GET.get(key) or default for key, default in DEFAULTS.items()}
-    if params["dir"] not in ("asc", "desc"):
-        params["dir"] = "asc"
-    if params["source"] not in selectors.SOURCES:
-        params["source"] = "published"
-    if params["flags"] not in ("apply", "ignore"):
-        params["flags"] = "apply"
-    if params["verdicts"] not in selectors.JUDGING_RULES:
-        params["verdicts"] = "era"
-    if params["reviews"] not in ("0", "1"):
-        params["reviews"] = "1"
-    if params["flags"] == "ignore":  # the flag-blind view's old name: no judge and no reviewer
-        params.update(verdicts="ignore", reviews="0")
-    params["flags"] = "ignore" if (params["verdicts"], params["reviews"]) == ("ignore", "0") else "apply"
-    params["suite"] = _suite(request)
-    return params
-
-
-def _board(params: dict[str, str]) -> selectors.Leaderboard:
+def _known(query: Q) -> Q:
+    """The query; a 404 for a suite with no file."""
     try:
-        return selectors.leaderboard(
-            suite=params["suite"], base_model=params["base_model"] or None, sort=params["sort"], direction=params["dir"],
-            source=params["source"], facet=params["facet"] or None, verdicts=params["verdicts"],
-            reviews=params["reviews"] == "1",
-        )
+        return query.known()
+    except UnknownSuite as exc:
+        raise Http404(str(exc)) from None
+
+
+def _leaderboard_query(request: HttpRequest) -> LeaderboardQuery:
+    """The view's state from the URL (every view is a shareable link; ``leaderboard.queries``)."""
+    return _known(LeaderboardQuery.from_url(request.GET))
+
+
+def _board(query: LeaderboardQuery) -> selectors.Leaderboard:
+    try:
+        return query.board()
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
 
@@ -61,8 +54,9 @@ def _query(params: dict[str, str], **changes: str) -> str:
 
 
 def _context(request: HttpRequest) -> dict:
-    params = _params(request)
-    board = _board(params)
+    query = _leaderboard_query(request)
+    params: dict[str, str] = query.model_dump()
+    board = _board(query)
     sort_links = {}
     for column in ["rank", "agent", "average", "runs", *(b.id for b in board.benchmarks)]:
         # First click on a score column sorts best-first; a second click flips the direction.
@@ -122,14 +116,6 @@ def table(request: HttpRequest) -> HttpResponse:
 RUNS_URL = reverse_lazy("traces:runs")
 
 
-def _suite(request: HttpRequest) -> str:
-    """The ``suite`` URL parameter (default posttrainbench); 404 for a suite with no file."""
-    suite = request.GET.get("suite") or DEFAULTS["suite"]
-    if suite not in suite_ids():
-        raise Http404(f"no suite {suite}")
-    return suite
-
-
 def _scaffolds(suite: str) -> list[str]:
     """The suite's scaffold names, which fix the plots' colour families (none when its file does not load)."""
     spec = display_suite(suite)
@@ -142,53 +128,56 @@ def plots_index(request: HttpRequest) -> HttpResponse:
     return render(request, "leaderboard/plots/index.html")
 
 
-@page_inputs(query=("suite",))
+def _suite_figure(request: HttpRequest, template: str, read: Callable[..., object],
+                  draw: Callable[..., dict]) -> HttpResponse:
+    """A chart page of one figure over its suite's data: ``read(suite=)`` (its twin's model), ``draw(data,
+    scaffolds=)`` (the plotly figure)."""
+    suite = _known(PlotQuery.from_url(request.GET)).suite
+    data = read(suite=suite)
+    return render(request, template, {"data": data, "figure": draw(data, scaffolds=_scaffolds(suite)),
+                                      "runs_url": RUNS_URL})
+
+
+@page_inputs(query=tuple(PlotQuery.model_fields))
 def plot_time_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/time-vs-score/``: score against hours used, with the Pareto frontier."""
-    suite = _suite(request)
-    data = plots.time_vs_score(suite=suite)
-    return render(request, "leaderboard/plots/time_vs_score.html", {
-        "data": data, "figure": figures.time_vs_score(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
+    return _suite_figure(request, "leaderboard/plots/time_vs_score.html", plots.time_vs_score, figures.time_vs_score)
 
 
-@page_inputs(query=("verdicts", "reviews"))
+@page_inputs(query=tuple(UsageQuery.model_fields))
 def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
     """``/plots/usage-vs-score/``: score against tokens and against cost per run, from ingested runs."""
-    verdicts = request.GET.get("verdicts") or "era"
-    data = plots.usage_vs_score(verdicts=verdicts if verdicts in selectors.JUDGING_RULES else "era",
-                                reviews=request.GET.get("reviews", "1") != "0")
-    scaffolds = _scaffolds(settings.DEFAULT_SUITE)
+    query = _known(UsageQuery.from_url(request.GET))
+    data = plots.usage_vs_score(suite=query.suite, verdicts=query.verdicts, reviews=query.reviews == "1")
+    scaffolds = _scaffolds(query.suite)
     return render(request, "leaderboard/plots/usage_vs_score.html", {
         "data": data, "tokens_figure": figures.usage_vs_score(data, axis="tokens", scaffolds=scaffolds),
         "cost_figure": figures.usage_vs_score(data, axis="cost", scaffolds=scaffolds), "runs_url": RUNS_URL,
     })
 
 
-@page_inputs(query=("suite",))
+@page_inputs(query=tuple(PlotQuery.model_fields))
 def plot_time_spent(request: HttpRequest) -> HttpResponse:
     """``/plots/time-spent/``: hours used per agent out of the budget."""
-    suite = _suite(request)
-    data = plots.time_spent(suite=suite)
-    return render(request, "leaderboard/plots/time_spent.html", {
-        "data": data, "figure": figures.time_spent(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
+    return _suite_figure(request, "leaderboard/plots/time_spent.html", plots.time_spent, figures.time_spent)
 
 
-@page_inputs(query=("suite", "base_model"))
+@page_inputs(query=tuple(PerBenchmarkQuery.model_fields))
 def plot_per_benchmark(request: HttpRequest) -> HttpResponse:
     """``/plots/per-benchmark/?base_model=``: each agent's score per benchmark, with the references."""
-    suite = _suite(request)
+    query = _known(PerBenchmarkQuery.from_url(request.GET))
     try:
-        data = plots.per_benchmark(suite=suite, base_model=request.GET.get("base_model") or None)
+        data = plots.per_benchmark(suite=query.suite, base_model=query.base_model)
     except selectors.UnknownBaseModel as exc:
         raise Http404(str(exc)) from None
     return render(request, "leaderboard/plots/per_benchmark.html", {
-        "data": data, "figure": figures.per_benchmark(data, scaffolds=_scaffolds(suite)), "runs_url": RUNS_URL})
+        "data": data, "figure": figures.per_benchmark(data, scaffolds=_scaffolds(query.suite)), "runs_url": RUNS_URL})
 
 
-@page_inputs(query=("suite",))
+@page_inputs(query=tuple(PlotQuery.model_fields))
 def plot_budget_and_effort(request: HttpRequest) -> HttpResponse:
     """``/plots/budget-and-effort/``: the paper's ablations (time budget, reasoning effort, model size)."""
-    data = plots.budget_and_effort(suite=_suite(request))
+    data = plots.budget_and_effort(suite=_known(PlotQuery.from_url(request.GET)).suite)
     return render(request, "leaderboard/plots/budget_and_effort.html", {
         "data": data,
         "budget_figure": figures.time_budget(data),

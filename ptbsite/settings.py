@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "ptbsite",
     "leaderboard",
     "traces",
+    "ingest",  # reading results trees into the record (manage.py ingest, reindex)
     "evaluator",
     "export",  # the static export (export_static); pages declared in each app's urls.py (ptbsite.distill)
     "demo",  # the demo generator's commands (make_demo_results, demo_worker_assets); no product app imports it
@@ -137,7 +138,7 @@ PTB_WAREHOUSE = os.environ.get(
 # DuckDB threads of each process's DuckLake instance (0: DuckDB's default, one per core). `serve` runs its workers
 # with 1: their concurrency is the requests' threads, and one query per request on all cores made pages slower.
 PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
-# Runs an ingest's reading processes parsed that it stores in one transaction (traces.ingest.tree): 1 is one
+# Runs an ingest's reading processes parsed that it stores in one transaction (ingest.tree): 1 is one
 # transaction per run (bench/ingest_batch.py measures both).
 PTB_INGEST_BATCH_RUNS = max(1, int(os.environ.get("PTB_INGEST_BATCH_RUNS", "32")))
 # A DuckLake data folder in S3-compatible object storage (`?data=s3://bucket/prefix`): the endpoint (host:port; empty:
@@ -275,7 +276,7 @@ PTB_EVAL_JUDGE_MODEL = os.environ.get("PTB_EVAL_JUDGE_MODEL", "")
 # ["python", "judge.py", "{run_dir}"]; empty: no re-runs. Read by the server (to offer it) and by workers.
 PTB_JUDGE_COMMAND: list[str] = json.loads(os.environ.get("PTB_JUDGE_COMMAND") or "[]")
 PTB_JUDGE_TIMEOUT_SECONDS = int(os.environ.get("PTB_JUDGE_TIMEOUT_SECONDS", "900"))
-# Ingest limits (traces.ingest.files, traces.ingest.tree): a file of a run larger than PTB_MAX_TRACE_BYTES is not
+# Ingest limits (ingest.files, ingest.tree): a file of a run larger than PTB_MAX_TRACE_BYTES is not
 # read (refused, reported); a run whose reading takes longer than PTB_INGEST_RUN_SECONDS is stopped and reported,
 # and the other runs are stored.
 PTB_MAX_TRACE_BYTES = int(os.environ.get("PTB_MAX_TRACE_BYTES", "2000000000"))

@@ -121,7 +121,7 @@ def ours(root, name):
     settings.PTB_WAREHOUSE = os.environ["PTB_WAREHOUSE"]
     from ptbsite import warehouse; warehouse.reset_migration_cache()
     from leaderboard.services import import_published
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from leaderboard import api
     import_published(); rep = ingest_tree(root=root, synthetic=False); assert rep.failed == 0
     views = {}
@@ -186,7 +186,7 @@ from django.conf import settings as dj_settings  # noqa: E402
 dj_settings.PTB_WAREHOUSE = os.environ["PTB_WAREHOUSE"]
 from ptbsite import warehouse as wh  # noqa: E402
 wh.reset_migration_cache()
-from traces.ingest import ingest_tree as _ingest  # noqa: E402
+from ingest.tree import ingest_tree as _ingest  # noqa: E402
 from traces import selectors as run_selectors  # noqa: E402
 assert _ingest(root=TJ, synthetic=False).failed == 0
 eq = diff = other = 0; notes = []

@@ -5,7 +5,7 @@ Per run (``method/run_dir``), exactly what the ingest stores from the rules (``I
 written): the ``facets`` rows (facet, value, value_num, cited steps), the ``phases`` rows (phase, start_s, end_s,
 step_from, step_to), the evidence marks of every marked step (``"trace:index" -> "rule,rule"``, the steps
 table's ``suspicious`` column), and ``call_phases``: the phase of every stored tool call as the run page's
-timeline classifies it (``traces.facets.call_phase`` on the stored, capped input), one letter per call
+timeline classifies it (``traces.vocabulary.call_phase`` on the stored, capped input), one letter per call
 (d/t/e/o). Redaction uses the shape rules only (no environment secrets), so the snapshot does not depend on the
 machine.
 
@@ -40,9 +40,9 @@ def tree_analysis(root: Path, *, only: set[str] | None = None) -> dict[str, dict
     """``{"method/run_dir": {"facets": [...], "phases": [...], "evidence": {...}, "call_phases": "..."}}`` for
     every run of the tree that parses (``only``: just these ``method/run_dir`` keys); runs that fail to parse
     are listed with their error message under ``"error"``."""
-    from traces import facets, layout
-    from traces.redaction import Redactor
-    from traces.ingest import Ingester, RunIngestError
+    from ingest.reader import Ingester, RunIngestError
+    from ingest.redaction import Redactor
+    from traces import layout, vocabulary
 
     ingester = Ingester(suite_id="posttrainbench", redactor=Redactor(), synthetic=True)
     out: dict[str, dict] = {}
@@ -64,24 +64,24 @@ def tree_analysis(root: Path, *, only: set[str] | None = None) -> dict[str, dict
             except (layout.LayoutError, RunIngestError) as exc:
                 out[key] = {"error": str(exc).replace(str(root), "<root>")}
                 continue
-            steps = rows["steps"]  # (run_id, trace, idx, time, elapsed, kind, tool, input, output, ..., suspicious)
+            steps = rows.steps
             out[key] = {
-                "facets": [[f[1], f[2], f[3], f[4]] for f in rows["facets"]],
-                "phases": [list(p[1:]) for p in rows["phases"]],
-                "evidence": {f"{s[1]}:{s[2]}": s[15] for s in steps if s[15]},
+                "facets": [[f.facet, f.value, f.value_num, f.steps] for f in rows.facets],
+                "phases": [[p.phase, p.start_s, p.end_s, p.step_from, p.step_to] for p in rows.phases],
+                "evidence": {f"{s.trace}:{s.idx}": s.suspicious for s in steps if s.suspicious},
                 "call_phases": "".join(
-                    facets.call_phase(_step(s))[0] for s in steps if s[5] == "tool_call"),
+                    vocabulary.call_phase(_step(s).input)[0] for s in steps if s.kind == "tool_call"),
             }
     return out
 
 
-def _step(row: tuple):
+def _step(row):
     from traces.steps import Step
 
-    return Step(row[2], "tool_call", tool=row[6], input=row[7])
+    return Step(row.idx, "tool_call", tool=row.tool, input=row.input)
 
 
-# Trigger phrases of every rule (traces/facets.py, traces/evidence.py docstrings) and near misses.
+# Trigger phrases of every rule (ingest/facets.py, ingest/evidence.py docstrings) and near misses.
 CALL_FRAGMENTS = (
     "ls -la", "cat evaluate.py", "nvidia-smi", "pip install trl peft", "echo done", "sleep 600", "tail -n 5 logs/sft_1.log",
     "python evaluate.py --model-path final_model --limit 50", "lm_eval --tasks gsm8k", "lm-eval --model hf",
@@ -213,7 +213,8 @@ def fuzz_episode(rng: random.Random):
 def fuzz_analysis(episodes: int, seed: int) -> list[dict]:
     """Facets, phases, evidence marks (per context of :data:`FUZZ_CONTEXTS`) and call phases of ``episodes``
     random episodes (:func:`fuzz_episode`, seeded)."""
-    from traces import evidence, facets
+    from ingest import evidence, facets
+    from traces import vocabulary
 
     contexts = {name: evidence.EvidenceContext(*ctx) for name, ctx in FUZZ_CONTEXTS.items()}
     rng = random.Random(seed)
@@ -226,7 +227,7 @@ def fuzz_analysis(episodes: int, seed: int) -> list[dict]:
             "evidence": {name: {str(s.index): ",".join(m) for s in steps
                                 if (m := evidence.mark(s.kind, s.tool, s.input, ctx))}
                          for name, ctx in contexts.items()},
-            "call_phases": "".join(facets.call_phase(s)[0] for s in steps if s.kind == "tool_call"),
+            "call_phases": "".join(vocabulary.call_phase(s.input)[0] for s in steps if s.kind == "tool_call"),
         })
     return out
 

@@ -100,17 +100,44 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh browser page; screenshots go to test-artifacts/ for a person to look at."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+def open_page(browser, **context_options):
+    """A fresh browser context and page (``context_options`` go to ``browser.new_context``, e.g. a phone's
+    viewport); the page's uncaught script errors collect in ``page.js_errors``. Returns (context, page): close the
+    context when done."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors
+    return context, page
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser page at 1400x900; screenshots go to test-artifacts/ for a person to look at."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    context, page = open_page(browser, viewport={"width": 1400, "height": 900})
     yield page
     context.close()
+
+
+@pytest.fixture
+def staff_client(db):
+    """A Django test client logged in as a staff user ("reviewer")."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
+    return client
+
+
+def use_file_page_cache(settings, location: Path) -> Path:
+    """Turn the page cache on, on a file-based cache in ``location`` (the embedded default's backend); returns it."""
+    settings.CACHES = {**settings.CACHES, "pages": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(location)}}
+    settings.PTB_PAGE_CACHE = True
+    return location
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +155,7 @@ def demo_warehouse_state(published_warehouse: Path, demo_tree, tmp_path_factory:
 
     from django.conf import settings
 
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     path = tmp_path_factory.mktemp("warehouse") / "demo.duckdb"
     shutil.copy(published_warehouse, path)
@@ -278,7 +305,7 @@ def rerun_tree(tmp_path: Path, fresh_warehouse: Path, tiny_checkpoint: Path) -> 
     import json
 
     from traces.layout import run_id
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     root = tmp_path / "results"
     run_dir = write_run(root, checkpoint=tiny_checkpoint)

@@ -16,19 +16,12 @@ from evaluator.eval_logs import score_text, summarize
 from evaluator.models import RerunJob
 from tests.conftest import RERUN_METHOD, write_run
 from traces import selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 
 from .test_reruns_worker_api import scored_log  # noqa: F401 - fixture: a real .eval log
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
 
 
 def test_a_bad_samples_value_answers_the_form_again_with_the_reason(staff_client: Client, rerun_tree: dict,

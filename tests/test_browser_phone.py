@@ -7,7 +7,7 @@ import pytest
 
 from traces import selectors
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PHONE = {"width": 390, "height": 844}
@@ -25,11 +25,7 @@ OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter(el => {
 
 @pytest.fixture
 def phone(browser):
-    context = browser.new_context(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.js_errors = errors
+    context, page = open_page(browser, viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
     yield page
     context.close()
 

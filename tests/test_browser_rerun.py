@@ -22,7 +22,7 @@ from evaluator.models import RerunJob
 from tests.conftest import ARTIFACTS, CeleryWorker, RERUN_METHOD, RERUN_RUN_DIR, write_run
 from traces import selectors
 from traces.layout import run_id as make_run_id
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.slow]
 

@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
 def test_a_damaged_run_in_a_browser(live_server, fresh_warehouse, tmp_path, page):
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     hostile = "<script>window.__pwned=1</script>"
     big = (hostile + " loss 0.5\n") * 40_000  # ~1.7 MB: stored cut at 256 KiB

@@ -11,7 +11,7 @@ from django.test import Client
 
 from tests.test_issue17_pages import AGENT_TRACE, JUDGE_TRACE, RUN_DIR
 from traces import layout
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 from .conftest import RERUN_METHOD, write_run
 
@@ -130,8 +130,12 @@ def test_triage_accept_reject_resolve_and_the_audit(client, run_id, staff):
                       ).status_code == 302
     assert staff.post(f"/challenges/{third}/triage", {"action": "rejected", "reason": "no evidence"}
                       ).status_code == 302
-    assert staff.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed"}
-                      ).content.decode() == "Not stored: flagged: a resolution overrides the verdict: say flagged or clean"
+    refused = staff.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed"})
+    # The site's page (its header, a way back), the reason above every challenge (issue 29), not a plain-text page.
+    assert refused.status_code == 400 and refused["Content-Type"].startswith("text/html")
+    assert "<header" in refused.content.decode() and (
+        f'<p class="notice form-error" id="triage-error" role="alert"><strong>Not stored:</strong> challenge {second}: '
+        "flagged: a resolution overrides the verdict: say flagged or clean</p>") in refused.content.decode()
     assert staff.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed at step 5",
                                                        "flagged": "true"}).status_code == 302
     twin = client.get(f"/api/runs/{run_id}").json()

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("ptbsite", "leaderboard", "traces", "evaluator", "export", "demo", "templates", "bench", "scripts")
+SOURCES = ("ptbsite", "leaderboard", "traces", "ingest", "evaluator", "export", "demo", "templates", "bench", "scripts")
 CITATION = re.compile(r"\bspec (?:section )?(\d+(?:\.\d+)?)\b")
 
 

@@ -1,11 +1,11 @@
-"""Evidence rules: which tool calls the judge panel points a reviewer at (traces.evidence)."""
+"""Evidence rules: which tool calls the judge panel points a reviewer at (ingest.evidence)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from traces.evidence import EvidenceContext, mark
+from ingest.evidence import EvidenceContext, mark
 
 GSM8K = EvidenceContext(("openai/gsm8k", "gsm8k"), ("Qwen/Qwen3-4B", "google/gemma-3-4b-it"))
 HUMANEVAL = EvidenceContext(("openai/openai_humaneval", "openai_humaneval", "humaneval"), ("Qwen/Qwen3-4B",))

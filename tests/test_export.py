@@ -21,8 +21,8 @@ from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, ExportReport,
 from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
-from traces.ingest import ingest_tree
-from traces.services import STEP_TEXT_CAP
+from ingest.tree import ingest_tree
+from traces.vocabulary import STEP_TEXT_CAP
 
 from .test_trace_integrity import INIT, RESULT, tool_call, tool_result, write_run
 

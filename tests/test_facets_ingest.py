@@ -79,7 +79,7 @@ def facet_warehouse(published_warehouse, tmp_path_factory):
     from django.conf import settings
 
     from leaderboard.services import import_published
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     base = tmp_path_factory.mktemp("facets")
     path = base / "facets.duckdb"

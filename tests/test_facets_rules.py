@@ -1,8 +1,8 @@
-"""Every facet rule on hand-written trace excerpts, in each scaffold format (traces/facets.py).
+"""Every facet rule on hand-written trace excerpts, in each scaffold format (ingest/facets.py).
 
 Three episodes (lists of tool calls) cover every rule. Each is written out as a raw trace in the six formats
 by the small renderers below (the way each scaffold prints a shell command, a file write and their results),
-parsed by ``traces.parsers.parse_trace``, and its facets compared with the expected ones: exact values and the
+parsed by ``ingest.parsers.parse_trace``, and its facets compared with the expected ones: exact values and the
 exact cited steps. Every call takes two steps (the call and its result) after a format's preamble, so the
 k-th call is step ``PREAMBLE[fmt] + 2k`` and its result the step after; the test checks that layout too.
 Codex ``exec --json`` and plain-text codex write files with shell heredocs (``exec --json`` shows a patch by
@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from traces import facets
-from traces.parsers import parse_trace
+from ingest import facets
+from ingest.parsers import parse_trace
 
 FORMATS = ("claude_code", "codex_exec", "codex_protocol", "codex_text", "gemini", "opencode")
 PREAMBLE = {"claude_code": 1, "codex_exec": 1, "codex_protocol": 1, "codex_text": 1, "gemini": 1, "opencode": 0}
@@ -212,7 +212,7 @@ def test_every_rule_finds_its_facet_and_cites_its_steps(fmt, episode):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("episode", sorted(EPISODES))
 def test_settled_calls_give_the_same_facets_and_phases_without_their_text(fmt, episode):
-    # What a trace read as a stream does (traces.ingest.reader): each call settles right after it is taken,
+    # What a trace read as a stream does (ingest.reader): each call settles right after it is taken,
     # before its result arrives; the results are slimmed as the collector does for a long trace.
     calls, expected = EPISODES[episode]
     trace = parse_trace(render(fmt, calls), scaffold=SCAFFOLD[fmt])

@@ -113,6 +113,27 @@ def test_the_analysis_page_and_its_twin_show_the_reported_figures(frogs, client)
     assert '<section id="reported">' not in client.get("/analysis/").content.decode()
 
 
+def test_the_plot_twins_answer_the_suite_of_their_page(frogs, client):
+    # issue 28: the plot twins took no suite and answered PostTrainBench's data whatever the page showed
+    import_published()  # PostTrainBench beside it: the default suite
+    twin = client.get("/api/plots/per-benchmark?suite=frogsgame").json()
+    assert [b["id"] for b in twin["benchmarks"]] == ["frogsgame"]
+    assert [(a["key"], a["scores"]["frogsgame"]) for a in twin["agents"]] == [
+        ("opus-4.8", pytest.approx(30.9)), ("gpt-5.5", pytest.approx(9.7))]
+    page = client.get("/plots/per-benchmark/?suite=frogsgame").content.decode()
+    assert "Claude Opus 4.8" in page and "GPT-5.5" in page
+    default = client.get("/api/plots/per-benchmark").json()
+    assert "frogsgame" not in [b["id"] for b in default["benchmarks"]]
+    for chart in ("time-vs-score", "time-spent", "budget-and-effort", "usage-vs-score"):
+        assert client.get(f"/api/plots/{chart}?suite=nope").status_code == 404, chart
+        assert client.get(f"/plots/{chart}/?suite=nope").status_code == 404, chart
+        assert client.get(f"/api/plots/{chart}?suite=frogsgame").status_code == 200, chart
+    spent = client.get("/api/plots/time-spent?suite=frogsgame").json()
+    assert (spent["budget_hours"], spent["agents"]) == (20, [])  # suites/frogsgame.json; the report gives no times
+    default = client.get("/api/plots/time-spent").json()
+    assert default["budget_hours"] == 10 and default["agents"]  # PostTrainBench's
+
+
 def test_a_fact_naming_an_agent_the_suite_does_not_list_is_rejected(fresh_warehouse, tmp_path, settings, monkeypatch):
     import json
 

@@ -5,7 +5,7 @@ import duckdb
 import pytest
 
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 
 def _run_id(demo_run) -> str:

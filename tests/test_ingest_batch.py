@@ -1,4 +1,4 @@
-"""Batched ingest (``traces.ingest.tree``: the pool's runs stored several per transaction by
+"""Batched ingest (``ingest.tree``: the pool's runs stored several per transaction by
 ``traces.services.write_runs``): the same rows as one run per transaction, fewer transactions, and a run whose
 write fails is reported while the rest of its batch is stored."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, services
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 TABLES = ("runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases", "monitor",
           "methods")
@@ -67,7 +67,7 @@ def test_a_run_that_cannot_be_written_loses_nothing_of_its_batch(demo_tree, tmp_
 
     def failing_insert(con, steps, texts):
         # fault injection: the warehouse refuses this run's steps (a full disk, a constraint), nothing else's
-        if any(step[0] == victim_id for step in steps):
+        if any(step.run_id == victim_id for step in steps):
             raise duckdb.IOException("injected write failure")
         real_insert(con, steps, texts)
 

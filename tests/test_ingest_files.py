@@ -1,4 +1,4 @@
-"""The ingest reads only regular files inside the results root (issue 25; ``traces.ingest.files``).
+"""The ingest reads only regular files inside the results root (issue 25; ``ingest.files``).
 
 Each test builds its results tree: a good run beside the hostile entry (a symbolic link out of the root, a FIFO,
 a socket, a device, a file over the size limit, a run that never finishes), ingests it into a fresh DuckDB file
@@ -18,7 +18,8 @@ import duckdb
 import pytest
 
 from traces import layout
-from traces.ingest import ingest_tree, reader
+from ingest import reader
+from ingest.tree import ingest_tree
 
 METHOD = "claude_claude-opus-4-6_10h_run1"
 GOOD = "gsm8k_Qwen_Qwen3-1.7B-Base_25100001"
@@ -234,7 +235,6 @@ def test_a_streamed_trace_without_newlines_is_refused_in_bounded_memory(tree, fr
     root, _ = tree
     bad = _run(root / METHOD / BAD)
     (bad / "solve_out.txt").write_bytes(b"\0" * (3 * reader.READ_BLOCK))
-    monkeypatch.setattr(reader, "STREAM_BYTES", 1024)  # stream every trace, as one over 16 MB is
     monkeypatch.setattr(reader, "MAX_LINE_BYTES", reader.READ_BLOCK)
     report = ingest_tree(root=root, workers=1)
     assert (report.stored, report.failed) == (1, 1), report.problems
@@ -273,7 +273,6 @@ def test_a_streamed_run_over_the_time_limit_is_reported_and_not_stored(tree, fre
                                                                       monkeypatch):
     root, _ = tree
     _run(root / METHOD / BAD)
-    monkeypatch.setattr(reader, "STREAM_BYTES", 0)  # every trace streamed in this process, as a long one is
     settings.PTB_INGEST_RUN_SECONDS = 0
     report = ingest_tree(root=root, workers=1)
     assert (report.stored, report.failed) == (0, 2), report.problems

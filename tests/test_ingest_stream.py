@@ -1,7 +1,9 @@
-"""A long agent trace read as a stream (traces.ingest.reader, traces.parsers.stream_trace) stores exactly what
-reading it whole stores: every table, row for row, for every scaffold format and state of the demo tree and for
-the planted-secrets run (redaction, residual warnings, cut texts). The stream is forced on every trace, with a
-tiny read block, step window and write batch, so that every boundary is crossed many times."""
+"""A trace read as a stream (ingest.reader, ingest.parsers.stream_trace) stores the same rows whatever the
+read block, step window and write batch: every table, row for row, for every scaffold format and state of the demo
+tree and for the planted-secrets run (redaction, residual warnings, cut texts), read by worker processes with the
+default sizes (the rows held and sent back to be stored in batches) and then in the storing process with a tiny read
+block, step window and write batch (the rows handed to its StepWriter), so that every boundary is crossed many
+times."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,9 +12,10 @@ import pytest
 
 from ptbsite import warehouse
 from traces import services
-from traces.ingest import ingest_tree, reader
-from traces.parsers import _builder
-from traces.redaction import Redactor
+from ingest import reader
+from ingest.tree import ingest_tree
+from ingest.parsers import _builder
+from ingest.redaction import Redactor
 
 VOLATILE = {"runs": {"ingested_at"}, "methods": {"ingested_at"}}
 TABLES = ("methods", "runs", "steps", "step_texts", "step_words", "verdicts", "evaluations", "facets", "phases",
@@ -35,19 +38,17 @@ def _dump() -> dict[str, list[tuple]]:
 def _ingest(root: Path, path: Path, settings, **kwargs):
     settings.PTB_WAREHOUSE = str(path)
     warehouse.reset_migration_cache()
-    report = ingest_tree(root=root, workers=1, **kwargs)
+    report = ingest_tree(root=root, **{"workers": 1, **kwargs})
     return report, _dump()
 
 
 @pytest.fixture
 def tiny_stream(monkeypatch):
     def force():
-        monkeypatch.setattr(reader, "STREAM_BYTES", -1)
         monkeypatch.setattr(reader, "READ_BLOCK", 3001)
         monkeypatch.setattr(_builder, "STREAM_WINDOW", 2)
         monkeypatch.setattr(services, "STEP_BATCH_ROWS", 7)
-    monkeypatch.setattr(reader, "STREAM_BYTES", 1 << 40)  # first: every trace read whole
-    return force
+    return force  # first: the default sizes
 
 
 def _same(whole, streamed):
@@ -59,7 +60,7 @@ def _same(whole, streamed):
 
 
 def test_the_demo_tree_streamed_is_stored_as_read_whole(demo_tree, tmp_path, settings, tiny_stream):
-    whole = _ingest(demo_tree.root, tmp_path / "whole.duckdb", settings)
+    whole = _ingest(demo_tree.root, tmp_path / "whole.duckdb", settings, workers=2)  # rows held, sent back
     assert whole[0].stored > 12 and len(whole[1]["steps"]) > 1000
     tiny_stream()
     _same(whole, _ingest(demo_tree.root, tmp_path / "stream.duckdb", settings))
@@ -71,19 +72,20 @@ def test_the_planted_secrets_streamed_are_redacted_as_read_whole(tmp_path, setti
     root = tmp_path / "results"
     _write_tree(root)
     redactor = Redactor({"SOME_API_KEY": KNOWN})
-    whole = _ingest(root, tmp_path / "whole.duckdb", settings, redactor=redactor)
+    whole = _ingest(root, tmp_path / "whole.duckdb", settings, redactor=redactor, workers=2)
     assert whole[1]["step_texts"] and whole[1]["runs"][0]
     tiny_stream()
     _same(whole, _ingest(root, tmp_path / "stream.duckdb", settings, redactor=redactor))
 
 
 def test_the_stream_is_taken(demo_tree, tmp_path, settings, tiny_stream, monkeypatch):
-    """The comparisons above compare two paths: the forced settings do stream every agent trace, in batches."""
+    """The comparisons above compare two sizings: the forced settings do hand every agent trace to the writer in
+    tiny batches."""
     tiny_stream()
     streamed, batches = [], []
-    real_stream, real_flush = reader.Ingester._stream_agent_once, services.StepWriter.flush
-    monkeypatch.setattr(reader.Ingester, "_stream_agent_once",
-                        lambda self, rid, path, *a: streamed.append(path) or real_stream(self, rid, path, *a))
+    real_stream, real_flush = reader.Ingester._read_trace, services.StepWriter.flush
+    monkeypatch.setattr(reader.Ingester, "_read_trace", lambda self, rid, trace, path, *a, **k: (
+        trace == "agent" and streamed.append(path)) or real_stream(self, rid, trace, path, *a, **k))
     monkeypatch.setattr(services.StepWriter, "flush", lambda self: batches.append(len(self.steps)) or real_flush(self))
     report, rows = _ingest(demo_tree.root, tmp_path / "stream.duckdb", settings)
     agent_traces = {p for p in demo_tree.root.glob("*/*/*") if p.name in reader.TRACE_NAMES}

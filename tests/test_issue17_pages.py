@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 from .conftest import ARTIFACTS, RERUN_METHOD, write_run
 
@@ -163,7 +163,7 @@ def test_analysis_heads_and_suite_chips_read_in_names(live_server, demo_ingested
     assert "GPT-5.1 Codex Max (High) (unlisted sweep)" in agents and "gpt-5.1-codex-max (codexhigh)" not in agents
     time_use = page.locator("#time-use").inner_text()
     assert "time_taken.txt" not in time_use and "(h:mm)" in time_use
-    assert "traces/facets.py" not in page.content()
+    assert "ingest/facets.py" not in page.content()
     page.screenshot(path=ARTIFACTS / "issue17-analysis.png", full_page=True)
     page.goto(f"{live_server.url}/runs/")
     benchmarks = set(page.locator("table.runs tbody tr td:nth-child(4)").all_inner_texts())

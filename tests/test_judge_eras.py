@@ -48,7 +48,7 @@ def _eras_warehouse(tmp_path_factory) -> Path:
 
     from leaderboard.services import import_published
     from ptbsite import warehouse
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     folder = tmp_path_factory.mktemp("judge-eras")
     previous = settings.PTB_WAREHOUSE

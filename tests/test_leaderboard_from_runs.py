@@ -18,7 +18,7 @@ from leaderboard.services import DEFAULT_PUBLISHED_DIR
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
 from traces import layout
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 WEIGHTS = json.loads((DEFAULT_PUBLISHED_DIR / "data/factors.json").read_text())
 MODELS = {"Qwen3-1.7B-Base": "Qwen/Qwen3-1.7B-Base", "Qwen3-4B-Base": "Qwen/Qwen3-4B-Base",
@@ -217,9 +217,9 @@ def test_reingesting_an_unchanged_tree_regroups_its_methods(hand_tree, tmp_path)
 @pytest.mark.parametrize("kind", ["file", "ducklake-sqlite"])
 def test_the_latest_run_of_a_cell_follows_later_ingests(tmp_path, warehouse_factory, settings, kind):
     # A cell's latest run is its highest cluster id, whichever ingest stored it and in whatever order: the
-    # ingest skips the flag update only for a run alone in its cell (traces.ingest.tree._Stored).
+    # writer recomputes the flags of every cell a batch touches (traces.services.write_runs).
     from ptbsite import warehouse
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     settings.PTB_WAREHOUSE = warehouse_factory.make(kind)
     warehouse.reset_migration_cache()

@@ -19,13 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client, RequestFactory
 
 from evaluator.models import RerunJob
 from ptbsite import overload, warehouse
 from ptbsite.warehouse import connections, version
-from tests.conftest import WORKER_TOKEN, redis_url
+from tests.conftest import WORKER_TOKEN, redis_url, use_file_page_cache
 from tests.test_reruns_worker_api import _auth, _finish, _log_for, _start, running_job, scored_log  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,12 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(autouse=True)
 def page_cache(tmp_path: Path, settings) -> Path:
     """The test's own file-based page cache (the embedded default's backend)."""
-    location = tmp_path / "page-cache"
-    settings.CACHES = {**settings.CACHES, "pages": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(location)}}
-    settings.PTB_PAGE_CACHE = True
     settings.PTB_WORKER_TOKEN = WORKER_TOKEN
-    return location
+    return use_file_page_cache(settings, tmp_path / "page-cache")
 
 
 @pytest.fixture
@@ -50,13 +45,6 @@ def own_published(published_warehouse: Path, tmp_path: Path, settings) -> Path:
     settings.PTB_WAREHOUSE = str(path)
     warehouse.reset_migration_cache()
     return path
-
-
-@pytest.fixture
-def staff_client(db) -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
 
 
 def _uncached(path: str, settings, **headers) -> bytes:

@@ -16,18 +16,15 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from ptbsite import pagecache
 from ptbsite.api import api
+from tests.conftest import use_file_page_cache
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
 def page_cache(tmp_path: Path, settings) -> Path:
-    location = tmp_path / "page-cache"
-    settings.CACHES = {**settings.CACHES, "pages": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(location)}}
-    settings.PTB_PAGE_CACHE = True
     settings.PTB_PAGE_CACHE_STALE_SECONDS = 0
-    return location
+    return use_file_page_cache(settings, tmp_path / "page-cache")
 
 
 def _patterns(resolvers=None, prefix: str = ""):

@@ -99,6 +99,31 @@ def test_the_run_twin_carries_what_the_run_page_shows(client, demo_ingested):
         assert "redaction_warnings" not in twin  # admins only, on the page too
 
 
+def test_the_run_twin_answers_the_query_of_the_run_page(client, demo_ingested):
+    # issue 28: the twin ignored the page's query (it read the first steps and dropped them)
+    run = max(selectors.list_runs(limit=None)[0], key=lambda r: r.step_count)
+    step = run.step_count // 2
+    page = client.get(f"/runs/{run.id}/?step={step}&limit=5").content.decode()
+    twin = client.get(f"/api/runs/{run.id}?step={step}&limit=5").json()
+    assert twin["focus"] == step and twin["note"] is None
+    assert [s["index"] for s in twin["steps"]["steps"]] == list(range(step, step + 5))
+    assert re.findall(r'id="step-(\d+)"', page) == [str(s["index"]) for s in twin["steps"]["steps"]]
+    assert twin["earlier_before"] == step and f"before={step}" in page
+    assert twin["traces"][0] == "agent" and twin["tools"] == sorted(twin["tools"])
+    calls = client.get(f"/api/runs/{run.id}?kind=tool_call&limit=3").json()["steps"]
+    shown = re.findall(r'id="step-(\d+)"', client.get(f"/runs/{run.id}/?kind=tool_call&limit=3").content.decode())
+    assert [s["kind"] for s in calls["steps"]] == ["tool_call"] * 3 and [str(s["index"]) for s in calls["steps"]] == shown
+    past = run.step_count + 10
+    twin = client.get(f"/api/runs/{run.id}?step={past}").json()
+    assert twin["note"] == (f"Step {past:,} does not exist: this trace has {run.step_count:,} steps, #0 to "
+                            f"#{run.step_count - 1:,}. Showing the trace from its start.")
+    assert twin["steps"]["steps"][0]["index"] == 0
+    assert _text(client.get(f"/runs/{run.id}/?step={past}").content.decode(), "time-jump-note") == twin["note"]
+    assert client.get(f"/api/runs/{run.id}?at=soon").json()["note"] == "'soon' is not a time: write hour 7, 7h or 7:30."
+    default = client.get(f"/api/runs/{run.id}").json()
+    assert default["focus"] is None and [s["index"] for s in default["steps"]["steps"]] == list(range(50))
+
+
 def test_the_run_twin_carries_the_override_log(client, rerun_tree):
     run_id = rerun_tree["run_id"]
     services.override_verdict(run_id=run_id, kind="contamination", flagged=True, reason="trained on the test split",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from traces.parsers import parse_trace
+from ingest.parsers import parse_trace
 from traces.steps import ParseProblem, Step
 
 UTC = timezone.utc
@@ -91,3 +91,35 @@ def test_prefixed_lines_take_the_prefix_time():
     trace = parse_trace('[2026-04-05T10:00:00Z] {"type":"user","message":{"role":"user","content":"go on"},'
                         '"timestamp":"2026-04-05T11:00:00.000Z"}\n')
     assert trace.steps == [Step(0, "text", time=T0, output="go on", line=1)]
+
+
+def test_a_parser_failing_mid_stream_keeps_the_steps_handed_on_and_shows_the_rest_as_plain_text(monkeypatch):
+    """A format parser that fails after handing steps on (stand-in for a parser bug: the real Claude Code parser,
+    made to raise at line 12; tests/test_parsers_properties.py keeps real input from doing so) takes nothing back:
+    the steps handed on stay, the lines after the last of them are plain text, with a problem naming the failure."""
+    from ingest import parsers
+    from ingest.parsers import _builder, claude_code, stream_trace
+
+    def failing(lines, source, *, sink=None):
+        def until_broken():
+            for line in lines:
+                if line[0] == 12:
+                    raise KeyError("bug")
+                yield line
+        return claude_code.parse(until_broken(), source, sink=sink)
+
+    monkeypatch.setattr(_builder, "STREAM_WINDOW", 2)
+    monkeypatch.setattr(parsers, "STREAMED_FORMATS", {"claude_code": failing})
+    events = [f'{{"type":"assistant","message":{{"id":"m{i}","role":"assistant","content":[{{"type":"text",'
+              f'"text":"step {i}"}}]}}}}' for i in range(14)]
+    handed: list[Step] = []
+    trace = stream_trace([TRACE.splitlines(keepends=True)[2], *(e + "\n" for e in events)], on_step=handed.append,
+                         source="solve_out.txt", scaffold="claude")
+    assert [s.index for s in handed] == list(range(len(handed)))
+    # handed on before the failure: the steps of lines 1-9 (a window of 2 steps held back)
+    assert [s.output for s in handed[:9]] == ["init"] + [f"step {i}" for i in range(8)]
+    assert [(s.kind, s.line) for s in handed[9:]] == [("text", 10)]
+    assert handed[9].output.splitlines() == events[8:]  # lines 10-15: the held steps' lines, 12 and after
+    assert trace.format == "text" and trace.steps == []
+    assert trace.problems[0] == ParseProblem("solve_out.txt", 10, "the claude_code parser failed (KeyError: 'bug'): "
+                                             "the trace is shown as plain text from this line on")

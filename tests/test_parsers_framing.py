@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from traces.parsers import detect_format, parse_trace
-from traces.parsers.framing import frame_lines, parse_prefix
+from ingest.parsers import detect_format, parse_trace
+from ingest.parsers.framing import frame_lines, parse_prefix
 from traces.steps import ParseProblem, Step
 
 UTC = timezone.utc
@@ -104,7 +104,7 @@ def test_detection_accepts_bytes_and_file_lines():
 
 @pytest.mark.parametrize("fmt", ["claude_code", "codex_exec", "codex_protocol", "gemini", "opencode"])
 def test_events_of_unexpected_shape_never_raise(fmt):
-    from traces.parsers import PARSERS
+    from ingest.parsers import PARSERS
 
     odd = [
         '{"type":"assistant","message":{"id":[1],"content":7,"usage":"x"}}',
@@ -133,7 +133,7 @@ def test_loads_is_json_loads_where_orjson_differs(text):
     """framing.loads decodes with orjson first: values and error messages are still json.loads'."""
     import json
 
-    from traces.parsers.framing import loads
+    from ingest.parsers.framing import loads
 
     def outcome(decode):
         try:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from traces.parsers import parse_trace
+from ingest.parsers import parse_trace
 from traces.steps import Step
 
 UTC = timezone.utc

@@ -13,8 +13,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from traces.parsers import PARSERS, parse_trace
-from traces.parsers.framing import frame_lines
+from ingest.parsers import PARSERS, parse_trace
+from ingest.parsers.framing import frame_lines
 
 EXAMPLES = 100  # per format: 7 formats x 100 traces x 3 parses (text, bytes, the format module alone) = 2,100 parses
 
@@ -167,7 +167,7 @@ def test_any_trace_ingests_as_a_stored_run(fresh_warehouse, tmp_path_factory):
     from itertools import count
 
     from traces.layout import run_id
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
     from traces import selectors
 
     clusters = count(17000001)

@@ -1,6 +1,6 @@
 """Planted fake secrets of every shape family never leave ingest unredacted (issue 13).
 
-One run carries fake keys of every family of ``traces.redaction.RULES`` (and a known value from the
+One run carries fake keys of every family of ``ingest.redaction.RULES`` (and a known value from the
 environment) in its agent trace (commands, tool outputs with JSON escapes, an output far past the 256 KiB cap),
 its judge trace, its prompt and a judge's verdict text. It is ingested into a plain DuckDB file and into DuckLake
 (SQLite catalog, Parquet data); then the raw bytes of every warehouse file, every page (anonymous and staff), the
@@ -20,8 +20,8 @@ from django.test import Client
 
 from ptbsite import warehouse
 from traces import layout, selectors
-from traces.redaction import PLACEHOLDER, RULES, Redactor
-from traces.ingest import ingest_tree
+from ingest.redaction import PLACEHOLDER, RULES, Redactor
+from ingest.tree import ingest_tree
 
 METHOD = "claude_claude-opus-4-6_10h_run1"
 RUN_DIR = "gsm8k_Qwen_Qwen3-1.7B-Base_17000001"

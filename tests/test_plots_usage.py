@@ -54,7 +54,7 @@ def test_runs_of_agents_not_on_the_board_are_left_out(tmp_path, fresh_warehouse)
     # rows, so no agent has a score; the plot is empty instead of failing (it answered 500 while the page cache
     # was warmed at the end of such an ingest).
     from tests.conftest import write_run
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     write_run(tmp_path / "results", checkpoint=None)
     assert ingest_tree(root=tmp_path / "results").stored == 1

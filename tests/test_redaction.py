@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from traces.redaction import PLACEHOLDER, SECRET_NAMES, Redactor
+from ingest.redaction import PLACEHOLDER, SECRET_NAMES, Redactor
 
 OPENAI = "sk-proj-Abc123_DEF-456ghiJKL789mnoPQR"
 HF = "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa98"
@@ -67,7 +67,7 @@ def test_residual_prefixes_are_reported_with_context():
     assert redactor.residual_warnings(redactor.redact("sk-proj-" + "a" * 30)) == []
 
 
-# --- issue 13: one test per shape family of traces.redaction.RULES, fake keys built here -----------------------
+# --- issue 13: one test per shape family of ingest.redaction.RULES, fake keys built here -----------------------
 
 def _key(n: int, alphabet: str = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xYz") -> str:
     return (alphabet * (n // len(alphabet) + 1))[:n]
@@ -217,7 +217,7 @@ def test_a_redacted_json_line_stays_valid_json():
 
 
 def test_every_rule_names_its_source():
-    from traces.redaction import RULES
+    from ingest.redaction import RULES
 
     assert len({r.name for r in RULES}) == len(RULES) >= 16
     for rule in RULES:
@@ -292,7 +292,7 @@ def test_redact_many_redacts_exactly_the_texts_that_hold_a_secret():
 
 
 def test_learn_values_finds_key_variables_a_text_assigns():
-    from traces.redaction import learn_values
+    from ingest.redaction import learn_values
 
     text = (b'$ env\\nHOME=/root\\nWANDB_API_KEY=9f8e7d6c5b4a0123456789abcdef0123456789ab\\nPATH=/usr/bin\n'
             b'export MY_SERVICE_TOKEN="tok-7Qp2mnbvcxzlkjhg"; {"HF_TOKEN": "hf_Zq8Xw2Vb4Nm6Lk0Jh3"}\n'

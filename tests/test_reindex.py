@@ -1,5 +1,5 @@
 """``manage.py reindex``: facets, phases and evidence marks re-derived from stored steps are those of a fresh
-ingest, per family, only for runs whose stored rules version is not the code's (traces.ingest.reindex)."""
+ingest, per family, only for runs whose stored rules version is not the code's (ingest.reindex)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,9 @@ from django.core.management import CommandError, call_command
 
 from ptbsite import warehouse
 from traces import layout
-from traces.ingest import current_versions, ingest_tree, reindex
-from traces.services import STEP_TEXT_CAP
+from ingest.reindex import current_versions, reindex
+from ingest.tree import ingest_tree
+from traces.vocabulary import STEP_TEXT_CAP
 
 
 def _facts() -> dict[str, list[tuple]]:

@@ -36,13 +36,6 @@ def job(rerun_tree: dict) -> RerunJob:
     return RerunJob.objects.create(run_id=rerun_tree["run_id"], benchmark="gsm8k", checkpoint="/x/final_model")
 
 
-@pytest.fixture
-def staff_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
-
-
 def test_anonymous_gets_403_everywhere(client: Client, rerun_tree: dict, job: RerunJob) -> None:
     for method, url in _pages(rerun_tree["run_id"], job.pk):
         assert getattr(client, method)(url).status_code == 403, (method, url)

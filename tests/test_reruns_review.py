@@ -15,17 +15,10 @@ from django.utils import timezone
 from evaluator.models import RerunJob
 from tests.conftest import write_run
 from traces import selectors, services
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
 
 
 def _flagged_run(rerun_tree: dict, tiny_checkpoint: Path) -> str:
@@ -54,6 +47,23 @@ def test_an_override_changes_the_effective_flag_and_is_audited(staff_client: Cli
     assert 'class="badge override"' in staff_client.get("/runs/").content.decode()  # the run list marks it
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     assert "Reviewer overrides" in page and "trained on the test split" in page and "the split was train after all" in page
+
+
+def test_the_api_override_writes_the_admin_history_the_form_writes(staff_client: Client, rerun_tree: dict) -> None:
+    # issue 28: only the run page's form wrote the admin's "Recent actions" entry
+    from django.contrib.admin.models import LogEntry
+
+    run_id = rerun_tree["run_id"]
+    form = {"kind": "contamination", "flagged": "true", "reason": "trained on the test split"}
+    assert staff_client.post(f"/reruns/runs/{run_id}/override", form).status_code == 302
+    response = staff_client.post(f"/api/runs/{run_id}/overrides", {**form, "flagged": True},
+                                 content_type="application/json")
+    assert response.status_code == 201 and response.json()["previous"] == "flagged"
+    by_form, by_api = LogEntry.objects.order_by("pk")
+    fields = ("user_id", "content_type_id", "object_id", "object_repr", "action_flag", "change_message")
+    assert [getattr(by_api, f) for f in fields] == [getattr(by_form, f) for f in fields]
+    assert by_api.change_message == "Contamination overridden: flagged (trained on the test split)"
+    assert by_api.object_repr == f"Contamination of {selectors.get_run(run_id).title}: flagged"
 
 
 def test_an_override_needs_a_reason_and_a_scored_kind(staff_client: Client, rerun_tree: dict) -> None:

@@ -11,7 +11,6 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
 from inspect_ai.log import read_eval_log
@@ -21,17 +20,10 @@ from evaluator.models import RerunJob
 from leaderboard.services import import_published
 from tests.conftest import JUDGE_COMMAND, CeleryWorker, local_dataset, redis_url, use_broker, write_run
 from traces import selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def staff_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
 
 
 def _wait(job_id: int, until, timeout: float = 120) -> RerunJob:

@@ -119,6 +119,55 @@ def test_nothing_a_worker_sends_after_the_job_ended_changes_it(client: Client, r
     assert selectors.evaluations(rerun_tree["run_id"]) == evaluations
 
 
+# --- the protocols' models (evaluator.protocol) ---
+
+@pytest.mark.parametrize("report, named", [
+    ('{"status": "done"}', "report.status: Input should be 'succeeded', 'failed' or 'cancelled'"),
+    ('{"reason": "no status"}', "report.status: Field required"),
+    ('{"status": "failed", "samples_done": "many"}', "report.samples_done: Input should be a valid integer"),
+    ('{"status": "failed", "samples_done": -1}', "report.samples_done: Input should be greater than or equal to 0"),
+    ('{"status": "succeeded", "verdict_files": {"a.txt": 3}}', "report.verdict_files.a.txt: Input should be a valid string"),
+    ('{"status": "failed", "scroe": 0.5}', "report.scroe: Extra inputs are not permitted"),
+    ("[1]", "report: Input should be an object"),
+    ('{"status": ', "report: Invalid JSON"),
+])
+def test_a_malformed_report_is_answered_400_naming_the_field(client: Client, report: str, named: str) -> None:
+    job = RerunJob.objects.create(run_id="r", benchmark="gsm8k", checkpoint="/x")
+    _start(client, job)
+    log = RerunJob.objects.get(pk=job.pk).log
+    response = client.post(f"/api/worker/jobs/{job.pk}/finish", {"report": report}, **_auth(job))
+    assert response.status_code == 400 and response.json()["detail"].startswith(named), response.content
+    job.refresh_from_db()
+    assert (job.status, job.log, job.result) == ("running", log, None)  # refused before anything was taken
+
+
+def test_a_malformed_task_message_is_refused_before_the_worker_calls_the_server() -> None:
+    """The Celery task validates its message (Celery's pydantic=True) before its body runs: run here in process
+    (Task.apply), it fails naming the field, and no call reaches the server (none could: api_base is no URL)."""
+    from pydantic import ValidationError
+
+    from evaluator import services, tasks
+
+    job = RerunJob.objects.create(run_id="r", benchmark="gsm8k", checkpoint="/x", celery_task_id="task-m")
+    message = {**services.job_message(job).model_dump(mode="json"), "api_base": "http://nowhere.invalid"}
+    for task in (tasks.evaluate_rerun, tasks.rerun_judge):
+        for broken, named in (({**message, "kind": "rerun"}, "kind"), ({**message, "limit": 0}, "limit"),
+                              ({k: v for k, v in message.items() if k != "credential"}, "credential")):
+            result = task.apply(args=[broken], task_id="task-m")
+            assert isinstance(result.result, ValidationError), result.result
+            assert [e["loc"] for e in result.result.errors()] == [(named,)]
+    assert RerunJob.objects.get(pk=job.pk).status == "queued"
+
+
+def test_the_protocols_job_statuses_and_kinds_are_the_models() -> None:
+    from typing import get_args
+
+    from evaluator.protocol import TASK_NAMES, JobKind, JobStatus
+
+    assert set(get_args(JobStatus)) == set(RerunJob.Status.values)
+    assert set(get_args(JobKind)) == set(RerunJob.Kind.values) == set(TASK_NAMES)
+
+
 # --- forged credentials ---
 
 def test_a_forged_or_foreign_credential_is_refused(client: Client, settings) -> None:

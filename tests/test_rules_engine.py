@@ -1,4 +1,4 @@
-"""The multi-pattern scan (traces/rules.py) never hides a match of a rule, and is exact on ASCII texts.
+"""The multi-pattern scan (ingest/rules.py) never hides a match of a rule, and is exact on ASCII texts.
 
 The relaxation rests on facts about Python's ``re`` that are checked here over every code point: which
 non-ASCII characters IGNORECASE equates with ASCII letters, the ASCII members of ``\\w \\d \\s``, and that
@@ -13,12 +13,13 @@ import string
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+import re2
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.analysis_snapshot import CALL_FRAGMENTS, OUTPUT_FRAGMENTS
-from traces import evidence, facets
-from traces.rules import CASE_EXTRAS, RuleSet, ascii_form, relax
+from ingest import evidence, facets
+from ingest.rules import CASE_EXTRAS, RuleSet, ascii_form, relax
 
 SETS = {"call": facets.CALL_RULES, "output": facets.OUTPUT_RULES, "evidence": evidence._RULES}
 # Characters where Python's and RE2's notions differ: case-fold extras, Unicode letters, digits and spaces that
@@ -101,3 +102,42 @@ def test_each_trigger_phrase_alone(text):
     for rule_set in SETS.values():
         may, _ = rule_set.scan(text)
         assert {rule for rule, pattern in rule_set.rules.items() if pattern.search(text)} <= may
+
+
+# Pieces of Python's syntax the rules engine reads itself (ingest.rules._Parser): every escape and set form, flags
+# scoped and global, each quantifier, groups of every kind, assertions (issue 28: it read CPython's private parser).
+_ATOMS = ["a", "b", "K", "s", "\u00e9", "\u017f", ".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "\\b", "\\B", "^", "$",
+          "\\A", "\\Z", "\\.", "\\-", "\\n", "\\x41", "\\u00e9", "\\N{LATIN SMALL LETTER K}", "\\0", "\\101", "[a-c]",
+          "[^a]", "[]a]", "[a-]", "[\\d_]", "[^\\w.]", "[A-Z0-9]", "[\\x41-\\x5a]", "[\\b\\n]", "{", "}", "a{}", "\\\\", "-", "/"]
+_QUANTIFIERS = ["", "", "*", "+", "?", "*?", "+?", "??", "{2}", "{1,3}", "{,2}", "{2,}", "{1,2}?", "*+", "{,}"]
+_OPENERS = ["(", "(?:", "(?i:", "(?-i:", "(?s:", "(?m:", "(?a:", "(?P<g>", "(?>", "(?=", "(?!", "(?<=a", "(?<!b", "(?#c)("]
+
+
+def _patterns() -> st.SearchStrategy[str]:
+    def compound(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(st.tuples(st.sampled_from(_OPENERS), inner).map(lambda t: f"{t[0]}{t[1]})"),
+                         st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"))
+    piece = st.tuples(st.recursive(st.sampled_from(_ATOMS), compound, max_leaves=5),
+                      st.sampled_from(_QUANTIFIERS)).map("".join)
+    return st.tuples(st.sampled_from(["", "", "(?i)", "(?m)"]), st.lists(piece, min_size=1, max_size=4)).map(
+        lambda t: t[0] + "".join(t[1]))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(source=_patterns(), flags=st.sampled_from([0, re.I, re.M, re.S, re.A, re.I | re.M]),
+       texts=st.lists(st.text(alphabet="abKksS\u017f\u0130\u212a\u00e9AZ_0.-]{}/\n \x08", max_size=8), max_size=25))
+def test_the_relaxed_form_of_any_pattern_matches_wherever_python_does(source, flags, texts):
+    try:
+        pattern = re.compile(source, flags)
+    except re.error:  # a generated pattern Python refuses (a lookbehind of no fixed width, a group named twice)
+        assume(False)
+    loose = re2.compile(relax(pattern))
+    ascii_pattern, exact = ascii_form(pattern)
+    strict = re2.compile(ascii_pattern)
+    for text in texts:
+        found = pattern.search(text) is not None
+        assert not found or loose.search(text), (source, flags, text)
+        if text.isascii():
+            assert (strict.search(text) is not None) == found if exact else not found or strict.search(text), (
+                source, flags, text)
+

@@ -13,8 +13,8 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout
-from traces.ingest import ingest_tree
-from traces.ingest.reader import dir_time
+from ingest.tree import ingest_tree
+from ingest.reader import dir_time
 
 from .conftest import RERUN_METHOD, write_run
 from .test_facets_ingest import TRACE_A

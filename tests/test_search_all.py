@@ -13,9 +13,9 @@ import pytest
 
 from ptbsite import warehouse
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.selectors import search
-from traces.services import STEP_TEXT_CAP
+from traces.vocabulary import STEP_TEXT_CAP
 
 pytestmark = pytest.mark.django_db
 
@@ -215,6 +215,36 @@ def test_a_run_without_a_current_index_is_scanned(planted):
     assert [r.run.id for r in page.runs] == [rid] and not page.exact
     _check("naïve")
     _check("->")
+
+
+def _word_runs(con) -> dict[str, set[str]]:
+    """{word: run ids} of the inverted index (``word_runs``: its rows' lists joined, ids back from numbers)."""
+    return {w: set(runs) for w, runs in con.execute(
+        "SELECT word, list_distinct(flatten(list(list_transform(runs, n -> lower(lpad(to_hex(n), 16, '0')))))) "
+        "FROM word_runs GROUP BY word").fetchall()}
+
+
+def test_the_inverted_index_lists_the_runs_of_every_word_and_forgets_a_deleted_run(planted):
+    from traces import search_index
+    from traces.services import delete_run
+
+    def from_steps(con) -> dict[str, set[str]]:
+        return {w: set(runs) for w, runs in con.execute(
+            "SELECT word, list_distinct(list(run_id)) FROM step_words GROUP BY word").fetchall()}
+
+    rid, other = layout.run_id(METHOD, RUN), layout.run_id(METHOD_B, RUN_B)
+    with warehouse.connect() as con:
+        index = _word_runs(con)
+        assert index == from_steps(con)
+        assert index["zanzibar_quokka_marker"] == {rid}  # a word past the stored cut (its whole text indexed)
+        assert index["plain"] == {rid, other}
+        rows, words = con.execute("SELECT count(*), count(DISTINCT word) FROM word_runs").fetchone()
+        assert rows <= search_index.MERGE_SPREAD * words
+    warehouse.run_in_transaction(lambda con: delete_run(con, rid))
+    with warehouse.connect() as con:
+        index = _word_runs(con)
+        assert index == from_steps(con) and rid not in set().union(*index.values())
+        assert "zanzibar_quokka_marker" not in index and index["plain"] == {other}
 
 
 def test_the_excerpt_holds_the_match_past_the_cut(planted):

@@ -13,9 +13,11 @@ from django.core.management import call_command
 
 from ptbsite import warehouse
 from traces import layout, search_index, selectors
-from traces.ingest import ingest_tree, reindex
+from ingest.reindex import reindex
+from ingest.tree import ingest_tree
 from traces.selectors.steps import read_matches
-from traces.services import STEP_TEXT_CAP, delete_run
+from traces.services import delete_run
+from traces.vocabulary import STEP_TEXT_CAP
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RERUN_METHOD, RERUN_RUN_DIR, write_run
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.layout import run_id as make_run_id
-from traces.parsers import parse_trace
+from ingest.parsers import parse_trace
 from traces.steps import Step
 
 USAGE = {"input_tokens": 10, "output_tokens": 5}

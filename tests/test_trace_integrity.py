@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from traces import layout, selectors
-from traces.parsers import parse_trace
-from traces.ingest import ingest_tree
-from traces.services import STEP_TEXT_CAP
+from ingest.parsers import parse_trace
+from ingest.tree import ingest_tree
+from traces.vocabulary import STEP_TEXT_CAP
 
 CLAUDE = "claude_claude-opus-4-6_10h_run1"
 CODEX = "codex_gpt-5.1-codex-max_10h_v4_seed1"

@@ -111,7 +111,7 @@ def _ingested(tmp_path_factory, baseline: bool) -> Path:
 
     from leaderboard.services import import_published
     from ptbsite import warehouse
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     folder = tmp_path_factory.mktemp("upstream-tree")
     previous = settings.PTB_WAREHOUSE

@@ -107,7 +107,7 @@ def test_both_files_absent_and_the_note_shown_as_unreadable(tmp_path):
 def test_the_run_page_shows_unreadable_judge_output_with_its_text(tmp_path, fresh_warehouse, client):
     from leaderboard.services import import_published
     from traces import layout
-    from traces.ingest import ingest_tree
+    from ingest.tree import ingest_tree
 
     import_published()
     method = tmp_path / "results" / "claude_claude-opus-4-6_10h_run2"
@@ -128,7 +128,7 @@ def test_the_run_page_shows_unreadable_judge_output_with_its_text(tmp_path, fres
 def test_json_verdict_texts_are_redacted_after_decoding(tmp_path):
     """A key spelled with JSON escapes in a judge's verdict JSON is whole only once decoded: ``redact`` sees the
     decoded text too (issue 25), for the ingest and for a judge re-run's files alike."""
-    from traces.redaction import PLACEHOLDER, Redactor
+    from ingest.redaction import PLACEHOLDER, Redactor
 
     key = "sk-ant-api03-" + "Zq8Xw2Vb4Nm6Lk0Jh3Gf5Dd7Sa9Pe1Rt" * 2
     escaped = key.replace("-", "\\u002d")

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from ptbsite import warehouse
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.selectors import list_runs
 
 LAKES = ("ducklake-sqlite", "ducklake-postgres")

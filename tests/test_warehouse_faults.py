@@ -17,7 +17,7 @@ from django.test import Client, RequestFactory
 from ptbsite import warehouse
 from ptbsite.unavailable import BrokerUnavailable, ServiceUnavailableMiddleware
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,7 +150,7 @@ def slow_insert_rows(con, table, rows, **kw):
         print("in transaction", flush=True)
         time.sleep(120)
 services.warehouse.insert_rows = slow_insert_rows
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 ingest_tree(root=sys.argv[1])
 """
 

@@ -11,7 +11,7 @@ from leaderboard import selectors as board_selectors
 from leaderboard.services import DEFAULT_PUBLISHED_DIR, import_published
 from ptbsite import warehouse
 from traces import layout, selectors
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 from traces.services import add_evaluation
 
 from .conftest import WAREHOUSE_KINDS

@@ -2,19 +2,13 @@
 mounted under /api/ by ``ptbsite.api``)."""
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 from ninja import Router
 from ninja.errors import HttpError
 
 from ptbsite.pagecache import page_inputs
 
 from .selectors import compare, search
-from .steps import STEP_KINDS
-
-# The step kinds (traces.steps.STEP_KINDS, checked equal at import), or "" for all (a form's unset field).
-StepKind = Literal["system", "assistant", "thinking", "tool_call", "tool_result", "result", "text", ""]
-assert set(get_args(StepKind)) == {*STEP_KINDS, ""}, "StepKind must list traces.steps.STEP_KINDS"
+from .steps import KindFilter
 
 router = Router(tags=["across runs"])
 
@@ -25,7 +19,7 @@ router = Router(tags=["across runs"])
 def search_all(request, q: str, agent: str | None = None, benchmark: str | None = None,
                base_model: str | None = None, state: str | None = None, suite: str | None = None,
                facet: str | None = None, flagged: bool | None = None, verdict: str | None = None,
-               latest: bool = False, kind: StepKind | None = None, tool: str | None = None,
+               latest: bool = False, kind: KindFilter | None = None, tool: str | None = None,
                after: str | None = None, limit: int = 20):
     """Runs whose steps (input or output, any trace) hold every word and ``"quoted phrase"`` of ``q``
     (case-insensitive substrings), as on /search/: ordered by run id, ``limit`` runs a page (1-100), ``next`` the

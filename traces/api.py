@@ -4,20 +4,17 @@ from __future__ import annotations
 from typing import Literal
 
 from django.conf import settings
-from ninja import Router
+from ninja import Query, Router
 from ninja.errors import HttpError
 
 from ptbsite.pagecache import page_inputs
 from ptbsite.suites import suite_ids
 
 from . import selectors
-from .steps import STEP_KINDS
+from .steps import KindFilter
 
 router = Router(tags=["runs"])
-KindFilter = Literal[STEP_KINDS + ("",)]  # a step kind, or "" for all (a form's unset field)
-
-
-RunSortColumn = Literal[selectors.RUN_SORTS + ("",)]  # a column of the runs list, or "" for by id
+RunSortColumn = Literal[selectors.RunSortKey, ""]  # a column of the runs list, or "" for by id
 
 
 @router.get("/runs", response=selectors.RunsPage, summary="Runs, filtered, sorted, page by page")
@@ -39,9 +36,14 @@ def runs(request, agent: str | None = None, benchmark: str | None = None, base_m
 
 
 @router.get("/runs/{run_id}", response=selectors.RunPage, summary="One run, as on its page")
-@page_inputs()
-def run(request, run_id: str):
-    """One run as its page shows it (``traces.selectors.run_page``, the page's own selector): the list fields plus
+@page_inputs(query=tuple(selectors.RunQuery.model_fields))
+def run(request, run_id: str, query: Query[selectors.RunQuery]):
+    """One run as its page shows it for the same query (``traces.selectors.open_run``, the page's own selector):
+    the trace viewer's ``trace``, ``kind``, ``tool``, ``q`` (text search) and ``limit`` (1-500 steps), opened at
+    ``step`` or at the elapsed time ``at`` ("hour 7", "7:30"): ``steps`` the page of steps shown (``next`` the
+    ``after`` cursor of ``/api/runs/<id>/steps``), ``focus`` the step it opened at, ``earlier_before`` the first
+    step shown when matching steps come before it, ``tools`` and ``traces`` the viewer's choices, ``note`` why it
+    opened elsewhere than asked. Then the list fields plus
     time used (seconds, fraction of the budget), tokens, cost (USD), the base model's and instruct model's scores
     (percent), evaluations (``score`` percent; ``counted``: those that can be the score, newest first), the
     overoptimism ratio, facets, the evidence steps (each input cut to 1,000 characters), the prompt (cut to
@@ -52,7 +54,7 @@ def run(request, run_id: str):
     still counts); ``unknown_events``: event types the parser could not render, with counts; ``problems``: the
     first ingest problems (``file:line: message``), ``problem_count`` all of them; ``evidence_count``: all
     evidence steps."""
-    found = selectors.run_page(run_id)
+    found = selectors.open_run(run_id, query)
     if found is None:
         raise HttpError(404, f"no run {run_id}")
     return found
@@ -103,7 +105,7 @@ def _found(run_id: str) -> selectors.Run:
 @router.get("/runs/{run_id}/facets", response=list[selectors.Facet], summary="What the agent did, as on the run page")
 @page_inputs()
 def run_facets(request, run_id: str):
-    """The run's facets (rules in ``traces/facets.py``): ``value_num`` is a count, a step number, or a fraction
+    """The run's facets (rules in ``ingest/facets.py``): ``value_num`` is a count, a step number, or a fraction
     (``self_score``), null for presence facets; ``steps``: the agent-trace step indices each one cites."""
     return selectors.run_facets(_found(run_id).id)
 

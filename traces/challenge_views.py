@@ -133,26 +133,33 @@ def challenge_form(request: HttpRequest, run_id: str) -> HttpResponse:
 
 @staff_required
 def challenge_list(request: HttpRequest) -> HttpResponse:
-    """``/challenges/?status=open|accepted|rejected|resolved|all`` (staff): the challenges with their claims,
-    contacts and audit log, and the triage forms."""
-    status = request.GET.get("status", "open")
+    """``/challenges/?status=open|accepted|rejected|resolved|all`` (staff): the challenges, each under its run's
+    title, with their claims, contacts and audit log, and the triage forms."""
+    return _challenges_page(request, status=request.GET.get("status", "open"))
+
+
+def _challenges_page(request: HttpRequest, *, status: str, error: str = "", code: int = 200) -> HttpResponse:
+    """The challenges list with ``status`` (or every one: "all"), an ``error`` of a refused triage above it."""
     found = challenges.challenges(status=None if status == "all" else status)
-    return render(request, "traces/challenges.html", {"challenges": found, "status": status,
-                                                      "statuses": ("open", "accepted", "rejected", "resolved", "all")})
+    titles = selectors.run_titles(c.run_id for c in found)
+    return render(request, "traces/challenges.html", {
+        "challenges": [(c, titles.get(c.run_id, "")) for c in found], "status": status, "error": error,
+        "statuses": ("open", "accepted", "rejected", "resolved", "all")}, status=code)
 
 
 @require_POST
 @staff_required
 def challenge_triage(request: HttpRequest, challenge_id: str) -> HttpResponse:
     """``POST /challenges/<id>/triage`` (staff): action accepted | rejected | resolved, reason, and for resolved
-    ``flagged`` true|false (the override it makes). 400 (text) for a refused triage."""
+    ``flagged`` true|false (the override it makes). A refused triage answers 400 with the list of every challenge
+    and the reason above it (the site's page, with its header and a way back)."""
     flagged = {"true": True, "false": False}.get(request.POST.get("flagged", ""))
     try:
         c = challenges.triage_challenge(challenge_id=challenge_id, action=request.POST.get("action", ""),
                                         reason=request.POST.get("reason", ""), reviewer=request.user.username,
                                         flagged=flagged)
     except (challenges.ChallengeRefused, services.UnknownRun) as exc:
-        return HttpResponse(f"Not stored: {exc}", status=400, content_type="text/plain")
+        return _challenges_page(request, status="all", error=f"challenge {challenge_id}: {exc}", code=400)
     LogEntry.objects.create(user_id=request.user.pk, content_type=None, object_id=c.run_id,
                             object_repr=f"challenge {c.id} of run {c.run_id}"[:200], action_flag=CHANGE,
                             change_message=f"challenge {c.status}: {request.POST.get('reason', '')}"[:2000])

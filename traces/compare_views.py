@@ -9,9 +9,8 @@ from django.utils.http import urlencode
 
 from ptbsite.pagecache import page_inputs
 
-from .facets import PHASES
-from .selectors import compare
-from .views import parse_time_jump
+from .vocabulary import PHASES
+from .selectors import compare, parse_time_jump
 
 STEPS_PER_RUN = 25  # steps of each run per page of the aligned traces
 

@@ -189,17 +189,19 @@ def calibration(runs: list[RunFacts]) -> dict:
     The scatter traces are written as the dicts plotly's ``go.Scatter`` would serialise (one pass over the runs;
     plotly validated every point: 215 CPU ms for 2,520 runs, bench/RESULTS.md), the layout comes from
     :func:`_calibration_layout`; ``tests/test_warehouse_memo.py`` checks the result equals plotly's."""
-    by_agent: dict[str, list[RunFacts]] = {}
+    # (run, self-reported, verified, base model's score, ratio) per agent; a defined ratio has both scores.
+    by_agent: dict[str, list[tuple[RunFacts, float, float, float, float]]] = {}
     for f in runs:
-        if f.ratio is not None and f.base_score is not None:
-            by_agent.setdefault(f.run.agent, []).append(f)  # the name every page uses
+        if f.ratio is not None and f.base_score is not None and f.self_score is not None and f.verified is not None:
+            by_agent.setdefault(f.run.agent, []).append(  # the name every page uses
+                (f, f.self_score, f.verified, f.base_score, f.ratio))
     data = []
     for agent, mine in by_agent.items():
         data.append({
-            "customdata": [[f.run.id, f.run.benchmark, f.run.base_model, 100 * f.self_score, 100 * f.verified]
-                           for f in mine],
+            "customdata": [[f.run.id, f.run.benchmark, f.run.base_model, 100 * own, 100 * verified]
+                           for f, own, verified, _, _ in mine],
             "hovertemplate": f"<b>{escape(agent)}</b><br>%{{customdata[1]}} · %{{customdata[2]}}<br>self "
                              "%{customdata[3]:.1f} vs verified %{customdata[4]:.1f}<br>ratio %{y:.2f}x<extra></extra>",
             "marker": {"size": 10}, "mode": "markers", "name": escape(agent),
-            "x": [100 * f.base_score for f in mine], "y": [f.ratio for f in mine], "type": "scatter"})
+            "x": [100 * base for _, _, _, base, _ in mine], "y": [ratio for *_, ratio in mine], "type": "scatter"})
     return {"data": data, "layout": json.loads(_calibration_layout())}

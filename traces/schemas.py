@@ -6,7 +6,7 @@ percent (x 100) when the model is serialized (the API's documented units, kept s
 stays a fraction, and templates show them with the ``percent`` filter.
 
 Why the ingest's records differ: the parsers yield :class:`traces.steps.Step` and the facet rules
-:class:`traces.facets.Facet`, plain slotted dataclasses built hundreds of thousands of times per ingest (a
+:class:`ingest.facets.Facet`, plain slotted dataclasses built hundreds of thousands of times per ingest (a
 pydantic model validates every field on construction, several times slower); they are what ingest writes, and
 :class:`Step` / :class:`Facet` here are what the warehouse gives back (with the stored extras: remaining time,
 whole-text sizes, evidence rules). :class:`traces.verdicts.Verdict` is the one verdict model, written by the file
@@ -326,7 +326,7 @@ class Evaluation(Model):
 
 
 class Facet(Model):
-    """One stored facet of a run (rules in ``traces/facets.py``): ``value_num`` a count, a step number or a
+    """One stored facet of a run (rules in ``ingest/facets.py``): ``value_num`` a count, a step number or a
     fraction (``self_score``), None for presence facets; ``steps``: the agent-trace step indices it cites."""
 
     facet: str

@@ -1,10 +1,13 @@
-"""The word index (``step_words``, ``traces.search_index``) read across runs: which runs can hold a query, and
-each run's candidate steps, for the search of every trace (``traces.selectors.search``).
+"""The word index (``traces.search_index``) read across runs: which runs can hold a query (its inverted index
+``word_runs``, the runs of each word, a run id read as a number: ``search_index.RUN_KEY``), and each run's
+candidate steps (``step_words``), for the search of every trace (``traces.selectors.search``).
 
 A query there is several needles (words or quoted phrases), each planned by :func:`search_index.plan`; a step
 holds the query when it holds every needle, so it must have the words every needle's terms need. The same
 conditions on ``word`` as a one-run search (``search_index._term_sql``, the index's own) are evaluated once per
-row of ``step_words`` and aggregated by run (:func:`candidate_runs`) or by step (:func:`lookup_many`).
+row of ``word_runs`` and aggregated by run (:func:`candidate_runs`: at most ``search_index.MERGE_SPREAD`` rows
+a word, not one per run, trace and word), then once per row of ``step_words`` and aggregated by step, for a page's runs
+(:func:`lookup_many`).
 
 This is a module of its own, not more of ``traces/search_index.py``: the index's version is a hash of that
 module's source (:func:`search_index.version`), and a change there would send every stored run to the scan until
@@ -45,7 +48,7 @@ def candidate_runs(con: duckdb.DuckDBPyConnection, plans: Sequence[Plan], where:
     words of every term occur in it (the run is listed because of them); a run whose index is not current is
     listed with ``indexed`` False (it is scanned). Without any term (``"->"``) every run matching ``where`` is
     listed, as not indexed. ``exact``: every listed run holds the query (a single word, every run indexed).
-    One statement over ``step_words``. Raises duckdb.Error."""
+    One statement over ``word_runs``. Raises duckdb.Error."""
     conditions = _conditions(plans)
     version = search_index.version()
     if not conditions:
@@ -56,11 +59,12 @@ def candidate_runs(con: duckdb.DuckDBPyConnection, plans: Sequence[Plan], where:
     every = " AND ".join(f"bool_or(t{i})" for i in range(len(conditions)))
     values = [v for _, vs in conditions for v in vs]
     rows = con.execute(
-        f"WITH hit AS (SELECT run_id FROM (SELECT run_id, {marks} FROM step_words "
-        f"  WHERE {' OR '.join(c for c, _ in conditions)}) GROUP BY run_id HAVING {every}) "
-        f"SELECT r.id, {_CURRENT} AS indexed FROM runs r JOIN methods m ON m.id = r.method "
-        f"WHERE {where} AND (r.id IN (SELECT run_id FROM hit) OR NOT {_CURRENT}) ORDER BY r.id",
-        [*values, *values, version, *params, version]).fetchall()
+        f"WITH hit AS (SELECT run FROM (SELECT unnest(runs) AS run, {marks} FROM word_runs "
+        f"  WHERE {' OR '.join(c for c, _ in conditions)}) GROUP BY run HAVING {every}), "
+        f"listed AS (SELECT r.id, {_CURRENT} AS indexed FROM runs r JOIN methods m ON m.id = r.method WHERE {where}) "
+        f"SELECT id, indexed FROM listed WHERE NOT indexed OR {search_index.RUN_KEY.format('id')} IN "
+        "(SELECT run FROM hit) ORDER BY id",
+        [*values, *values, version, *params]).fetchall()
     listed = [(r[0], bool(r[1])) for r in rows]
     return listed, one_word(plans) and all(indexed for _, indexed in listed)
 

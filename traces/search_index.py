@@ -7,8 +7,14 @@ per batch that holds it). DuckDB finds the words itself (``regexp_extract_all``,
 so the cost is one batch's whatever the warehouse holds (reading the run's steps back would scan every run's).
 A word is a maximal run of :data:`WORD` characters (letters, marks, digits, ``_``) of DuckDB's ``lower()`` of
 the text; one longer than :data:`MAX_WORD` characters is stored as the marker :data:`LONG_WORD` (``''``, never a
-word). The whole text of a field cut at ``traces.services.STEP_TEXT_CAP`` is indexed too (decompressed from the
-``step_texts`` chunks written with the batch).
+word). The whole text of a field cut at ``traces.vocabulary.STEP_TEXT_CAP`` is indexed too (decompressed from the
+``step_texts`` chunks written with the batch). From the same rows, the inverted index across runs:
+``word_runs(word, runs UBIGINT[])``, one row per word of the batch with the batch's runs that hold it (any
+trace; a run id read as a number, :data:`RUN_KEY`): the search of every trace finds the runs that can hold a query in these rows (about one per word
+and batch of runs written; ``traces.search_across``), not in every (run, trace, word) row (issue 27). A run
+deleted or re-indexed is taken out of every list first (:func:`forget_run`); each batch of runs stored (and a
+reindex, at its end) merges the rows of each word once the table holds more than :data:`MERGE_SPREAD` rows a
+word (:func:`merge_word_runs`), so a search reads at most that many rows a word.
 
 **A search** (``traces.selectors.steps.read_matches``) lower-cases the query with DuckDB's ``lower()`` (the same
 function as the text, so no case rule differs) and splits it into words the same way. Where the query occurs in
@@ -42,6 +48,10 @@ from functools import cache
 
 import duckdb
 
+from . import records
+from .records import StepTextRow, WordSourceRow
+from .vocabulary import code_version
+
 WORD = r"[\pL\pM\pN_]"  # one word character (RE2 syntax, in DuckDB's regexp functions)
 WORDS = WORD + "+"
 MAX_WORD = 100  # characters; a longer word is stored as LONG_WORD
@@ -50,14 +60,15 @@ MIN_PARTIAL = 3  # characters a partial query word needs to be looked up (shorte
 MAX_TERMS = 8  # query words looked up at most
 REINDEX_BATCH = 16_384  # step indices of a stored run re-indexed by one statement
 MAX_CANDIDATES = 10_000  # steps to test; past this many the scan of the trace costs less (bench/search.py)
+RUN_KEY = "('0x' || {})::UBIGINT"  # a run id (16 hex characters, layout.run_id) as word_runs stores it
+MERGE_SPREAD = 2.0  # word_runs rows per distinct word past which merge_word_runs rewrites it
 
 
 _INDEX_SQL = (
     # Each step's words are listed with duplicates and each word's step list made distinct once (cheaper than
     # de-duplicating (step, word) pairs first: 1.8 s against 2.7 s of CPU for the 145,357-step bench trace, in
     # one statement); the lists are not sorted (a search makes sets of them).
-    "INSERT INTO step_words (run_id, trace, word, steps) "
-    "SELECT run_id, trace, word, list_distinct(list(idx)) FROM ("
+    "SELECT run_id, trace, word, list_distinct(list(idx)) AS steps FROM ("
     f"  SELECT run_id, trace, idx, CASE WHEN length(w) > {MAX_WORD} THEN '{LONG_WORD}' ELSE w END AS word FROM ("
     f"    SELECT run_id, trace, idx, unnest(regexp_extract_all(lower(concat_ws(' ', input, output)), '{WORDS}')) "
     "     AS w FROM {source})"
@@ -66,57 +77,88 @@ _INDEX_SQL = (
 
 def index_rows(con: duckdb.DuckDBPyConnection, source: str, params: list | None = None) -> None:
     """Write the word rows of the steps in the relation ``source`` (run_id, trace, idx, input, output; its
-    parameters ``params``), inside the caller's transaction. Raises duckdb.Error."""
-    con.execute(_INDEX_SQL.format(source=source), params or [])
+    parameters ``params``), inside the caller's transaction: ``step_words`` and ``word_runs`` from one pass over
+    the texts (the batch's word rows held as an Arrow table in between). Raises duckdb.Error."""
+    words = con.execute(_INDEX_SQL.format(source=source), params or []).to_arrow_table()
+    con.register("batch_words", words)
+    try:
+        con.execute("INSERT INTO step_words (run_id, trace, word, steps) SELECT run_id, trace, word, steps "
+                    "FROM batch_words")
+        con.execute(f"INSERT INTO word_runs (word, runs) SELECT word, list(DISTINCT {RUN_KEY.format('run_id')}) "
+                    "FROM batch_words GROUP BY word")
+    finally:
+        con.unregister("batch_words")
 
 
-def index_whole_texts(con: duckdb.DuckDBPyConnection, texts: Iterable[tuple]) -> None:
+def forget_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """Take the run out of every ``word_runs`` list (rows left empty are deleted), inside the caller's
+    transaction: before its word rows are written again, or when it is deleted. Raises duckdb.Error."""
+    key = f"{RUN_KEY.format('?')}"
+    con.execute(f"UPDATE word_runs SET runs = list_filter(runs, r -> r <> {key}) WHERE list_contains(runs, {key})",
+                [run_id, run_id])
+    con.execute("DELETE FROM word_runs WHERE len(runs) = 0")
+
+
+def index_whole_texts(con: duckdb.DuckDBPyConnection, texts: Iterable[StepTextRow]) -> None:
     """Write the word rows of the whole texts of fields cut at ingest: ``texts`` are ``step_texts`` rows
-    ``(run_id, trace, idx, field, chunk, zlib bytes)``, decompressed and joined in chunk order (the stored, cut
-    text of those fields is indexed with its step). Raises duckdb.Error."""
-    import pyarrow as pa  # on a write only: web workers never load it (bench/web_memory.py)
-
-    fields: dict[tuple, list[tuple[int, bytes]]] = {}
-    for run_id, trace, idx, field, chunk, data in texts:
-        fields.setdefault((run_id, trace, idx, field), []).append((chunk, data))
+    (zlib chunks), decompressed and joined in chunk order (the stored, cut text of those fields is indexed with
+    its step). Raises duckdb.Error."""
+    fields: dict[tuple[str, str, int, str], list[tuple[int, bytes]]] = {}
+    for text in texts:
+        fields.setdefault((text.run_id, text.trace, text.idx, text.field), []).append((text.chunk, text.data))
     if not fields:
         return
-    keys = list(fields)
-    table = pa.table({
-        "run_id": pa.array([k[0] for k in keys], type=pa.string()),
-        "trace": pa.array([k[1] for k in keys], type=pa.string()),
-        "idx": pa.array([k[2] for k in keys], type=pa.int32()),
-        "input": pa.array([None] * len(keys), type=pa.string()),
-        "output": pa.array([b"".join(zlib.decompress(d) for _, d in sorted(fields[k])).decode("utf-8", "replace")
-                            for k in keys], type=pa.string()),
-    })
-    con.register("whole_texts", table)
+    sources = [WordSourceRow(run_id=run_id, trace=trace, idx=idx, input=None,
+                             output=b"".join(zlib.decompress(d) for _, d in sorted(chunks)).decode("utf-8", "replace"))
+               for (run_id, trace, idx, _), chunks in fields.items()]
+    con.register("whole_texts", records.arrow_table(WordSourceRow, sources))
     try:
         index_rows(con, "whole_texts")
     finally:
         con.unregister("whole_texts")
 
 
+def merge_word_runs(con: duckdb.DuckDBPyConnection, *, spread: float = MERGE_SPREAD) -> bool:
+    """Rewrite ``word_runs`` as one row per word (the lists of its rows joined) when it holds more than
+    ``spread`` rows per distinct word (HyperLogLog's estimate; each batch of runs written adds a row per word of
+    its own), inside the caller's transaction; returns whether it did. The test reads the words once; a rewrite
+    costs the table's size, and comes once the batches since the last one added as many rows as it holds.
+    Raises duckdb.Error."""
+    rows, words = _one(con, "SELECT count(*), approx_count_distinct(word) FROM word_runs", [])
+    if rows <= spread * max(words, 1):
+        return False
+    merged = con.execute("SELECT word, list_distinct(flatten(list(runs))) AS runs FROM word_runs GROUP BY word "
+                         "ORDER BY word").to_arrow_table()
+    con.execute("DELETE FROM word_runs")
+    con.register("merged_words", merged)
+    try:
+        con.execute("INSERT INTO word_runs (word, runs) SELECT word, runs FROM merged_words")
+    finally:
+        con.unregister("merged_words")
+    return True
+
+
 def reindex_run(con: duckdb.DuckDBPyConnection, run_id: str, *, batch: int = REINDEX_BATCH) -> None:
-    """Replace the word rows of one stored run (every trace) with those of its rows in ``steps`` and, for the
-    fields cut at ingest, their whole texts in ``step_texts``, inside the caller's transaction. The steps are
-    read ``batch`` indices at a time: one statement and the memory of one batch each. Raises duckdb.Error."""
+    """Replace the word rows of one stored run (every trace; its ``word_runs`` entries too) with those of its
+    rows in ``steps`` and, for the fields cut at ingest, their whole texts in ``step_texts``, inside the caller's
+    transaction. The steps are read ``batch`` indices at a time: one statement and the memory of one batch
+    each. Raises duckdb.Error."""
     con.execute("DELETE FROM step_words WHERE run_id = ?", [run_id])
+    forget_run(con, run_id)
     last = con.execute("SELECT max(idx) FROM steps WHERE run_id = ?", [run_id]).fetchone()
     for start in range(0, (last[0] if last and last[0] is not None else -1) + 1, batch):
         index_rows(con, "(SELECT run_id, trace, idx, input, output FROM steps WHERE run_id = ? AND idx >= ? "
                         "AND idx < ?)", [run_id, start, start + batch])
-    index_whole_texts(con, con.execute("SELECT run_id, trace, idx, field, chunk, data FROM step_texts WHERE "
-                                       "run_id = ?", [run_id]).fetchall())
+    names = records.columns(StepTextRow)
+    index_whole_texts(con, [StepTextRow(**dict(zip(names, row, strict=True))) for row in con.execute(
+        f"SELECT {', '.join(names)} FROM step_texts WHERE run_id = ?", [run_id]).fetchall()])
 
 
 @cache
 def version() -> str:
     """The version of the index (16 hex chars of sha256 over this module's source, as
-    ``traces.rules.code_version``): a run whose ``rules_version["search"]`` differs is searched by the scan."""
-    from . import rules
-
-    return rules.code_version(sys.modules[__name__])
+    ``traces.vocabulary.code_version``): a run whose ``rules_version["search"]`` differs is searched by the scan."""
+    return code_version(sys.modules[__name__])
 
 
 @dataclass(frozen=True)

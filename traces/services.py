@@ -1,95 +1,68 @@
-"""Writes of the traces app: storing ingested runs (``write_runs``, ``write_run``, ``StepWriter``, called by
-``traces.ingest``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
+"""Writes of the traces app: storing ingested runs (``RunWriter``, ``write_runs``, ``StepWriter``, called by
+``ingest``; the rows are the write models of ``traces.records``), and the writes other apps make to runs (a rerun's evaluation, a reviewer's override, a re-run judge's verdicts).
 
 A run is stored in one transaction (with the other runs of its ingest batch): with all its steps or not at all. A step's input or output longer than
-:data:`STEP_TEXT_CAP` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
-bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of :data:`TEXT_CHUNK`
+``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table (the pages say how many
+bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of ``vocabulary.TEXT_CHUNK``
 bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
 rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
-transaction. Reading results trees is ``traces.ingest``.
+transaction. Reading results trees is ``ingest``.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-
-from functools import cache
 from typing import Any
 
 from ptbsite import warehouse
 
-from . import search_index
+from . import records, search_index
+from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
+                      StepTextRow, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
-STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
-TEXT_CHUNK = 1024 * 1024    # bytes of a whole text per compressed chunk in step_texts
 STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
 STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of text
 
 
-STEP_COLUMNS = ["run_id", "trace", "idx", "time", "elapsed_s", "kind", "tool", "input", "output", "is_error",
-                "call_id", "tokens_in", "tokens_out", "cost_usd", "line", "suspicious", "label", "input_bytes",
-                "output_bytes"]
-
-
-@cache
-def _arrow_types() -> dict[str, list]:
-    """The Arrow types of the rows written as Arrow tables. pyarrow is imported here, on the first write, not when a
-    web worker imports this module for a constant (~70 MB of RSS; bench/web_memory.py)."""
-    import pyarrow as pa
-
-    return {
-        "steps": [pa.string(), pa.string(), pa.int32(), pa.timestamp("us"), pa.float64(), pa.string(), pa.string(),
-                  pa.string(), pa.string(), pa.bool_(), pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.int32(),
-                  pa.string(), pa.string(), pa.int64(), pa.int64()],
-        "texts": [pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(), pa.binary()],
-        "facets": [pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()],
-        "phases": [pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.int32()],
-        "monitor": [pa.string(), pa.timestamp("us"), pa.float64(), pa.float64(), pa.float64(), pa.float64()],
-    }
-
-
-def __getattr__(name: str) -> Any:
-    """``STEP_TYPES`` and ``TEXT_TYPES`` (Arrow types of ``steps`` and ``step_texts`` rows), built on first use."""
-    if name == "STEP_TYPES":
-        return _arrow_types()["steps"]
-    if name == "TEXT_TYPES":
-        return _arrow_types()["texts"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def delete_run(con, run_id: str) -> None:
-    """Delete a stored run's rows (runs, steps, texts, word index, verdicts, facets, phases, monitor, its original
-    evaluation), inside the caller's transaction; a run not stored (the common case) costs one query."""
+    """Delete a stored run's rows (runs, steps, texts, word index and its ``word_runs`` entries, verdicts, facets,
+    phases, monitor, its original evaluation), inside the caller's transaction; a run not stored (the common
+    case) costs one query."""
     # A new run skips the deletes, each a scan of a table that grows with every run ingested.
     if con.execute("SELECT count(*) FROM runs WHERE id = ?", [run_id]).fetchone()[0] == 0:
         return
     for table in ("runs", "steps", "step_texts", "step_words", "verdicts", *_ANALYSIS_TABLES):
         con.execute(f"DELETE FROM {table} WHERE {'id' if table == 'runs' else 'run_id'} = ?", [run_id])
+    search_index.forget_run(con, run_id)
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
-def _insert_steps(con, steps: list[tuple], texts: list[tuple]) -> None:
-    import pyarrow as pa
+def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, order: str = "") -> None:
+    """Insert ``rows`` (write models of ``traces.records``, all of type ``cls``) into ``cls.TABLE`` by column name
+    as one Arrow table, inside the caller's transaction (one statement: on DuckLake each costs a round of catalog
+    work; a 50-hour run has 3,000 monitor samples); ``order``: an ``ORDER BY`` clause for the rows. Step rows
+    also write their rows of the word index. Raises duckdb.Error."""
+    if not rows:
+        return
+    names = ", ".join(records.columns(cls))
+    con.register("new_rows", records.arrow_table(cls, rows))
+    try:
+        con.execute(f"INSERT INTO {cls.TABLE} ({names}) SELECT {names} FROM new_rows{order}")
+        if cls is StepRow:
+            search_index.index_rows(con, "new_rows")
+    finally:
+        con.unregister("new_rows")
 
-    if steps:
-        columns = list(zip(*steps))
-        table = pa.table({name: pa.array(column, type=typ)
-                          for name, column, typ in zip(STEP_COLUMNS, columns, _arrow_types()["steps"])})
-        con.register("new_steps", table)
-        try:
-            con.execute(f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) SELECT * FROM new_steps ORDER BY trace, idx")
-            search_index.index_rows(con, "new_steps")
-        finally:
-            con.unregister("new_steps")
+
+def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow]) -> None:
+    """Insert step rows (in trace and index order) and their whole texts, with their rows of the word index."""
+    insert_records(con, StepRow, steps, order=" ORDER BY trace, idx")
     if texts:
-        table = pa.table({f"c{i}": pa.array([r[i] for r in texts], type=t) for i, t in enumerate(_arrow_types()["texts"])})
-        con.register("new_texts", table)
-        try:
-            con.execute("INSERT INTO step_texts SELECT * FROM new_texts")
-        finally:
-            con.unregister("new_texts")
+        insert_records(con, StepTextRow, texts)
         search_index.index_whole_texts(con, texts)
 
 
@@ -102,13 +75,13 @@ class StepWriter:
         self.con = con
         self.batch_rows = batch_rows or STEP_BATCH_ROWS
         self.batch_bytes = batch_bytes or STEP_BATCH_BYTES
-        self.steps: list[tuple] = []
-        self.texts: list[tuple] = []
+        self.steps: list[StepRow] = []
+        self.texts: list[StepTextRow] = []
         self.written = 0
         self._bytes = 0
 
-    def add(self, row: tuple, size: int) -> None:
-        """One steps-table row (STEP_COLUMNS order); ``size``: bytes of text it (and its texts rows) hold."""
+    def add(self, row: StepRow, size: int) -> None:
+        """One step row; ``size``: bytes of text it (and its texts rows) hold."""
         self.steps.append(row)
         self._bytes += size
         if len(self.steps) >= self.batch_rows or self._bytes >= self.batch_bytes:
@@ -123,67 +96,114 @@ class StepWriter:
 
 @dataclass(frozen=True)
 class RunWrite:
-    """One parsed run to store: ``rows`` as ``traces.ingest.Ingester.parse_run`` gives them, its method's row
-    (``methods`` column order), and what the caller knows of the warehouse (see :func:`write_run`)."""
+    """One parsed run to store: ``rows`` as ``ingest.reader.Ingester.parse_run`` gives them, and its method's row."""
 
-    rows: dict
-    method_row: tuple
-    replace: bool = True
-    method_stored: bool = False
-    alone: bool = False
+    rows: ParsedRun
+    method: MethodRow
 
 
-def write_run(con, rows: dict, *, method_row: tuple, replace: bool = True, method_stored: bool = False,
-              alone: bool = False) -> None:
-    """Store one run inside the caller's transaction: upsert the method, (``replace``: delete
-    the run stored before, see :func:`delete_run`), insert the run's rows, apply ``rows["late_usage"]``
-    (``[(tokens_in, tokens_out, trace, idx)]`` for steps a :class:`StepWriter` wrote already), and recompute the
-    latest-run flags of its cell. Raises duckdb.Error.
+class RunWriter:
+    """The one way an ingest stores its runs: runs added are held in a batch of at most ``batch_runs`` runs or
+    ``batch_bytes`` bytes of agent trace and stored together (:func:`write_runs`, one transaction), since on
+    DuckLake a run's fixed cost is its statements and its commit (bench/ingest_batch.py); a run read as a stream
+    is stored in a transaction of its own (:meth:`stream`). What the writer knows of the warehouse it learnt
+    itself: the methods whose row it stored (not written again). A batch that fails is stored again run by run,
+    so a broken run is reported and skipped and the others of its batch are stored.
 
-    What the caller may know already, so that fewer statements run (on DuckLake each one costs a round of
-    catalog work, ~10-25 ms): ``replace=False``, the run is not stored (no delete is tried); ``method_stored``,
-    ``method_row`` is stored as it is (an earlier run of the same ingest wrote it); ``alone``, no other run of
-    the run's cell (method, benchmark, base model) is stored, so it is the cell's latest and no flag changes.
+    ``stored(key, rows)`` is called once a run is committed, ``failed(key, exc)`` for a run that could not be
+    (``key``: whatever the caller added the run with).
     """
-    write_runs(con, [RunWrite(rows, method_row, replace=replace, method_stored=method_stored, alone=alone)])
+
+    def __init__(self, *, stored: Callable[[Any, ParsedRun], None], failed: Callable[[Any, Exception], None],
+                 batch_runs: int = 1, batch_bytes: int = 1 << 62) -> None:
+        self._stored, self._failed = stored, failed
+        self.batch_runs, self.batch_bytes = max(1, batch_runs), batch_bytes
+        self.pending: list[tuple[Any, RunWrite]] = []
+        self.methods: set[str] = set()
+
+    def add(self, key: Any, rows: ParsedRun, method: MethodRow) -> None:
+        """Hold one run; the batch is stored once it is full. Raises nothing (failures go to ``failed``)."""
+        self.pending.append((key, RunWrite(rows, method)))
+        if (len(self.pending) >= self.batch_runs
+                or sum(w.rows.run.trace_bytes for _, w in self.pending) >= self.batch_bytes):
+            self.flush()
+
+    def flush(self) -> None:
+        """Store the runs held, in one transaction; if it fails, each on its own. Raises nothing."""
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        fresh = self._fresh([w for _, w in batch])
+        try:
+            warehouse.run_in_transaction(lambda con: write_runs(con, [w for _, w in batch], methods=fresh))
+        except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+            if len(batch) == 1:
+                self._failed(batch[0][0], exc)
+                return
+            for one in batch:
+                self.pending.append(one)
+                self.flush()
+            return
+        self.methods.update(m.id for m in fresh)
+        for key, w in batch:
+            self._stored(key, w.rows)
+
+    def stream(self, key: Any, run_id: str, method: MethodRow, read: Callable[[StepWriter], ParsedRun]) -> None:
+        """Store one run read as a stream, in a transaction of its own: its stored version (if any) deleted, then
+        ``read(step_writer)`` reads it, handing its steps to ``step_writer`` as they come, and its other rows
+        are written. ``read`` raising, or the write failing, is ``failed(key, exc)``. Raises nothing."""
+        def unit(con) -> ParsedRun:
+            delete_run(con, run_id)  # before its new steps are written
+            writer = StepWriter(con)
+            rows = read(writer)
+            writer.flush()
+            write_runs(con, [RunWrite(rows, method)], methods=self._fresh([RunWrite(rows, method)]))
+            return rows
+
+        try:
+            rows = warehouse.run_in_transaction(unit)
+        except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
+            self._failed(key, exc)
+            return
+        self.methods.add(method.id)
+        self._stored(key, rows)
+
+    def _fresh(self, batch: list[RunWrite]) -> list[MethodRow]:
+        """The method rows of ``batch`` not stored by this writer yet (the last of each method)."""
+        return list({w.method.id: w.method for w in batch if w.method.id not in self.methods}.values())
 
 
-def write_runs(con, batch: list[RunWrite]) -> None:
-    """Store several runs inside the caller's transaction with one statement per table for the whole batch
-    (each :class:`RunWrite` as :func:`write_run` would, in order; a later method row of the same method wins):
-    the per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a batch of N
-    runs costs about what one run did (bench/ingest_batch.py). Raises duckdb.Error: nothing of the batch is
-    stored once the caller rolls back."""
+def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow]) -> None:
+    """Store several runs inside the caller's transaction with one statement per table for the whole batch:
+    the ``methods`` rows (replacing those stored), the stored versions of the runs deleted (:func:`delete_run`),
+    the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote already), and the
+    latest-run flags recomputed of the cells (method, benchmark, base model) where they may change: those that hold
+    another run. The per-run cost of an ingest on DuckLake is its statements, each a round of catalog work, so a
+    batch of N runs costs about what one run did (bench/ingest_batch.py); the inverted index ``word_runs`` is merged
+    in the same transaction when the batches' rows spread past ``search_index.MERGE_SPREAD`` a word. Raises duckdb.Error: nothing of the
+    batch is stored once the caller rolls back."""
     if not batch:
         return
-    methods = {w.method_row[0]: w.method_row for w in batch if not w.method_stored}
+    shared = _delete_stored(con, batch)
     if methods:
-        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", list(methods))
-        warehouse.insert_rows(con, "methods", list(methods.values()))
+        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
+        insert_records(con, MethodRow, methods)
+    insert_records(con, RunRow, _latest_in_batch([w.rows.run for w in batch]))
+    _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts])
     for w in batch:
-        if w.replace:
-            delete_run(con, w.rows["run"]["id"])
-    import pyarrow as pa  # on the first write (_arrow_types)
-
-    runs = _latest_in_batch([w.rows["run"] for w in batch])
-    columns = list(runs[0])
-    table = pa.Table.from_pylist([{c: run[c] for c in columns} for run in runs])
-    con.register("new_runs", table)
-    try:
-        con.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT * FROM new_runs")
-    finally:
-        con.unregister("new_runs")
-    _insert_steps(con, [step for w in batch for step in w.rows["steps"]],
-                  [text for w in batch for text in w.rows.get("texts") or []])
-    for w in batch:
-        for tokens_in, tokens_out, trace, idx in w.rows.get("late_usage", []):
+        for late in w.rows.late_usage:
             con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
-                        [tokens_in, tokens_out, w.rows["run"]["id"], trace, idx])
-    warehouse.insert_rows(con, "verdicts", [v for w in batch for v in w.rows["verdicts"]])
-    warehouse.insert_rows(con, "evaluations", [e for w in batch for e in w.rows["evaluations"]])
-    _store_analysis(con, {table: [r for w in batch for r in w.rows.get(table) or []] for table in _ANALYSIS_TABLES})
-    cells = sorted({(w.rows["run"]["method"], w.rows["run"]["benchmark"], w.rows["run"]["base_model"])
-                    for w in batch if not (w.alone and w.rows["run"]["is_latest"])})
+                        [late.tokens_in, late.tokens_out, w.rows.run.id, late.trace, late.idx])
+    insert_records(con, VerdictRow, [v for w in batch for v in w.rows.verdicts])
+    insert_records(con, EvaluationRow, [e for w in batch for e in w.rows.evaluations])
+    # Facets, phases and monitor samples: the earlier versions of these runs were deleted above.
+    insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
+    insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
+    insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
+    # Each batch adds a row per word of its own to the inverted index: merged once they spread too far.
+    search_index.merge_word_runs(con)
+    in_batch = Counter(_cell(w.rows.run) for w in batch)
+    cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
     if not cells:
         return
     # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
@@ -198,49 +218,54 @@ def write_runs(con, batch: list[RunWrite]) -> None:
         [value for cell in cells for value in cell])
 
 
-def _latest_in_batch(runs: list[dict]) -> list[dict]:
+def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
     """The batch's run rows with ``is_latest`` already False where a run of the same cell (method, benchmark, base
     model) in the batch has a higher cluster id: the rows go in with the flag the UPDATE after the insert would
     give them, so it rewrites only rows of earlier batches. An UPDATE of a row just inserted leaves a delete file
     beside every batch's runs file, which ``merge_adjacent_files`` cannot merge and every query of ``runs`` then
     reads (K=90: 58 files, 56 with deletes: a scan of ``runs`` cost 16 CPU ms against 4; bench/RESULTS.md)."""
-    top: dict[tuple, int] = {}
+    top: dict[tuple[str, str, str], int] = {}
     for run in runs:
-        cell = (run["method"], run["benchmark"], run["base_model"])
-        top[cell] = max(top.get(cell, run["cluster_id"]), run["cluster_id"])
-    return [{**run, "is_latest": False} if run["is_latest"] and
-            run["cluster_id"] != top[(run["method"], run["benchmark"], run["base_model"])] else run for run in runs]
+        top[_cell(run)] = max(top.get(_cell(run), run.cluster_id), run.cluster_id)
+    return [replace(run, is_latest=False) if run.is_latest and run.cluster_id != top[_cell(run)]
+            else run for run in runs]
 
 
-_ANALYSIS_TABLES = ("facets", "phases", "monitor")
+def _cell(run: RunRow) -> tuple[str, str, str]:
+    return run.method, run.benchmark, run.base_model
 
 
-def _store_analysis(con, rows: dict[str, list[tuple]]) -> None:
-    """Insert facets, phases and monitor samples (``rows``: table -> rows of any number of runs), inside the
-    caller's transaction, which has deleted earlier versions of those runs.
+def _delete_stored(con, batch: list[RunWrite]) -> set[tuple[str, str, str]]:
+    """Delete the stored versions of the batch's runs (:func:`delete_run`); returns the cells of the batch that
+    hold another stored run. One query finds both."""
+    ids = {w.rows.run.id for w in batch}
+    cells = sorted({_cell(w.rows.run) for w in batch})
+    found = con.execute(
+        f"SELECT id, method, benchmark, base_model FROM runs r WHERE id IN ({', '.join('?' * len(ids))}) OR EXISTS "
+        f"(SELECT 1 FROM (VALUES {', '.join('(?, ?, ?)' for _ in cells)}) AS cell(method, benchmark, base_model) "
+        f"WHERE cell.method = r.method AND cell.benchmark = r.benchmark AND cell.base_model = r.base_model)",
+        [*ids, *(value for cell in cells for value in cell)]).fetchall()
+    shared = set()
+    for run_id, *cell in found:
+        if run_id in ids:
+            delete_run(con, run_id)
+        else:
+            shared.add((cell[0], cell[1], cell[2]))
+    return shared
 
-    Rows go in as Arrow tables: a 50-hour run has 3,000 monitor samples, too many for row-by-row inserts.
-    """
-    import pyarrow as pa
 
-    for table in _ANALYSIS_TABLES:
-        types = _arrow_types()[table]
-        if rows.get(table):
-            data = pa.table({f"c{i}": pa.array([r[i] for r in rows[table]], type=t) for i, t in enumerate(types)})
-            con.register("new_rows", data)
-            con.execute(f"INSERT INTO {table} SELECT * FROM new_rows")
-            con.unregister("new_rows")
+_ANALYSIS_TABLES = ("facets", "phases", "monitor")  # deleted with their run (delete_run)
 
 
-def refresh_agent(method_row: tuple) -> None:
+def refresh_agent(method: MethodRow) -> None:
     """Give a stored method the agent the suite maps it to now (key, name, effort): unchanged runs are skipped on
     re-ingest, but an edited suite file must still regroup them."""
-    method, key, name, effort = method_row[0], method_row[8], method_row[9], method_row[10]
+    key, name, effort = method.agent_key, method.agent_name, method.reasoning_effort
 
     def write(con) -> None:
         con.execute("UPDATE methods SET agent_key = ?, agent_name = ?, reasoning_effort = ? WHERE id = ? AND "
                     "(agent_key <> ? OR agent_name <> ? OR reasoning_effort IS DISTINCT FROM ?)",
-                    [key, name, effort, method, key, name, effort])
+                    [key, name, effort, method.id, key, name, effort])
 
     warehouse.run_in_transaction(write)
 
@@ -253,7 +278,7 @@ class UnknownRun(LookupError):
 def record_dir_times(times: list[tuple[str, datetime | None, str | None]]) -> None:
     """Set ``runs.dir_time`` and ``dir_time_source`` of stored runs, ``[(run id, time (naive UTC), source)]``, in
     one transaction: runs stored before migration 0016 get their directory's time at the next ingest of the tree,
-    although their files did not change (``traces.ingest.tree``). Raises warehouse.WarehouseUnavailable."""
+    although their files did not change (``ingest.tree``). Raises warehouse.WarehouseUnavailable."""
     if not times:
         return
 
@@ -293,9 +318,10 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
     def write(con) -> None:
         _require_run(con, run_id)
         con.execute("DELETE FROM evaluations WHERE id = ?", [evaluation_id])
-        con.execute("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [evaluation_id, run_id, "rerun-exploratory" if exploratory else "rerun", float(accuracy),
-                     json.dumps(metrics), json.dumps(provenance), now])
+        insert_records(con, EvaluationRow, [EvaluationRow(
+            id=evaluation_id, run_id=run_id, origin="rerun-exploratory" if exploratory else "rerun",
+            accuracy=float(accuracy), metrics_json=json.dumps(metrics), provenance_json=json.dumps(provenance),
+            created_at=now)])
 
     warehouse.run_in_transaction(write)
 
@@ -346,15 +372,15 @@ def store_judge_rerun(*, run_id: str, verdicts: list[Verdict]) -> int:
     Raises:
         UnknownRun: no such run.
     """
-    rows = [(run_id, v.judge, "rerun", v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
-            for v in verdicts]
+    rows = [VerdictRow(run_id=run_id, judge=v.judge, attempt="rerun", era=v.era, kind=v.kind, value=v.value,
+                       flagged=v.flagged, text=v.text, note=v.note, source_file=v.source_file) for v in verdicts]
 
     def write(con) -> None:
         _require_run(con, run_id)
         for row in rows:
             con.execute("DELETE FROM verdicts WHERE run_id = ? AND judge = ? AND attempt = 'rerun' AND era = ? AND kind = ?",
-                        [run_id, row[1], row[3], row[4]])
-        warehouse.insert_rows(con, "verdicts", rows)
+                        [run_id, row.judge, row.era, row.kind])
+        insert_records(con, VerdictRow, rows)
 
     warehouse.run_in_transaction(write)
     return len(rows)

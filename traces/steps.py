@@ -1,16 +1,17 @@
 """The typed records of a trace, shared by the parsers, the ingest, the API schemas and the templates.
 
 A *step* is one event of an agent's (or a judge's) trace after grouping: one assistant message block, one
-tool call, one tool result, one plain-text line, ... Every scaffold parser (``traces/parsers/``) yields these.
+tool call, one tool result, one plain-text line, ... Every scaffold parser (``ingest/parsers/``) yields these.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 StepKind = Literal["system", "assistant", "thinking", "tool_call", "tool_result", "result", "text"]
-STEP_KINDS: tuple[StepKind, ...] = ("system", "assistant", "thinking", "tool_call", "tool_result", "result", "text")
+STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
+KindFilter = Literal[StepKind, ""]  # a step kind, or "" for all (a form's unset field)
 
 
 @dataclass(slots=True)
@@ -85,7 +86,7 @@ class ParsedTrace:
             kept as a ``system`` step holding the event as compact JSON.
         replaced_chars: characters that could not be stored and were replaced by U+FFFD: invalid UTF-8 byte
             sequences and lone UTF-16 surrogates (JSON ``"\\ud83d"``, an emoji cut in half).
-        late_usage: a trace read as a stream only (``traces.parsers.stream_trace``): step index ->
+        late_usage: a trace read as a stream only (``ingest.parsers.stream_trace``): step index ->
             ``(tokens_in, tokens_out)`` set after the step was handed on (a message's usage repeated far later).
     """
 

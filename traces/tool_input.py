@@ -20,7 +20,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import BashLexer, DiffLexer, JsonLexer, TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-from .facets import SHELL_TOOLS
+from .vocabulary import SHELL_TOOLS
 
 HIGHLIGHT_LIMIT = 200_000  # characters highlighted per input; longer texts are shown escaped, unhighlighted
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -78,7 +78,7 @@ class Readable:
 def read_tool_input(tool: str | None, text: str) -> Readable:
     """The input ``text`` of a call to ``tool`` read by what it is (see the module docstring).
 
-    Shell tools (``traces.facets.SHELL_TOOLS``, any case): the command (the input itself, or the ``command``
+    Shell tools (``traces.vocabulary.SHELL_TOOLS``, any case): the command (the input itself, or the ``command``
     argument, a string or an argv list) as a shell block. JSON arguments with a path and ``content``: the file,
     highlighted by its extension. With ``old_string``/``new_string`` (each scaffold's spelling; ``edits`` lists
     too): a unified diff. Other JSON: indented. Anything else: the text.

@@ -99,7 +99,7 @@ def read_txt_verdict(kind: str, text: str) -> tuple[str, bool | None, str | None
 def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s,
                   readable: Callable[[Path], bool] = Path.is_file) -> list[Verdict]:
     """Every verdict file in ``run_dir`` as Verdict records, in a stable order; ``readable`` says which entries
-    may be read (the ingest's: regular files inside the results root, ``traces.ingest.files``).
+    may be read (the ingest's: regular files inside the results root, ``ingest.files``).
 
     A run with no verdict file at all gets ``missing`` contamination and disallowed-model verdicts (the judge
     never produced one). ``redact`` is applied to each file's raw text and again to each text decoded from a JSON

@@ -5,8 +5,6 @@ its JSON twin in ``traces.api`` serves, and renders it; what is left here is rea
 """
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
@@ -17,24 +15,11 @@ from ptbsite.query import query_int
 from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
-from .evidence import RULE_TEXT
-from .facets import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES
 from .steps import STEP_KINDS
 from .verdicts import SCORED_KINDS
+from .vocabulary import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, RULE_TEXT
 
-PAGE_SIZE = 50
-MAX_PAGE_SIZE = 500
-_TIME = re.compile(r"^\s*(?:hour\s*)?(\d{1,6}(?:\.\d{1,6})?)\s*h?\s*$|^\s*(\d{1,6}):([0-5]\d)\s*$", re.I | re.ASCII)
-
-
-def parse_time_jump(text: str) -> float | None:
-    """Seconds for "hour 7", "7h", "7.5", "7:30" (hours[:minutes]); None if it is none of these."""
-    match = _TIME.match(text or "")
-    if not match:
-        return None
-    if match[1] is not None:
-        return float(match[1]) * 3600
-    return int(match[2]) * 3600 + int(match[3]) * 60
+PAGE_SIZE = selectors.PAGE_SIZE  # runs a list page shows; steps a trace viewer shows at first
 
 
 def _flag(value: str | None) -> bool | None:
@@ -93,20 +78,22 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     })
 
 
-VIEWER_QUERY = ("trace", "kind", "tool", "q", "limit")  # the parameters _viewer_params reads
+VIEWER_QUERY = ("trace", "kind", "tool", "q", "limit")  # the parameters _viewer_query reads
 
 
-def _viewer_params(request: HttpRequest) -> dict:
-    """The trace viewer's state from the URL; ``limit`` (steps per page, 1-500) is "" when it is PAGE_SIZE."""
+def _viewer_query(request: HttpRequest) -> selectors.RunQuery:
+    """The trace viewer's state from the URL (``selectors.RunQuery`` without where it opens): a step kind it does
+    not know is left out; ``limit`` in ASCII digits (400 otherwise)."""
     kind = request.GET.get("kind") or ""
-    limit = min(max(query_int(request, "limit", PAGE_SIZE) or 1, 1), MAX_PAGE_SIZE)
-    return {
-        "trace": request.GET.get("trace") or "agent",
-        "kind": kind if kind in STEP_KINDS else "",
-        "tool": request.GET.get("tool") or "",
-        "q": (request.GET.get("q") or "").strip()[:200],
-        "limit": str(limit) if limit != PAGE_SIZE else "",
-    }
+    return selectors.RunQuery(trace=request.GET.get("trace") or "agent", kind=kind if kind in STEP_KINDS else "",
+                              tool=request.GET.get("tool") or "", q=request.GET.get("q") or "",
+                              limit=query_int(request, "limit", PAGE_SIZE) or 1)
+
+
+def _viewer_params(query: selectors.RunQuery) -> dict:
+    """The viewer's state as the templates and links read it; ``limit`` is "" when it is PAGE_SIZE."""
+    return {"trace": query.trace, "kind": query.kind, "tool": query.tool, "q": query.q,
+            "limit": str(query.limit) if query.limit != PAGE_SIZE else ""}
 
 
 def _base_query(params: dict) -> dict:
@@ -114,43 +101,23 @@ def _base_query(params: dict) -> dict:
     return {k: v for k, v in params.items() if v and not (k == "trace" and v == "agent")}
 
 
-def _filters(params: dict) -> dict:
-    return {"trace": params["trace"], "kind": params["kind"] or None, "tool": params["tool"] or None,
-            "q": params["q"] or None}
-
-
-def _limit(params: dict) -> int:
-    return int(params["limit"] or PAGE_SIZE)
-
-
 @page_inputs(query=(*VIEWER_QUERY, "step", "at"), headers={"HX-Request": None, "HX-Target": ("trace-results",)})
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&limit=``: the run's header, evaluations (old vs new), judge
     panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
-    One selector (``selectors.run_page``), the one ``/api/runs/<id>`` serves.
+    One selector (``selectors.open_run`` of the page's ``selectors.RunQuery``), the one ``/api/runs/<id>`` serves.
 
     ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
     that elapsed time.
     """
-    params = _viewer_params(request)
+    viewer = _viewer_query(request)
+    params = _viewer_params(viewer)
     if request.headers.get("HX-Request") and request.headers.get("HX-Target") == "trace-results":
-        return _trace_results(request, run_id, params)
-    step = query_int(request, "step")
-    seconds, time_jump_note = None, None
-    if step is None and request.GET.get("at"):
-        seconds = parse_time_jump(request.GET["at"])
-        if seconds is None:
-            time_jump_note = f"{request.GET['at'][:40]!r} is not a time: write hour 7, 7h or 7:30."
-    page = selectors.run_page(run_id, **_filters(params), limit=_limit(params), step=step, at_seconds=seconds)
+        return _trace_results(request, run_id, viewer)
+    page = selectors.open_run(run_id, viewer.model_copy(update={"step": query_int(request, "step"),
+                                                                  "at": request.GET.get("at") or ""}))
     if page is None:
         raise Http404(f"no run {run_id}")
-    if step is not None and not any(s.index == step for s in page.steps.steps):
-        time_jump_note = _missing_step_note(step, page.step_count if params["trace"] == "agent" else None,
-                                            bool(page.steps.steps))
-        if not page.steps.steps:  # past the end: open the trace at its start, under the note
-            page = selectors.run_page(run_id, **_filters(params), limit=_limit(params)) or page
-    if seconds is not None and not page.has_times:
-        time_jump_note = "This trace has no timestamps, so it cannot be opened at a time: jump by step instead."
     base_query = _base_query(params)
     steps = page.steps
     return render(request, "traces/run_detail.html", {
@@ -158,7 +125,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "overoptimism": page.overoptimism, "evaluations": page.evaluations, "counted": page.counted,
         "override_log": page.override_log, "evidence": page.evidence, "evidence_count": page.evidence_count,
         "tools": page.tools, "traces": page.traces, "focus": page.focus, "has_times": page.has_times,
-        "time_jump_note": time_jump_note, "params": params, "mark_query": "",
+        "time_jump_note": page.note, "params": params, "mark_query": "",
         # The figure loads after first paint from run_timeline_figure; the static export has no server: inlined.
         "has_timeline": page.has_timeline, "has_monitor": page.has_monitor,
         "timeline_figure": _timeline_figure(run_id) if page.has_timeline and getattr(request, "static_export", False)
@@ -174,24 +141,15 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     })
 
 
-def _missing_step_note(step: int, step_count: int | None, later_shown: bool) -> str:
-    """The notice of a ``?step=N`` that names no step shown: past the end of the trace (``step_count`` steps,
-    numbered from 0, when known) or filtered out (``later_shown``: the page opens at the next step that is)."""
-    if later_shown:
-        return f"Step {step:,} is not among the steps this filter shows: the trace opens at the next one that is."
-    size = (f": this trace has {step_count:,} steps, #0 to #{step_count - 1:,}" if step_count
-            else ": this trace has no step at or after it")
-    return f"Step {step:,} does not exist{size}. Showing the trace from its start."
-
-
-def _trace_results(request: HttpRequest, run_id: str, params: dict) -> HttpResponse:
+def _trace_results(request: HttpRequest, run_id: str, viewer: selectors.RunQuery) -> HttpResponse:
     """The trace viewer's search and filter answer to htmx: the match count (capped, ``StepPage.capped``) and the
     first page of matching steps, each match escaped and wrapped in ``<mark>`` (``trace_format.highlight``), a
     collapsed output holding a match opened; ``static/js/trace.js`` scrolls the first match into view. One unit
     of work (``selectors.run_steps``), not the run page's selector: a search never re-renders the run page."""
-    data = selectors.run_steps(run_id, limit=_limit(params), with_previous=False, **_filters(params))
+    data = selectors.run_steps(run_id, limit=viewer.limit, with_previous=False, **viewer.filters())
     if data is None:
         raise Http404(f"no run {run_id}")
+    params = _viewer_params(viewer)
     base_query = _base_query(params)
     return render(request, "traces/_trace_results.html", {
         "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
@@ -227,12 +185,13 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     no-script fallback, and the static export's ``runs/<id>/steps/<n>.html``, whose "Earlier steps" links to the
     previous page). One selector (``selectors.run_steps``), the one ``/api/runs/<id>/steps`` serves.
     """
-    params = _viewer_params(request)
+    viewer = _viewer_query(request)
+    params = _viewer_params(viewer)
     after = query_int(request, "after", -1, signed=True)
     before = query_int(request, "before")
     partial = bool(request.headers.get("HX-Request"))
-    data = selectors.run_steps(run_id, after=after, before=before, limit=_limit(params), with_previous=not partial,
-                               **_filters(params))
+    data = selectors.run_steps(run_id, after=after, before=before, limit=viewer.limit, with_previous=not partial,
+                               **viewer.filters())
     if data is None:
         raise Http404(f"no run {run_id}")
     base_query = _base_query(params)
@@ -296,8 +255,8 @@ def _suite(request: HttpRequest) -> str:
 def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
     calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what
-    the suite's source reports on the same questions (``ptbsite.reported``), by topic. One selector
-    (``selectors.analysis``), the one its JSON twins ``/api/analysis/*`` serve."""
+    the suite's source reports on the same questions (``traces.reported``), by topic. One selector
+    (``selectors.analysis``), the one its JSON twin ``/api/analysis`` serves."""
     suite = _suite(request)
     data = selectors.analysis(suite)
     return render(request, "traces/analysis.html", {

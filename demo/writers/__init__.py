@@ -1,4 +1,4 @@
-"""One demo trace writer per scaffold, each beside the parser it feeds (``traces/parsers/<scaffold>.py``):
+"""One demo trace writer per scaffold, each beside the parser it feeds (``ingest/parsers/<scaffold>.py``):
 :func:`render_trace` renders a planned episode (``demo.episode``) as the raw ``solve_out.txt`` of one format."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Demo traces in Claude Code's ``--output-format stream-json`` (fed to traces/parsers/claude_code.py)."""
+"""Demo traces in Claude Code's ``--output-format stream-json`` (fed to ingest/parsers/claude_code.py)."""
 from __future__ import annotations
 
 from typing import Any

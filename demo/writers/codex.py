@@ -1,5 +1,5 @@
 """Demo traces in the three codex formats: ``exec --json``, the legacy ``{"id","msg"}`` protocol and plain
-text (fed to traces/parsers/codex.py)."""
+text (fed to ingest/parsers/codex.py)."""
 from __future__ import annotations
 
 import json

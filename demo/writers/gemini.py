@@ -1,4 +1,4 @@
-"""Demo traces in Gemini CLI's stream-json (fed to traces/parsers/gemini.py)."""
+"""Demo traces in Gemini CLI's stream-json (fed to ingest/parsers/gemini.py)."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""Demo traces in OpenCode's ``--format json`` (fed to traces/parsers/opencode.py)."""
+"""Demo traces in OpenCode's ``--format json`` (fed to ingest/parsers/opencode.py)."""
 from __future__ import annotations
 
 from demo.episode import HEX, Action, rand_chars

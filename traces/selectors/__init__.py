@@ -8,7 +8,8 @@
 - ``feeds``: what the leaderboard and the static export read (latest cells, tree baselines, usage, fingerprints).
 - ``compare``: runs side by side (``/compare/``) and the runs of a cell a run page offers to compare with.
 - ``search``: the search of every trace (``/search/``).
-- ``pages``: one selector per page (``run_page``, ``run_steps``, ``runs_page``), one unit of work each.
+- ``pages``: one selector per page (``run_page``, ``run_steps``, ``runs_page``), one unit of work each, and the run
+  page's query (``RunQuery``, ``open_run``).
 
 The models they return are in ``traces.schemas``.
 """
@@ -22,21 +23,22 @@ from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analy
 from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_latest_usage, read_tree_baselines,
                     run_content_hashes, run_fingerprints, tree_baselines)
 from .compare import ComparePage, Peer, cell_peers, compare_page
-from .pages import RunPage, RunsPage, RunStepsPage, run_page, run_steps, runs_page, timeline_page
-from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, checkpoint_path, evaluations, facet_clause,
+from .pages import (MAX_PAGE_SIZE, PAGE_SIZE, RunPage, RunQuery, RunsPage, RunStepsPage, open_run, parse_time_jump,
+                    run_page, run_steps, runs_page, timeline_page)
+from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, RunSortKey, checkpoint_path, evaluations, facet_clause,
                    fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
                    run_directory, run_facets, run_texts, run_titles, runs_read_once, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
-                    WholeStep, evidence_count, evidence_steps, field_chars, previous_cursor, step_at_time,
-                    step_index, step_text, steps_page, tools_used, trace_names, whole_steps)
+                    WholeStep, evidence_count, evidence_steps, field_chars, step_at_time,
+                    step_index, step_text, steps_page, trace_names, whole_steps)
 from .judges import JudgeReport, judge_report
 from .verdicts import override_agreement, override_log
 
 RunSummary = Run  # the name before issue 14
 
-__all__ = ["JudgeReport", "judge_report",
+__all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuery", "open_run", "parse_time_jump",
     "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
-    "EXPLORATORY_ORIGINS", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
+    "EXPLORATORY_ORIGINS", "PROBLEMS_SHOWN", "RUN_SORTS", "RunSortKey", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
     "AgentCalibration", "AgentTimeUse", "ComparePage", "Peer", "cell_peers", "compare_page", "Analysis", "AnalysisTwin", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
@@ -45,9 +47,9 @@ __all__ = ["JudgeReport", "judge_report",
     "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
     "field_chars", "read_latest_cells", "read_latest_usage", "read_runs_with_facet", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
-    "previous_cursor", "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
+    "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
     "run_fingerprints",
     "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
-    "step_index", "step_text", "steps_page", "timeline_page", "tools_used", "trace_names", "tree_baselines",
+    "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",
 ]

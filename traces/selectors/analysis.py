@@ -2,17 +2,17 @@
 (facts of a suite's latest runs and the per-agent tables built from them). Scores are fractions."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
-from ptbsite.reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ptbsite.suites import display_suite
 
 from pydantic import Field, computed_field
 
-from ..facets import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
+from ..reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ..schemas import Model, Percent, Run
-from ..steps import Step
+from ..vocabulary import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
 from .runs import AGENT_RUN, SCORE_SQL, agent_display, fetch_dicts
 
 class TimelineCall(Model):
@@ -49,7 +49,7 @@ class MonitorSample(Model):
 
 class Timeline(Model):
     """A run's time use, as on its page and ``/api/runs/<id>/timeline``. Seconds on the steps' ``elapsed_s`` axis;
-    ``split_s``: seconds per phase (every phase of ``traces.facets.PHASES``); ``idle_gaps``: idle stretches
+    ``split_s``: seconds per phase (every phase of ``traces.vocabulary.PHASES``); ``idle_gaps``: idle stretches
     (longer than ``idle_gap_s`` with nothing running); ``budget_s``: the budget in seconds; ``time_taken_s``:
     time_taken.txt (None without); ``budget_fraction``: the fraction of the budget used; ``calls``: every tool call
     of the trace (``calls_total`` of them), or where there are more than MAX_TIMELINE_CALLS, the first call of each
@@ -125,7 +125,7 @@ def read_timeline(con, run: Run) -> Timeline:
     split = time_split(Phase(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in stretches)
     timeline_calls = [
         TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200], calls=n,
-                     phase=call_phase(Step(index, "tool_call", tool=tool, input=text)))
+                     phase=call_phase(text))
         for index, elapsed, tool, text, n in calls
     ]
     return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
@@ -153,7 +153,7 @@ class FactRun:
 class RunFacts:
     """One run as the analysis page counts it. Scores are fractions: ``self_score`` (the agent's last
     self-reported score), ``verified`` (the newest evaluation); ``ratio`` = self / verified (None where undefined,
-    ``traces.facets.overoptimism``); ``base_score``: the base model's zero-shot score on the benchmark (fraction,
+    ``traces.vocabulary.overoptimism``); ``base_score``: the base model's zero-shot score on the benchmark (fraction,
     from the suite's published baselines, else an ingested baseline evaluation; None when neither exists);
     ``split``: seconds per phase; ``idle_gaps``: idle stretches; ``methods``: the run's method facets."""
 
@@ -240,7 +240,7 @@ class AgentTimeUse(Model):
 class AnalysisTwin(Model):
     """The analysis page as one JSON object (``/api/analysis?suite=``): the suite id and each of the page's sections,
     as :class:`Analysis` holds them (``calibration`` with the runs behind it, :meth:`Analysis.calibration_page`;
-    ``reported``: the suite source's figures and statements, ``ptbsite.reported``)."""
+    ``reported``: the suite source's figures and statements, ``traces.reported``)."""
 
     suite: str
     method_mix: list[MethodMix]
@@ -290,6 +290,11 @@ class Analysis:
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    """The values that are not None, in order (the facts' optional scores, once a filter made them defined)."""
+    return [v for v in values if v is not None]
 
 
 @warehouse.retrying
@@ -360,7 +365,7 @@ def analysis(suite: str) -> Analysis:
     """The analysis page of a suite and its JSON twin (``/api/analysis``), computed once per warehouse version
     (``warehouse.memo``: the page and its twin share one computation; callers must not change it), in one unit of work: method mix,
     score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
-    source reports on the same questions (``reported``, ``ptbsite.reported``).
+    source reports on the same questions (``reported``, ``traces.reported``).
 
     Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
     difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
@@ -382,10 +387,11 @@ def read_analysis(con, suite: str) -> Analysis:
         mix.append(MethodMix(key=key, agent=name, runs=len(items),
                              counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
         rated = [f for f in items if f.ratio is not None]
-        best = max(rated, key=lambda f: f.verified) if rated else None
+        # A defined ratio has both scores (traces.vocabulary.overoptimism), so no rated run lacks one.
+        best = max(rated, key=lambda f: f.verified if f.verified is not None else -1.0) if rated else None
         calibration.append(AgentCalibration(
-            key=key, agent=name, runs=len(rated), mean_ratio=_mean([f.ratio for f in rated]),
-            mean_self=_mean([f.self_score for f in rated]), mean_verified=_mean([f.verified for f in rated]),
+            key=key, agent=name, runs=len(rated), mean_ratio=_mean(_known(f.ratio for f in rated)),
+            mean_self=_mean(_known(f.self_score for f in rated)), mean_verified=_mean(_known(f.verified for f in rated)),
             best_run=best.run.id if best else None, best_ratio=best.ratio if best else None))
         timed = [f.run.budget_fraction for f in items if f.run.budget_fraction is not None]
         traced = [f for f in items if f.timed]
@@ -396,8 +402,8 @@ def read_analysis(con, suite: str) -> Analysis:
     scored = [f for f in facts if f.verified is not None]
     by_method = []
     for m in METHOD_FACETS:
-        with_m = [f.verified for f in scored if m in f.methods]
-        without = [f.verified for f in scored if m not in f.methods]
+        with_m = _known(f.verified for f in scored if m in f.methods)
+        without = _known(f.verified for f in scored if m not in f.methods)
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m), runs_without=len(without),
                                      mean_without=_mean(without)))
     return Analysis(suite, facts, mix, by_method, calibration, time_use, reported)

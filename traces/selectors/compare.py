@@ -25,10 +25,10 @@ from pydantic import Field
 
 from ptbsite import units, warehouse
 
-from ..facets import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
 from ..schemas import Evaluation, Facet, JudgeVerdict, Model, Percent, Run
 from .runs import AGENT_RUN, read_evaluations, read_run_facets, read_runs
 from .verdicts import read_judge_panel
+from ..vocabulary import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
 
 MAX_RUNS = 4  # runs side by side at most
 PHASE_BINS = 120  # bars per run on the phase axis
@@ -39,7 +39,7 @@ PEERS_SHOWN = 12  # other agents' runs of the cell a run page offers at most
 
 class PhaseBin(Model):
     """One bin of a run's phase axis: ``start_s`` and ``end_s`` (seconds since the trace's first timestamp) and
-    the phase that filled most of it (``traces.facets.PHASES``)."""
+    the phase that filled most of it (``traces.vocabulary.PHASES``)."""
 
     start_s: float
     end_s: float

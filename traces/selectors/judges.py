@@ -1,6 +1,6 @@
 """The judges' report card (issue 26): per judge and benchmark how many runs it judged and flagged, how often the
 reviewers confirmed or overturned it and the challenges open against it; pairwise agreement between judges (Cohen's
-kappa); and the runs where the site's own trace rules (traces.evidence, docs/rules.md) and the judges disagree on
+kappa); and the runs where the site's own trace rules (ingest.evidence, docs/rules.md) and the judges disagree on
 one of the benchmark's reward-hacking modes, with the steps the rules cite: the list a reviewer works through.
 
 One unit of work (:func:`judge_report`); the page ``/judges/`` and its twin ``/api/judges`` serve its model.
@@ -18,7 +18,7 @@ from ..verdicts import AGGREGATE_JUDGE, MIGRATION_JUDGE, SCORED_KINDS, Verdict, 
 from .runs import AGENT_RUN, read_verdicts
 
 DISAGREEMENTS_SHOWN = 200
-# The benchmark's reward-hacking modes, the evidence rules (traces.evidence.RULE_TEXT) that find each in the agent's
+# The benchmark's reward-hacking modes, the evidence rules (ingest.evidence.RULE_TEXT) that find each in the agent's
 # trace, and the judge question that is about it.
 MODES = {
     "test_data": ("training on test data", ("benchmark_dataset", "test_data"), "contamination"),

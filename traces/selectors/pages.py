@@ -1,17 +1,19 @@
 """One selector per page: everything a page shows, read in one unit of work, serving the page and its JSON twin.
 
-``run_page`` -> ``/runs/<id>/`` and ``/api/runs/<id>``; ``run_steps`` -> ``/runs/<id>/steps`` and
+``open_run`` (``run_page`` opened as a :class:`RunQuery` asks) -> ``/runs/<id>/`` and ``/api/runs/<id>``; ``run_steps`` -> ``/runs/<id>/steps`` and
 ``/api/runs/<id>/steps``; ``runs_page`` -> ``/runs/`` and ``/api/runs``.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import Field
+from ninja import Schema
+from pydantic import Field, field_validator
 
 from ptbsite import warehouse
 
-from ..facets import overoptimism
+from ..steps import KindFilter
 from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerdict, Model, OverrideEntry, Percent, Run,
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
@@ -22,6 +24,7 @@ from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, 
                     read_tools_used, read_trace_names)
 from ..challenges import PublicChallenge, read_public_challenges
 from .verdicts import judge_questions, read_judge_panel, read_override_log
+from ..vocabulary import overoptimism
 
 
 class RunPage(Run, RunTexts):
@@ -32,18 +35,22 @@ class RunPage(Run, RunTexts):
     instruct model on the run's benchmark (fractions; percent in JSON). ``evaluations``: newest first;
     ``counted``: those that can be the run's score (not partial reruns), newest first, so ``counted[0]`` is the
     score and ``counted[1]`` the one it replaced. ``overoptimism``: the agent's last self-reported score over the
-    verified score (``traces.facets.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
+    verified score (``traces.vocabulary.overoptimism``), None when undefined. ``evidence``: the first evidence steps,
     ``evidence_count`` all of them. ``override_log``: the reviewers' overrides, oldest first. ``judge_panel``: each verdict with the judge's words (``judge_questions``: the same by question, with the era's rule; ``challenges``: the public's challenges staff accepted (contested) or resolved),
     its reasoning from the judge's trace and the agent steps they cite (``traces.selectors.verdicts``).
     ``peers``: the other runs of its cell to compare it with (attempts, repeats, other agents).
 
-    Not in JSON (their own twins serve them): ``steps`` (``/api/runs/<id>/steps``), ``timeline``
-    (``/api/runs/<id>/timeline``), the trace's ``tools`` and ``traces``, ``focus`` and ``earlier_before`` (the
-    index of the first step shown when steps matching the filters come before it: the page's "Earlier steps"
-    control loads them, ``/runs/<id>/steps?before=<it>``; None otherwise); ``redaction_warnings`` are
-    for admins only. ``timeline`` holds the time split and idle gaps only (no stretches, calls or monitor
-    samples: the page loads its figure after first paint from ``/runs/<id>/timeline.json``); ``has_phases`` /
-    ``has_monitor``: the run has phase stretches / system_monitor samples.
+    The trace viewer as the page's query (:class:`RunQuery`) opens it: ``steps``, the page of steps shown (the
+    next pages: ``/api/runs/<id>/steps``); ``focus``, the step it opened at (None: the start); ``earlier_before``,
+    the index of the first step shown when steps matching the filters come before it (the page's "Earlier steps"
+    control loads them, ``/runs/<id>/steps?before=<it>``; None otherwise); ``tools``, the trace's tool names (the
+    tool filter's choices); ``traces``, the run's traces (``agent``, then judges); ``note``, why the viewer opened
+    elsewhere than asked (a step past the end or filtered out, a time that is none or a trace without times).
+
+    Not in JSON: ``timeline`` (its own twin, ``/api/runs/<id>/timeline``; here the time split and idle gaps only,
+    no stretches, calls or monitor samples: the page loads its figure after first paint from
+    ``/runs/<id>/timeline.json``), ``has_phases`` / ``has_monitor`` (the run has phase stretches /
+    system_monitor samples); ``redaction_warnings`` are for admins only.
     """
 
     base_model_score: Percent = Field(description="percent, the published zero-shot score of the base model")
@@ -61,12 +68,13 @@ class RunPage(Run, RunTexts):
     judge_questions: list[JudgeQuestion] = Field(default_factory=list)
     challenges: list[PublicChallenge] = Field(default_factory=list)
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
-    steps: StepPage = Field(exclude=True)
+    steps: StepPage
     timeline: Timeline = Field(exclude=True)
-    tools: list[str] = Field(exclude=True)
-    traces: list[str] = Field(exclude=True)
-    focus: int | None = Field(None, exclude=True)
-    earlier_before: int | None = Field(None, exclude=True)
+    tools: list[str]
+    traces: list[str]
+    focus: int | None = None
+    earlier_before: int | None = None
+    note: str | None = None
     has_phases: bool = Field(False, exclude=True)
     has_monitor: bool = Field(False, exclude=True)
 
@@ -79,6 +87,88 @@ class RunPage(Run, RunTexts):
     def has_times(self) -> bool:
         """The trace has timestamps (it can be opened at a time)."""
         return self.started_at is not None
+
+
+PAGE_SIZE = 50  # steps a trace viewer shows at first
+MAX_PAGE_SIZE = 500
+_TIME = re.compile(r"^\s*(?:hour\s*)?(\d{1,6}(?:\.\d{1,6})?)\s*h?\s*$|^\s*(\d{1,6}):([0-5]\d)\s*$", re.I | re.ASCII)
+
+
+def parse_time_jump(text: str) -> float | None:
+    """Seconds for "hour 7", "7h", "7.5", "7:30" (hours[:minutes]); None if it is none of these."""
+    match = _TIME.match(text or "")
+    if not match:
+        return None
+    if match[1] is not None:
+        return float(match[1]) * 3600
+    return int(match[2]) * 3600 + int(match[3]) * 60
+
+
+class RunQuery(Schema):
+    """The run page's query, read by ``/runs/<id>/`` and its twin ``/api/runs/<id>`` alike: the trace viewer's
+    ``trace`` (``agent`` or a judge trace, ``judge:codex``), ``kind`` (a step kind, "" for all), ``tool``, ``q``
+    (a text search, stripped, at most 200 characters), ``limit`` (steps shown, 1-500), and where it opens:
+    ``step`` (a step index), else ``at`` (an elapsed time: "hour 7", "7h", "7:30"); empty values are defaults."""
+
+    trace: str = "agent"
+    kind: KindFilter = ""
+    tool: str = ""
+    q: str = ""
+    limit: int = PAGE_SIZE
+    step: int | None = None
+    at: str = ""
+
+    @field_validator("trace")
+    @classmethod
+    def _agent_by_default(cls, value: str) -> str:
+        return value or "agent"
+
+    @field_validator("q")
+    @classmethod
+    def _cut(cls, value: str) -> str:
+        return value.strip()[:200]
+
+    @field_validator("limit")
+    @classmethod
+    def _clamped(cls, value: int) -> int:
+        return min(max(value, 1), MAX_PAGE_SIZE)
+
+    def filters(self) -> dict[str, Any]:
+        """The viewer's filters as the step selectors take them (None for "all")."""
+        return {"trace": self.trace, "kind": self.kind or None, "tool": self.tool or None, "q": self.q or None}
+
+
+def _missing_step_note(step: int, step_count: int | None, later_shown: bool) -> str:
+    """The notice of a ``?step=N`` that names no step shown: past the end of the trace (``step_count`` steps,
+    numbered from 0, when known) or filtered out (``later_shown``: the page opens at the next step that is)."""
+    if later_shown:
+        return f"Step {step:,} is not among the steps this filter shows: the trace opens at the next one that is."
+    size = (f": this trace has {step_count:,} steps, #0 to #{step_count - 1:,}" if step_count
+            else ": this trace has no step at or after it")
+    return f"Step {step:,} does not exist{size}. Showing the trace from its start."
+
+
+def open_run(run_id: str, query: RunQuery) -> RunPage | None:
+    """The run page of ``run_id`` as ``query`` opens it (None for an unknown run): at ``step``, else at the time
+    ``at``; a step past the end of the trace opens it at its start, and ``note`` says why it opened elsewhere
+    than asked. The page's view and its twin both answer this."""
+    seconds, note = None, None
+    if query.step is None and query.at:
+        seconds = parse_time_jump(query.at)
+        if seconds is None:
+            note = f"{query.at[:40]!r} is not a time: write hour 7, 7h or 7:30."
+    page = run_page(run_id, **query.filters(), limit=query.limit, step=query.step, at_seconds=seconds)
+    if page is None:
+        return None
+    if query.step is not None and not any(s.index == query.step for s in page.steps.steps):
+        note = _missing_step_note(query.step, page.step_count if query.trace == "agent" else None,
+                                  bool(page.steps.steps))
+        if not page.steps.steps:  # past the end: open the trace at its start, under the note
+            page = run_page(run_id, **query.filters(), limit=query.limit) or page
+    if seconds is not None and not page.has_times:
+        note = "This trace has no timestamps, so it cannot be opened at a time: jump by step instead."
+    page.note = note
+    return page
 
 
 @warehouse.retrying

@@ -13,15 +13,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ptbsite import warehouse
 from ptbsite.suites import Suite, display_suite
 
-from ..facets import MEASURED_FACETS, METHOD_FACETS
 from ..layout import BASELINE_PREFIX, LayoutError, is_baseline_dir, parse_method_name
 from ..schemas import STATE_TEXT, Evaluation, Facet, Run, RunTexts
 from ..verdicts import SCORED_KINDS, Verdict, VerdictRule, effective_flags, era_rule, flag_labels
+from ..vocabulary import MEASURED_FACETS, METHOD_FACETS
 
 FACET_ORDER = METHOD_FACETS + MEASURED_FACETS
 # SQL condition on runs ``r``: an agent's run, not a baseline evaluation (any ``baseline*`` directory, spec 1.4).
@@ -110,8 +110,8 @@ def read_runs(con, where: str, params: list, limit: int | None = None, *, sort: 
     return runs
 
 
-RUN_SORTS: tuple[str, ...] = ("date", "agent", "scaffold", "benchmark", "base_model", "state", "score", "time",
-                              "steps")
+RunSortKey = Literal["date", "agent", "scaffold", "benchmark", "base_model", "state", "score", "time", "steps"]
+RUN_SORTS: tuple[str, ...] = get_args(RunSortKey)
 SortDirection = Literal["asc", "desc"]
 
 
@@ -541,7 +541,7 @@ def read_run_facets(con, run_id: str) -> list[Facet]:
 
 @warehouse.retrying
 def run_facets(run_id: str) -> list[Facet]:
-    """The run's facets in rule order (methods, then measured facets as ``traces.facets`` lists them)."""
+    """The run's facets in rule order (methods, then measured facets as ``traces.vocabulary`` lists them)."""
     with warehouse.connect() as con:
         return read_run_facets(con, run_id)
 
@@ -580,7 +580,7 @@ def checkpoint_path(run_id: str) -> Path | None:
     return run_dir / "final_model" if run_dir else None
 
 
-__all__ = ["AGENT_RUN", "EXPLORATORY_ORIGINS", "run_titles", "FACET_ORDER", "PROBLEMS_SHOWN", "RUN_SORTS", "SCORED_KINDS", "STATE_TEXT",
+__all__ = ["AGENT_RUN", "EXPLORATORY_ORIGINS", "run_titles", "FACET_ORDER", "PROBLEMS_SHOWN", "RUN_SORTS", "RunSortKey", "SCORED_KINDS", "STATE_TEXT",
            "TEXT_SHOWN", "RunSort", "SortDirection", "read_run_sort",
            "checkpoint_path", "evaluations", "facet_clause", "fetch_dicts", "filter_options", "get_run", "list_runs",
            "read_evaluations", "read_filter_options", "read_reference_scores", "read_run", "read_run_facets",

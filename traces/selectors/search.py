@@ -334,14 +334,19 @@ def _excerpts(con, steps: dict[str, list[tuple[str, int]]], needles: list[str]) 
     return out
 
 
+# The form's filter choices depend on the warehouse only: read once per warehouse version (a scan of every run).
+_OPTIONS: warehouse.memo.PerVersion[dict[str, list[tuple[str, str]]]] = warehouse.memo.PerVersion(maxsize=2)
+
+
 @warehouse.retrying
 def search_page(q: str, *, with_options: bool = False, **options) -> SearchPage:
     """The runs whose steps hold every word and phrase of ``q`` (module docstring), one page of ``limit`` runs
     after the run id ``after``, under the runs list's filters (``agent``, ``benchmark``, ``base_model``,
     ``state``, ``suite``, ``latest_only``, ``facet``, ``flagged``, ``verdict``) and the steps' ``kind`` and
-    ``tool``; ``with_options``: with the filter choices of the runs list (the page's form). One unit of work."""
+    ``tool``; ``with_options``: with the filter choices of the runs list (the page's form; once per warehouse
+    version, ``warehouse.memo``: callers must not change them). One unit of work."""
     with warehouse.connect() as con:
         page = read_search(con, q, **options)
         if with_options:
-            page.options = read_filter_options(con)
+            page.options = _OPTIONS.get("options", lambda: read_filter_options(con))
         return page

@@ -14,7 +14,7 @@ from pydantic import computed_field
 
 from .. import search_index
 from ..schemas import EvidenceStep, Model, Step, StepPage
-from ..services import TEXT_CHUNK  # the writer of step_texts owns its chunk size
+from ..vocabulary import TEXT_CHUNK
 from .runs import fetch_dicts
 
 # One page of steps shows at most this many characters of step text in all (inputs and outputs together): each
@@ -207,7 +207,7 @@ class TextRange(Model):
 def step_text(run_id: str, *, trace: str, index: int, field: str, offset: int = 0,
               length: int = MAX_TEXT_RANGE) -> TextRange | None:
     """A range of the WHOLE text of one step's ``field`` (``input`` | ``output``), also when ingest stored it
-    cut (``traces.services.STEP_TEXT_CAP``): bytes from ``offset`` (UTF-8; moved forward to a character start),
+    cut (``traces.vocabulary.STEP_TEXT_CAP``): bytes from ``offset`` (UTF-8; moved forward to a character start),
     at most ``length`` (capped at MAX_TEXT_RANGE; the end moved back to a character start). Reads only the
     compressed chunks of ``step_texts`` that hold the range. None for an unknown step; an absent input is "".
 
@@ -249,7 +249,8 @@ def read_previous_cursor(
     con, run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None,
     tool: str | None = None, q: str | None = None,
 ) -> int | None:
-    """:func:`previous_cursor` on an open connection."""
+    """The ``after`` cursor of the page of ``limit`` steps before the page that starts after ``after`` (-1 when
+    that is the first page), None when the page after ``after`` is itself the first. Same filters as steps_page."""
     if after < 0:
         return None
     if q:  # the (limit + 1)-th match counting back from the cursor, as the search finds them
@@ -279,17 +280,6 @@ def read_has_steps_before(con, run_id: str, *, before: int, trace: str = "agent"
     return con.execute(f"SELECT 1 FROM steps WHERE {where} AND idx < ? LIMIT 1", [*params, before]).fetchone() is not None
 
 
-@warehouse.retrying
-def previous_cursor(
-    run_id: str, *, after: int, limit: int, trace: str = "agent", kind: str | None = None, tool: str | None = None,
-    q: str | None = None,
-) -> int | None:
-    """The ``after`` cursor of the page of ``limit`` steps before the page that starts after ``after`` (-1 when
-    that is the first page), None when the page after ``after`` is itself the first. Same filters as steps_page."""
-    with warehouse.connect() as con:
-        return read_previous_cursor(con, run_id, after=after, limit=limit, trace=trace, kind=kind, tool=tool, q=q)
-
-
 @dataclass
 class IndexedStep:
     """One step as the static export lays out a trace: its index and elapsed seconds (None without a clock), for
@@ -310,7 +300,7 @@ def step_index(run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
 
 @dataclass
 class WholeStep:
-    """One step with its WHOLE input and output (also past ``traces.services.STEP_TEXT_CAP``, from
+    """One step with its WHOLE input and output (also past ``traces.vocabulary.STEP_TEXT_CAP``, from
     ``step_texts``), as the static export's search index takes it; an absent input is ""."""
 
     index: int
@@ -388,16 +378,10 @@ def trace_names(run_id: str) -> list[str]:
 
 
 def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
+    """Distinct tool names of a trace, for the tool filter."""
     return [r[0] for r in con.execute(
         "SELECT DISTINCT tool FROM steps WHERE run_id = ? AND trace = ? AND tool IS NOT NULL ORDER BY tool",
         [run_id, trace]).fetchall()]
-
-
-@warehouse.retrying
-def tools_used(run_id: str, trace: str = "agent") -> list[str]:
-    """Distinct tool names of a trace, for the tool filter."""
-    with warehouse.connect() as con:
-        return read_tools_used(con, run_id, trace)
 
 
 def read_evidence(con, run_id: str, limit: int = EVIDENCE_LIMIT) -> tuple[list[EvidenceStep], int]:

@@ -36,7 +36,7 @@ def is_long(text: str | None) -> bool:
     """Whether the text is collapsed: its preview (:func:`preview`) does not show all of it (more than
     PREVIEW_LINES lines, or more than PREVIEW_CHARS characters). An output the preview shows whole is shown as
     it is, without a "show all N lines" under it."""
-    return bool(text) and preview(text) != "\n".join(text.splitlines())
+    return text is not None and text != "" and preview(text) != "\n".join(text.splitlines())
 
 
 @register.filter
@@ -92,8 +92,8 @@ def flag_text(label: str | None) -> str:
 
 @register.filter
 def facet_name(key: str | None) -> str:
-    """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.facets.FACET_NAME)."""
-    from traces.facets import facet_name as name
+    """A facet's short display name (``full_finetune`` -> "Full fine-tune"; traces.vocabulary.FACET_NAME)."""
+    from traces.vocabulary import facet_name as name
 
     return name(key or "")
 

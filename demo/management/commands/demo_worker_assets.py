@@ -6,8 +6,9 @@ The generated demo tree (``make_demo_results``, written by ``make serve`` withou
 
 1. picks the demo run to make rerunnable: the first scored ``gsm8k_Qwen_*`` run (by method and run directory)
    with a ``final_model/``;
-2. writes a real tiny Qwen2 checkpoint into its ``final_model/`` (evaluator.tiny_model, trained 300 steps to
-   answer briefly, so the 4,000-token ladder rung ends in seconds on a CPU);
+2. writes a real tiny Qwen2 checkpoint into its ``final_model/`` (evaluator.tiny_model), trained on 6 of the 8
+   questions of the synthetic dataset below as inspect_evals' gsm8k asks them (demo.datasets.gsm8k_conversation),
+   so it answers briefly (the 4,000-token ladder rung ends in seconds on a CPU) and gets some answers right;
 3. writes a synthetic local copy of the benchmark's dataset (openai/gsm8k in the Hugging Face ``datasets``
    cache layout, 8 test questions) under PTB_LOCAL_DATASETS_DIR, which the run page's rerun form offers first;
 4. writes a stand-in ``qwen3.jinja`` (ChatML, not the harness's file) into DATA_DIR/worker/templates, used when
@@ -24,13 +25,14 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from demo.datasets import synthetic_rows
+from demo.datasets import gsm8k_conversation, gsm8k_corpus, synthetic_rows
 from evaluator.hf_cache import local_datasets, write_local_dataset
 from evaluator.tiny_model import CHATML_TEMPLATE, build_tiny_checkpoint
 from traces.layout import run_id as make_run_id
 
 DEMO_DATASET = "gsm8k-demo"
-TRAIN_STEPS = 300
+TRAIN_STEPS = 600
+HIDDEN_SIZE = 64
 TEMPLATES = Path("worker") / "templates"
 
 
@@ -59,9 +61,11 @@ class Command(BaseCommand):
         checkpoint = run_dir / "final_model"
         if not (checkpoint / "model.safetensors").is_file():
             stub = json.loads((checkpoint / "config.json").read_text())
-            build_tiny_checkpoint(checkpoint, train_steps=train_steps)
+            build_tiny_checkpoint(checkpoint, hidden_size=HIDDEN_SIZE, train_steps=train_steps, examples=gsm8k_conversation,
+                                  corpus=gsm8k_corpus(), progress=self.stdout.write)
             (checkpoint / "DEMO.md").write_text(
-                "A tiny random Qwen2 checkpoint (about 30k parameters) standing in for the agent's model of this "
+                "A tiny Qwen2 checkpoint (about 110k parameters, trained on 6 of the 8 questions of the demo's synthetic "
+                "gsm8k dataset) standing in for the agent's model of this "
                 f"synthetic run, written by `manage.py demo_worker_assets`; the run's own config named "
                 f"{stub.get('_name_or_path') or stub.get('architectures')}.\n")
             self.stdout.write(f"wrote a tiny checkpoint into {checkpoint}")

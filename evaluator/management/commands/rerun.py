@@ -44,7 +44,10 @@ class Command(BaseCommand):
             if time.monotonic() - reaped > 10:  # a command may write: end the job if its worker was lost
                 services.reap_stale_jobs()
                 reaped = time.monotonic()
-            job = selectors.get_job(job.pk)
+            current = selectors.get_job(job.pk)
+            if current is None:
+                raise CommandError(f"job {job.pk} was deleted while it was {job.status}")
+            job = current
         self.stdout.write(f"status: {job.status}")
         if job.reason:
             self.stdout.write(f"reason: {job.reason}")

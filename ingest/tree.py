@@ -3,13 +3,13 @@
 Runs are read (parsed, redacted, facets and evidence derived) by a pool of worker processes, one per core, and
 stored by this process alone: a plain DuckDB file admits one writing process, and on DuckLake one writer never
 meets a commit conflict between runs (DuckLake retries those, but each retry runs the whole unit again). A run's
-rows travel from its worker as one pickled dict: the runs of a results tree are 0.3-1.3 MB of trace each. The
-pool's runs are stored in batches (``settings.PTB_INGEST_BATCH_RUNS`` runs or :data:`BATCH_BYTES` of trace, one
-transaction and one statement per table for the whole batch: ``traces.services.write_runs``), since on DuckLake a
-run's fixed cost is its statements and its commit; a batch that fails is stored again run by run, so a broken run is
-reported and skipped and the others of its batch are stored. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
+rows travel from its worker as one pickled ``traces.records.ParsedRun``: the runs of a results tree are 0.3-1.3 MB
+of trace each. Every run is stored through one ``traces.services.RunWriter``: the pool's runs in batches
+(``settings.PTB_INGEST_BATCH_RUNS`` runs or :data:`BATCH_BYTES` of trace, one transaction and one statement per
+table for the whole batch), since on DuckLake a run's fixed cost is its statements and its commit; a batch that
+fails is stored again run by run, so a broken run is reported and skipped and the others of its batch are stored. A run whose trace is larger than :data:`IN_PROCESS_BYTES` is read in this process
 instead, as a stream: its steps are parsed, redacted, derived and written in batches inside its transaction, so
-memory is bounded by a batch and the facts it holds, not by the trace (``traces.ingest.reader``). With one
+memory is bounded by a batch and the facts it holds, not by the trace (``ingest.reader``). With one
 process (``workers=1``) every run is read so.
 """
 from __future__ import annotations
@@ -29,12 +29,13 @@ from typing import Any
 from django.conf import settings
 
 from ptbsite import warehouse
+from traces import layout
+from traces.records import MethodRow, ParsedRun
+from traces.services import RunWriter, StepWriter, record_dir_times, refresh_agent
 
-from .. import layout
-from ..redaction import Redactor
-from ..services import RunWrite, StepWriter, delete_run, record_dir_times, refresh_agent, write_run, write_runs
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
+from .redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +83,11 @@ class _Job:
 
     index: int
     method: layout.MethodName
-    method_row: tuple
+    method_row: MethodRow
     run_dir: Path
     baseline: bool
     content_hash: str
     trace_bytes: int
-    stored_before: bool  # a version of the run is in the warehouse (storing it deletes that first)
 
 
 _worker_ingester: Ingester | None = None
@@ -99,49 +99,43 @@ def _init_worker(ingester: Ingester, started: Any = None) -> None:
     _worker_ingester, _worker_started = ingester, started
 
 
+def _message(job: _Job, exc: Exception) -> str:
+    """The problem a run that could not be stored reports: the refusal of the layout, the suite or the files as it
+    is (naming the run's directory), any other failure (logged) as "<run dir>: not stored: <type>: <message>"."""
+    if isinstance(exc, (layout.LayoutError, RunIngestError, RefusedFile)):
+        return str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
+    log.error("ingest of %s failed", job.run_dir, exc_info=exc)
+    return f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
+
+
 def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, object]:
-    """``(job index, outcome, value)``: ``("rows", rows)``, ``("failed", message)`` for a run the layout or the
-    suite refuses, ``("error", message)`` for any other failure (logged). Raises nothing."""
+    """``(job index, outcome, value)``: ``("rows", rows)``, or ``("failed", message)`` (:func:`_message`).
+    Raises nothing."""
     ingester = ingester or _worker_ingester
     assert ingester is not None
     if _worker_started is not None:
         _worker_started.put((job.index, os.getpid(), time.monotonic()))
     try:
         rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash)
-    except (layout.LayoutError, RunIngestError, RefusedFile) as exc:
-        return job.index, "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
-        log.exception("ingest of %s failed", job.run_dir)
-        return job.index, "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
+        return job.index, "failed", _message(job, exc)
     return job.index, "rows", rows
 
 
-def _store_here(job: _Job, ingester: Ingester, stored: _Stored) -> tuple[str, object]:
-    """Read and store one run in this process, in one transaction: a long agent trace is read as a stream and
-    its steps written in batches as they come (``Ingester.parse_run``'s ``step_writer``). Returns ``("stored",
-    rows)``, or ``("failed" | "error", message)`` as :func:`_read_job`. Raises nothing."""
-    rid = layout.run_id(job.method.raw, job.run_dir.name)
+def _store_here(job: _Job, ingester: Ingester, writer: RunWriter) -> None:
+    """Read and store one run in this process, in one transaction (``RunWriter.stream``): a long agent trace is
+    read as a stream and its steps written in batches as they come (``Ingester.parse_run``'s ``step_writer``),
+    reading stopped at ``settings.PTB_INGEST_RUN_SECONDS``. The writer reports the outcome. Raises nothing."""
 
-    def unit(con) -> dict:
+    def read(step_writer: StepWriter) -> ParsedRun:
         ingester.deadline = time.monotonic() + settings.PTB_INGEST_RUN_SECONDS  # checked between streamed blocks
-        if job.stored_before:
-            delete_run(con, rid)
-        writer = StepWriter(con)
-        rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
-                                  step_writer=writer)
-        writer.flush()
-        write_run(con, rows, method_row=job.method_row, **{**stored.hints(job, rows["run"]), "replace": False})
-        return rows
+        try:
+            return ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
+                                      step_writer=step_writer)
+        finally:
+            ingester.deadline = None
 
-    try:
-        return "stored", warehouse.run_in_transaction(unit)
-    except (layout.LayoutError, RunIngestError, RefusedFile) as exc:
-        return "failed", str(exc) if str(job.run_dir) in str(exc) else f"{job.run_dir}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
-        log.exception("ingest of %s failed", job.run_dir)
-        return "error", f"{job.run_dir}: not stored: {type(exc).__name__}: {exc}"
-    finally:
-        ingester.deadline = None
+    writer.stream(job, layout.run_id(job.method.raw, job.run_dir.name), job.method_row, read)
 
 
 def _pool_results(pool: Any, jobs: list[_Job], started: Any, limit: float) -> Iterator[tuple[int, str, object]]:
@@ -194,7 +188,7 @@ def _pool_results(pool: Any, jobs: list[_Job], started: Any, limit: float) -> It
 def _readable_dirs(folder: Path, root: Path, report: IngestReport) -> list[Path]:
     """The subdirectories of ``folder`` (method or run directories) the ingest may read, sorted by name: a
     symbolic link out of ``root``, a FIFO, socket or device is refused, with a problem naming it in ``report``
-    (``traces.ingest.files.refusal``); other files are not directories and are left alone."""
+    (``ingest.files.refusal``); other files are not directories and are left alone."""
     out = []
     for path in sorted(folder.iterdir()):
         problem = refusal(path, root, size_limit=False)
@@ -217,51 +211,15 @@ def default_workers() -> int:
 
 
 @warehouse.retrying
-def _stored_runs(method: str) -> dict[str, tuple[str, bool, tuple[str, str]]]:
-    """{run dir: (content hash, whether its directory's time is stored, (benchmark, base model))} of the method's
-    stored runs."""
+def _stored_runs(method: str) -> dict[str, tuple[str, bool]]:
+    """{run dir: (content hash, whether its directory's time is stored)} of the method's stored runs."""
     with warehouse.connect() as con:
-        return {d: (h, dated, (b, m)) for d, h, dated, b, m in con.execute(
-            "SELECT run_dir, content_hash, dir_time_source IS NOT NULL, benchmark, base_model FROM runs "
-            "WHERE method = ?", [method]).fetchall()}
+        return {d: (h, dated) for d, h, dated in con.execute(
+            "SELECT run_dir, content_hash, dir_time_source IS NOT NULL FROM runs WHERE method = ?",
+            [method]).fetchall()}
 
 
-class _Stored:
-    """What this ingest knows is in the warehouse, so that storing a run skips the statements whose answer it
-    knows (``services.write_run``): the methods whose row it wrote, and per method the cells (benchmark, base
-    model) that hold a run. A results tree is ingested by one process at a time."""
-
-    def __init__(self) -> None:
-        self.methods: set[str] = set()
-        self.cells: dict[str, set[tuple[str, str]]] = {}
-
-    def hints(self, job: _Job, run: dict) -> dict:
-        """``write_run``'s ``replace``, ``method_stored`` and ``alone`` for the job's run (``run``: its row)."""
-        return {"replace": job.stored_before, "method_stored": job.method.raw in self.methods,
-                "alone": not job.stored_before and (run["benchmark"], run["base_model"]) not in
-                self.cells.setdefault(job.method.raw, set())}
-
-    def stored(self, job: _Job, run: dict) -> None:
-        """The job's run was committed."""
-        self.methods.add(job.method.raw)
-        self.cells.setdefault(job.method.raw, set()).add((run["benchmark"], run["base_model"]))
-
-    def plan(self, batch: list[tuple[_Job, dict]]) -> list[RunWrite]:
-        """The writes of ``batch`` (jobs and their rows) in one transaction, each run's hints as if the runs
-        before it in the batch were stored (nothing here changes until the batch commits: :meth:`stored`)."""
-        methods, cells = set(self.methods), {m: set(c) for m, c in self.cells.items()}
-        writes = []
-        for job, rows in batch:
-            run, method = rows["run"], job.method.raw
-            cell, known = (run["benchmark"], run["base_model"]), cells.setdefault(method, set())
-            writes.append(RunWrite(rows, job.method_row, replace=job.stored_before, method_stored=method in methods,
-                                   alone=not job.stored_before and cell not in known))
-            methods.add(method)
-            known.add(cell)
-        return writes
-
-
-def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, stored: _Stored) -> list[_Job]:
+def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -> list[_Job]:
     """The runs under ``root`` that changed since they were stored, in tree order (methods, then runs, sorted by
     name); counts unchanged runs and a method directory's bad name into ``report``. Refreshes the agent of
     methods already stored (an edited suite file regroups them), and records the directory's time of unchanged
@@ -271,9 +229,11 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, s
         baseline = layout.is_baseline_dir(method_dir.name)
         if baseline:
             method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
-            method_row = (method.raw, suite_id, "baseline", "", 0.0, 1, "", "none", "baseline",
-                          "Baseline evaluations", None, ingester.synthetic, str(root),
-                          datetime.now(timezone.utc).replace(tzinfo=None))
+            method_row = MethodRow(id=method.raw, suite=suite_id, harness_agent="baseline", config="",
+                                   budget_hours=0.0, gpus=1, experiment="", scaffold="none", agent_key="baseline",
+                                   agent_name="Baseline evaluations", reasoning_effort=None,
+                                   synthetic=ingester.synthetic, results_root=str(root),
+                                   ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
         else:
             try:
                 method = layout.parse_method_name(method_dir.name)
@@ -282,14 +242,13 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, s
                 continue
             method_row = ingester.method_row(method, root)
         known = _stored_runs(method.raw)
-        stored.cells[method.raw] = {cell for _, _, cell in known.values()}
         if known:
             refresh_agent(method_row)
         undated = []
         for run_dir in _readable_dirs(method_dir, root, report):
             files = RunFiles(run_dir, root)
             digest = content_hash(run_dir, files)
-            stored_hash, dated, _ = known.get(run_dir.name, (None, False, None))
+            stored_hash, dated = known.get(run_dir.name, (None, False))
             if stored_hash == digest:
                 report.unchanged += 1
                 if not dated:  # stored before the runs had their directory's time
@@ -297,7 +256,7 @@ def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport, s
                 continue
             trace = agent_trace_path(run_dir, files)
             jobs.append(_Job(len(jobs), method, method_row, run_dir, baseline, digest,
-                             trace.stat().st_size if trace else 0, stored_hash is not None))
+                             trace.stat().st_size if trace else 0))
         record_dir_times(undated)
     return jobs
 
@@ -345,8 +304,7 @@ def ingest_tree(
     )
     # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
     with warehouse.hold_open():
-        stored = _Stored()
-        jobs = _jobs(root, ingester, suite_id, report, stored)
+        jobs = _jobs(root, ingester, suite_id, report)
         workers = min(default_workers() if workers is None else max(1, workers), len(jobs))
         pooled = [j for j in jobs if j.trace_bytes <= IN_PROCESS_BYTES] if workers > 1 else []
         here = [j for j in jobs if j not in pooled] if pooled else jobs
@@ -355,58 +313,26 @@ def ingest_tree(
         done = {"runs": 0, "bytes": 0}
         total_bytes = sum(j.trace_bytes for j in jobs)
 
-        pending: list[tuple[_Job, dict]] = []
+        def stored(job: _Job, rows: ParsedRun) -> None:
+            """A run committed."""
+            report.stored += 1
+            report.steps += rows.stored_steps
+            report.bytes_read += rows.run.trace_bytes
+            # The report says where: "<method>/<run dir>/<file>:<line>: ..." (a run's page lists its own)
+            problems[job.index] = [p if p.startswith(f"{job.method.raw}/") else f"{job.method.raw}/{p}"
+                                   for p in rows.problems]
+            if progress:
+                progress(f"{job.method.raw}/{job.run_dir.name}: {rows.run.state}, {rows.run.step_count} steps")
 
-        def record(job: _Job, outcome: str, value: object) -> None:
-            """A run's end: stored (``value`` its rows) or failed (``value`` the message)."""
-            if outcome == "stored":
-                rows = value
-                assert isinstance(rows, dict)
-                stored.stored(job, rows["run"])
-                report.stored += 1
-                report.steps += rows["stored_steps"]
-                report.bytes_read += rows["run"]["trace_bytes"]
-                # The report says where: "<method>/<run dir>/<file>:<line>: ..." (a run's page lists its own)
-                problems[job.index] = [p if p.startswith(f"{job.method.raw}/") else f"{job.method.raw}/{p}"
-                                       for p in rows["problems"]]
-                if progress:
-                    progress(f"{job.method.raw}/{job.run_dir.name}: {rows['run']['state']}, "
-                             f"{rows['run']['step_count']} steps")
-            else:
-                report.failed += 1
-                problems[job.index] = [str(value)]
+        def failed(job: _Job, message: str) -> None:
+            report.failed += 1
+            problems[job.index] = [message]
 
-        def store_pending() -> None:
-            """Store the runs read so far in one transaction; if it fails, each on its own (one broken run must
-            not take its batch with it)."""
-            batch = list(pending)
-            pending.clear()
-            if not batch:
-                return
-            try:
-                warehouse.run_in_transaction(lambda con: write_runs(con, stored.plan(batch)))
-            except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
-                if len(batch) == 1:
-                    log.exception("ingest of %s failed", batch[0][0].run_dir)
-                    record(batch[0][0], "error",
-                           f"{batch[0][0].run_dir}: not stored: {type(exc).__name__}: {exc}")
-                    return
-                for one in batch:
-                    pending.append(one)
-                    store_pending()
-            else:
-                for job, rows in batch:
-                    record(job, "stored", rows)
+        # Every run is stored through one writer: the pool's in batches, the long ones as streams.
+        writer = RunWriter(stored=stored, failed=lambda job, exc: failed(job, _message(job, exc)),
+                           batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES)
 
-        def finish(job: _Job, outcome: str, value: object) -> None:
-            if outcome == "rows":
-                assert isinstance(value, dict)
-                pending.append((job, value))
-                if (len(pending) >= settings.PTB_INGEST_BATCH_RUNS
-                        or sum(j.trace_bytes for j, _ in pending) >= BATCH_BYTES):
-                    store_pending()
-            else:
-                record(job, outcome, value)
+        def tick(job: _Job) -> None:
             done["runs"] += 1
             done["bytes"] += job.trace_bytes
             if ticker:
@@ -422,13 +348,21 @@ def ingest_tree(
             with context.Pool(workers, initializer=_init_worker, initargs=(ingester, started_queue)) as pool:
                 results = _pool_results(pool, pooled, started_queue, settings.PTB_INGEST_RUN_SECONDS)
                 for job in here:  # the large runs, read here while the workers read the rest
-                    finish(job, *_store_here(job, ingester, stored))
+                    _store_here(job, ingester, writer)
+                    tick(job)
                 for index, outcome, value in results:
-                    finish(jobs[index], outcome, value)
-                store_pending()
+                    job = jobs[index]
+                    if outcome == "rows":
+                        assert isinstance(value, ParsedRun)
+                        writer.add(job, value, job.method_row)
+                    else:
+                        failed(job, str(value))
+                    tick(job)
+                writer.flush()
         else:
             for job in here:
-                finish(job, *_store_here(job, ingester, stored))
+                _store_here(job, ingester, writer)
+                tick(job)
         for index in sorted(problems):
             report.problems += problems[index]
     report.seconds = time.monotonic() - started

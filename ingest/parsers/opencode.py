@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from traces.steps import ParsedTrace, Step
+from traces.steps import ParsedTrace, Step, StepKind
 
 from ._builder import (TraceBuilder, add_tokens, as_text, compact, epoch_ms_time, int_or_none, json_events, tool_input,
                        usd)
@@ -51,7 +51,7 @@ def _dict(value: Any) -> dict[str, Any]:
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of an OpenCode JSON trace into a :class:`ParsedTrace` (spec 2.5).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("opencode", source)
     parts: dict[str, Step] = {}  # part id -> its text / thinking step
@@ -98,7 +98,8 @@ def _text_part(b: TraceBuilder, no: int, time: datetime | None, etype: str, part
                parts: dict[str, Step], compacting: bool) -> bool:
     """Add or update the step of a text / reasoning part; returns whether a compaction is still under way."""
     text = as_text(part.get("text"))
-    kind, label = ("assistant" if etype == "text" else "thinking"), None
+    kind: StepKind = "assistant" if etype == "text" else "thinking"
+    label: str | None = None
     stripped = text.strip()
     if stripped in (COMPACTION_PROMPT, CONTINUE_PROMPT):
         kind, label = "text", "compaction prompt"

@@ -4,48 +4,17 @@ What the rules read and how they run: docs/facets.md.
 """
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from traces.steps import Step
+from traces.vocabulary import (IDLE_GAP_S, METHOD_FACETS, PHASE_RULES, SHELL_TOOLS, UNPARSED, Phase, call_text,
+                               phase_of)
+
 from . import evidence
 from .rules import RuleSet
-from .steps import Step
-
-IDLE_GAP_S = 600.0
-PHASES = ("data", "training", "evaluation", "other", "idle")
-METHOD_FACETS = ("sft", "lora", "qlora", "full_finetune", "grpo", "ppo", "dpo", "other_rl", "distillation",
-                 "programmatic_data", "curriculum")
-MEASURED_FACETS = ("library", "dataset", "training_launches", "rl_steps", "rollouts_per_step", "examples_generated",
-                   "evaluations", "self_score")
-FACET_TEXT = {
-    "sft": "supervised fine-tuning (SFT)", "lora": "LoRA adapters", "qlora": "QLoRA (4-bit base)",
-    "full_finetune": "full fine-tune (no LoRA seen)", "grpo": "GRPO", "ppo": "PPO", "dpo": "DPO or other preference optimisation",
-    "other_rl": "other RL (RLOO, REINFORCE, ...)", "distillation": "distillation from a stronger model",
-    "programmatic_data": "programmatic / solver-generated data", "curriculum": "curriculum",
-    "library": "library", "dataset": "dataset loaded", "training_launches": "training launches",
-    "rl_steps": "RL steps", "rollouts_per_step": "rollouts per step (per prompt)",
-    "examples_generated": "examples generated", "evaluations": "evaluations run", "self_score": "last self-reported score",
-}
-# Short display names (table heads, chips); FACET_TEXT says more.
-FACET_NAME = {
-    "sft": "SFT", "lora": "LoRA", "qlora": "QLoRA", "full_finetune": "Full fine-tune", "grpo": "GRPO", "ppo": "PPO",
-    "dpo": "DPO", "other_rl": "Other RL", "distillation": "Distillation", "programmatic_data": "Programmatic data",
-    "curriculum": "Curriculum", "library": "Library", "dataset": "Dataset", "training_launches": "Training launches",
-    "rl_steps": "RL steps", "rollouts_per_step": "Rollouts per step", "examples_generated": "Examples generated",
-    "evaluations": "Evaluations", "self_score": "Self-reported score",
-}
-
-
-def facet_name(key: str) -> str:
-    """A facet's short display name (FACET_NAME), the key with spaces when unknown."""
-    return FACET_NAME.get(key, key.replace("_", " ").capitalize())
-
-
-SHELL_TOOLS = {"bash", "shell", "run_shell_command", "exec_command", "local_shell", "execute_command"}
-_FILE_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "notebook_path")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,18 +26,6 @@ class Facet:
     value: str
     value_num: float | None
     steps: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Phase:
-    """A stretch of the run in one phase (one of PHASES): seconds since the trace's first timed step, and the
-    step indices it spans (``step_from`` starts it, ``step_to`` ends it)."""
-
-    phase: str
-    start_s: float
-    end_s: float
-    step_from: int
-    step_to: int
 
 
 _NO_ANSWERS: dict[str, str | None] = {}  # shared by the settled calls the rules ask nothing of (never written)
@@ -92,7 +49,7 @@ class Call:
     its phase and its result step (None when the trace has none).
 
     ``hits``/``sure``: the rules of :data:`CALL_RULES` that may / surely match the text (one RE2 pass,
-    ``traces.rules``); :meth:`search` runs a rule's Python pattern only when it may match, once per call, and
+    ``ingest.rules``); :meth:`search` runs a rule's Python pattern only when it may match, once per call, and
     :meth:`has` not even then when it surely does. ``data``: the
     input parsed as JSON when it starts with ``{`` (``evidence.INVALID_JSON`` when that fails, else
     ``evidence.UNPARSED``), shared with the evidence rules so no input is parsed twice.
@@ -105,7 +62,7 @@ class Call:
     result: Step | None = None
     hits: frozenset[str] = frozenset()
     sure: frozenset[str] = frozenset()
-    data: object = evidence.UNPARSED
+    data: object = UNPARSED
     _found: dict[str, re.Match[str] | None] | None = None
     _raw_scan: tuple[frozenset[str], frozenset[str]] | None = None
     _output_scan: tuple[frozenset[str], frozenset[str]] | None = None
@@ -171,7 +128,7 @@ class Call:
         self.step = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool),
                          call_id=step.call_id)
         self.text = self.head = ""
-        self.data = evidence.UNPARSED
+        self.data = UNPARSED
         self._found = self._raw_scan = None  # the raw scan is the evidence marks', taken before
         self.settled = True
 
@@ -193,49 +150,6 @@ class Call:
                 else _NO_SCAN
         return self._output_scan
 
-
-def _strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def _call_text(step: Step) -> tuple[str, str, object]:
-    """(text, head, parsed JSON input) of a tool call: JSON inputs are read as their joined string values,
-    head = their path; the third item is as :attr:`Call.data`."""
-    raw = step.input or ""
-    data: object = evidence.UNPARSED
-    if raw.startswith("{"):
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = evidence.INVALID_JSON
-        if isinstance(data, dict):
-            head = next((data[k] for k in _FILE_PATH_KEYS if isinstance(data.get(k), str)), None)
-            text = "\n".join(_strings(data))
-            return text, head if head is not None else text, data
-    text = raw.replace('\\"', '"').replace("\\n", "\n")
-    return text, text, data
-
-
-_EVAL = re.compile(r"\bevaluate\.py\b|\blm[_-]eval\b|\binspect\s+eval\b|\blighteval\b|\b[\w-]*eval[\w-]*\.py\b", re.I)
-_LAUNCH = re.compile(
-    r"\b(?:python3?|accelerate\s+launch|torchrun|deepspeed)\b[^\n|;&]*?[\w./-]*?"
-    r"(?:train|sft|grpo|dpo|ppo|orpo|kto|rloo|finetune|fine_tune|distill)[\w.-]*\.py\b"
-    r"|\bllamafactory-cli\s+train\b|\baxolotl\s+train\b|\btune\s+run\b|\bpython3?\s+-m\s+verl\.trainer"
-    r"|\btrl\s+(?:sft|grpo|dpo)\b", re.I)
-_TRAINER_CODE = re.compile(r"\b\w*Trainer\(|\.train\(\)|finetuning_type\s*[:=]\s*full", re.I)
-_TRAIN_NAME = re.compile(r"\b[\w./-]*(?:train|sft|grpo|dpo|ppo|finetune)[\w.-]*\.(?:py|log|sh|out)\b", re.I)
-_DATA = re.compile(
-    r"load_dataset|hf_hub_download|snapshot_download|(?:huggingface-cli|\bhf)\s+download\b[^\n]*--repo-type[= ]dataset"
-    r"|\bfrom\s+datasets\s+import|\bimport\s+datasets\b|tokeni[sz]"
-    r"|\b(?:prepare|preprocess|gen|generate|make|build|create|synth\w*)_?(?:data|dataset|examples|problems|puzzles|boards)\w*"
-    r"|(?:^|[\s'\"/])data/|\.jsonl?\b|\.parquet\b|\.csv\b", re.I)
 
 # "|" + a launcher running a script whose name continues with the rule's word (``python train_grpo.py``).
 _RUN_SCRIPT = r"|\b(?:python3?|torchrun|deepspeed|launch)\s+(?:-\S+\s+)*[\w./-]*"
@@ -287,8 +201,6 @@ _SCORE = re.compile(r"(?<![\w/])(accuracy|acc|pass@\d+|exact_match|win[_ ]rate|s
 
 _REWARD = re.compile("reward", re.I)  # the RE2 gate of rl_steps' ``"reward" in output.lower()`` (same texts)
 
-_PHASE_RULES = {"eval": _EVAL, "launch": _LAUNCH, "trainer_code": _TRAINER_CODE, "train_name": _TRAIN_NAME,
-                "data": _DATA}
 _LIBRARY_NAMES = tuple((lib, f"library:{lib}") for lib in LIBRARIES)
 # The rules whose first match extract reads (Call.first, Call.has), answered when a call settles.
 _SETTLED_RULES = (*METHOD_RULES, "trainer_code", "launch", *(name for _, name in _LIBRARY_NAMES))
@@ -307,7 +219,7 @@ def _rule_family(*families: dict[str, re.Pattern[str]]) -> dict[str, re.Pattern[
 # Every rule that reads a tool call's text (phases, methods, libraries, datasets, rollouts) and every evidence
 # rule that reads its raw input, in one RE2 Set: a shell command, which is both, is scanned once.
 CALL_RULES = RuleSet(_rule_family(
-    _PHASE_RULES, METHOD_RULES, {name: LIBRARY_RULES[lib] for lib, name in _LIBRARY_NAMES},
+    PHASE_RULES, METHOD_RULES, {name: LIBRARY_RULES[lib] for lib, name in _LIBRARY_NAMES},
     {"dataset": _DATASET, "rollouts": _ROLLOUTS}, evidence.PATTERNS))
 # The rules that read a tool result's output: each non-evaluation call's output is scanned once.
 OUTPUT_RULES = RuleSet({"rollouts": _ROLLOUTS, "examples": _EXAMPLES, "reward": _REWARD})
@@ -316,37 +228,27 @@ OUTPUT_RULES = RuleSet({"rollouts": _ROLLOUTS, "examples": _EXAMPLES, "reward": 
 def _classify(text: str, head: str, hits: frozenset[str], sure: frozenset[str],
               search: Callable[[str], object]) -> str:
     """The phase from the text's scan (``hits``/``sure``: the rules that may / surely match) and
-    ``search(name)``, the match of a rule of _PHASE_RULES in the text."""
+    ``search(name)``, the match of a rule of PHASE_RULES in the text."""
 
     def has(name: str) -> bool:
+        if name == "eval" and not (head is text or head == text):
+            return PHASE_RULES["eval"].search(head) is not None
         return name in sure or (name in hits and search(name) is not None)
 
-    if has("eval") if head is text or head == text else _EVAL.search(head):
-        return "evaluation"
-    if has("launch") or has("trainer_code") or has("train_name"):
-        return "training"
-    if has("data"):
-        return "data"
-    return "other"
+    return phase_of(has)
 
 
 def classify_call(text: str, head: str) -> str:
     """The phase of one tool call from its text and head (module docstring, "Phase of a tool call")."""
     hits, sure = CALL_RULES.scan(text)
-    return _classify(text, head, hits, sure, lambda name: _PHASE_RULES[name].search(text))
-
-
-def call_phase(step: Step) -> str:
-    """The phase of one tool-call step (:func:`classify_call` over its text and head)."""
-    text, head, _ = _call_text(step)
-    return classify_call(text, head)
+    return _classify(text, head, hits, sure, lambda name: PHASE_RULES[name].search(text))
 
 
 def tool_calls(steps: Sequence[Step]) -> list[Call]:
     """Every tool call in order, with its text, phase and result (paired by ``call_id``, else the next result).
 
     Each call's text is scanned once (:data:`CALL_RULES`) and classified once; :func:`extract`, :func:`phases`
-    and ``traces.evidence.call_marks`` all read these calls, so pass the list to each of them.
+    and ``ingest.evidence.call_marks`` all read these calls, so pass the list to each of them.
     """
     collector = CallCollector()
     for step in steps:
@@ -372,7 +274,7 @@ class CallCollector:
         """Take the next step; returns the :class:`Call` it starts (a ``tool_call``), else None."""
         calls = self.calls
         if step.kind == "tool_call":
-            text, head, data = _call_text(step)
+            text, head, data = call_text(step.input or "")
             hits, sure = CALL_RULES.scan(text)
             call = Call(step, text, head, hits=hits, sure=sure, data=data)
             call.phase = _classify(text, head, hits, sure, call.search)
@@ -381,15 +283,15 @@ class CallCollector:
                 self._open[step.call_id] = call
             return call
         if step.kind == "tool_result":
-            call = self._open.pop(step.call_id, None) if step.call_id else None
-            if call is None and calls and calls[-1].result is None and not (step.call_id and calls[-1].step.call_id):
-                call = calls[-1]
-            if call is not None and call.result is None:
-                call.result = step
-                if self.slim and call.phase != "evaluation" and not call.output_scan[0]:
-                    call.result = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool))
-                if call.settled:  # paired: its id is never read again
-                    call.step.call_id = None
+            match = self._open.pop(step.call_id, None) if step.call_id else None
+            if match is None and calls and calls[-1].result is None and not (step.call_id and calls[-1].step.call_id):
+                match = calls[-1]
+            if match is not None and match.result is None:
+                match.result = step
+                if self.slim and match.phase != "evaluation" and not match.output_scan[0]:
+                    match.result = Step(index=step.index, kind=step.kind, time=step.time, tool=_tool_name(step.tool))
+                if match.settled:  # paired: its id is never read again
+                    match.step.call_id = None
         return None
 
 
@@ -448,7 +350,7 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
             if name == "library":
                 found = [lib for lib, rule in _LIBRARY_NAMES if rule in call.hits and call.has(rule)]
             elif "dataset" in call.hits:
-                found = [next(g for g in groups if g) for groups in call.find_groups("dataset")]
+                found = [next(g for g in groups if g) or "" for groups in call.find_groups("dataset")]
                 found = [d for d in found if d.lower() not in _DATASET_BUILDERS]
             else:
                 continue
@@ -480,10 +382,11 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
 
     rollouts: tuple[int, int] | None = None
     for call in work:
-        found = [(groups, call.step.index) for groups in call.find_groups("rollouts")]
+        said: list[tuple[tuple[str | None, ...], int]] = [
+            (groups, call.step.index) for groups in call.find_groups("rollouts")]
         if call.result is not None and "rollouts" in call.output_scan[0]:
-            found += [(m.groups(), call.result.index) for m in _ROLLOUTS.finditer(call.result.output)]
-        for groups, index in found:
+            said += [(m.groups(), call.result.index) for m in _ROLLOUTS.finditer(call.result.output)]
+        for groups, index in said:
             rollouts = (_int(next(g for g in groups if g)), index)
     if rollouts is not None:
         facets.append(Facet("rollouts_per_step", str(rollouts[0]), float(rollouts[0]), (rollouts[1],)))
@@ -503,14 +406,14 @@ def extract(steps: Sequence[Step], *, calls: list[Call] | None = None) -> list[F
     if eval_runs:
         facets.append(Facet("evaluations", str(len(eval_runs)), float(len(eval_runs)),
                             tuple(c.step.index for c in eval_runs)))
-    last_score = None
+    last_score: tuple[tuple[float, str], Call, Step] | None = None
     for call in eval_runs:
         score = _parse_score(call.result.output) if call.result is not None else None
-        if score is not None:
-            last_score = (score, call)
+        if score is not None and call.result is not None:
+            last_score = (score, call, call.result)
     if last_score is not None:
-        (value, text), call = last_score
-        facets.append(Facet("self_score", text, value, (call.step.index, call.result.index)))
+        (fraction, text), call, result = last_score
+        facets.append(Facet("self_score", text, fraction, (call.step.index, result.index)))
     return facets
 
 
@@ -561,21 +464,3 @@ def phases(steps: Sequence[Step], *, idle_gap_s: float = IDLE_GAP_S, calls: list
         else:
             out.append(Phase(label, begin, end, step.index, steps[i + 1].index))
     return out
-
-
-def time_split(stretches: Iterable[Phase]) -> dict[str, float]:
-    """Seconds per phase (every phase of PHASES present, 0.0 where none) from :func:`phases`' stretches."""
-    split = dict.fromkeys(PHASES, 0.0)
-    for stretch in stretches:
-        split[stretch.phase] += stretch.end_s - stretch.start_s
-    return split
-
-
-def overoptimism(self_score: float | None, verified: float | None) -> float | None:
-    """The agent's self-reported score over the verified one (both fractions), e.g. 0.6 / 0.5 = 1.2.
-
-    None when either is missing or the verified score is 0 (the ratio is undefined; pages show "n/a").
-    """
-    if self_score is None or verified is None or verified == 0:
-        return None
-    return self_score / verified

@@ -10,9 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from ingest.tree import TreeProgress, ingest_tree
 from ptbsite import pagecache
-from traces.ingest import ingest_tree
-from traces.ingest.tree import TreeProgress
 
 
 QUIET_PROBLEMS = 10  # problems --quiet still prints (the rest are counted)

@@ -71,7 +71,7 @@ def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
 def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | None = None) -> ParsedTrace:
     """Parse framed lines of a Claude Code stream-json trace into a :class:`ParsedTrace` (spec 2.2).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`; ``source`` names the file in
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`; ``source`` names the file in
     problems. ``sink``: read as a stream (``TraceBuilder``): steps go to ``sink`` and ``steps`` is empty; a
     message's usage set on a step already handed on is in ``late_usage``. Raises nothing: broken lines become
     problems plus text steps.
@@ -104,7 +104,7 @@ def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | 
             label, keys = _SYSTEM_TYPES[event["subtype"]]
             b.add("system", no, time, label=label, output=_summary(event, keys) or label, input=compact(event))
         elif kind == "rate_limit_event":
-            info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else {}
+            info = value if isinstance(value := event.get("rate_limit_info"), dict) else {}
             b.add("system", no, time, label="rate limit", output=_summary(info, _RATE_LIMIT_KEYS) or "rate limit",
                   input=compact(event))
         else:

@@ -45,7 +45,7 @@ class _Item:
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a ``codex exec --json`` trace into a :class:`ParsedTrace` (spec 2.3 format 3).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_exec", source)
     items: dict[str | int, _Item] = {}
@@ -69,7 +69,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             state.done = state.done or etype == "item.completed"
         elif etype == "turn.completed":
             open_turn = None
-            usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            usage = value if isinstance(value := event.get("usage"), dict) else {}
             snapshot = (int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens")))
             before = snapshots.get(thread, (None, None))
             if snapshot != (None, None):
@@ -154,7 +154,7 @@ def _render(item: dict[str, Any]) -> tuple[StepKind, dict[str, Any], dict[str, A
         return "tool_call", call, {"tool": tool, "output": output, "is_error": status != "completed",
                                    "call_id": call_id}
     if itype == "file_change":
-        changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+        changes = value if isinstance(value := item.get("changes"), list) else []
         listing = "\n".join(f"{c.get('kind')} {c.get('path')}" for c in changes if isinstance(c, dict))
         call = {"tool": "file_change", "input": listing, "call_id": call_id}
         if status not in _FINISHED:
@@ -164,7 +164,7 @@ def _render(item: dict[str, Any]) -> tuple[StepKind, dict[str, Any], dict[str, A
     if itype == "web_search":
         return "tool_call", {"tool": "web_search", "input": as_text(item.get("query")), "call_id": call_id}, None
     if itype == "todo_list":
-        todos = item.get("items") if isinstance(item.get("items"), list) else []
+        todos = value if isinstance(value := item.get("items"), list) else []
         listing = "\n".join(f"[{'x' if t.get('completed') else ' '}] {t.get('text')}"
                             for t in todos if isinstance(t, dict))
         return "tool_call", {"tool": "todo_list", "input": listing, "call_id": call_id}, None

@@ -1,23 +1,23 @@
-"""Reading one run directory into the rows the warehouse stores (``traces.services.write_runs``).
+"""Reading one run directory into the rows the warehouse stores (``traces.records.ParsedRun``, stored by
+``traces.services.RunWriter``).
 
-Every text is redacted (``traces.redaction``) before it is parsed or stored, and the run records how many
+Every text is redacted (``ingest.redaction``) before it is parsed or stored, and the run records how many
 secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-16 surrogates become U+FFFD
 (counted per run), NUL characters the visible U+2400. A step's input or output longer than
-``traces.services.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
-goes to ``step_texts``, zlib-compressed in chunks of ``traces.services.TEXT_CHUNK`` bytes.
+``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
+goes to ``step_texts``, zlib-compressed in chunks of ``traces.vocabulary.TEXT_CHUNK`` bytes.
 
-Two ways to read an agent trace, with the same rows as the result (``tests/test_ingest_stream.py``):
-
-* whole (a worker process's runs, every run without a ``StepWriter``): the file is read, redacted and parsed at
-  once, every step held, and the rows returned;
-* as a stream (a trace over :data:`STREAM_BYTES` read by the storing process, inside the run's transaction):
-  blocks of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``traces.redaction.StreamRedactor``,
-  exact across blocks), scanned for residual key prefixes and API-limit markers, framed and parsed
-  (``traces.parsers.stream_trace``); each step is made storable, its call scanned, classified and marked, and its
-  row handed to the ``StepWriter``, which writes Arrow batches. What stays in memory: the tool calls, each
-  settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its
-  text are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time
-  (the phases), and only the tool outputs an output rule may read.
+Every trace file (the agent's and the judges') is read one way, as a stream (``Ingester._read_trace``): blocks
+of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``ingest.redaction.StreamRedactor``, exact
+across blocks), scanned for residual key prefixes and API-limit markers (the agent's), framed and parsed
+(``ingest.parsers.stream_trace``); each step is made storable, redacted as decoded text, its call scanned,
+classified and marked (the agent's), and its row handed on: to the ``StepWriter`` of the storing process (which
+writes Arrow batches inside the run's transaction), or kept in the run's ``ParsedRun`` (a worker process's run,
+whose rows travel to the storing process; the judges' traces). The rows do not depend on where they go, nor on the
+block, step window and batch sizes (``tests/test_ingest_stream.py``). What stays in memory: the tool calls, each
+settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its text
+are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time (the
+phases), and only the tool outputs an output rule may read.
 """
 from __future__ import annotations
 
@@ -26,31 +26,35 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 import re2
 from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
+from traces import layout
+from traces.records import (EvaluationRow, FacetRow, LateUsage, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow,
+                            StepRow, StepTextRow, VerdictRow, text_fields)
+from traces.services import StepWriter
+from traces.steps import ParsedTrace, Step
+from traces.verdicts import read_verdicts
+from traces.vocabulary import STEP_TEXT_CAP, TEXT_CHUNK
 
-from .. import evidence, facets, layout
-from ..monitor import parse_monitor
-from ..parsers import StopReading, StreamFailed, parse_trace, storable, stream_trace
-from ..parsers.framing import decode, loads
-from ..redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
-from ..services import STEP_TEXT_CAP, TEXT_CHUNK, StepWriter
-from ..steps import ParsedTrace, Step
-from ..verdicts import read_verdicts
-from .files import RunFiles, open_regular
+from . import evidence, facets
+from .monitor import parse_monitor
+from .parsers import StopReading, storable, stream_trace
+from .parsers.framing import decode, loads
+from .redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
+from .files import RefusedFile, RunFiles, open_regular
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 
 _FINAL_EVAL = re.compile(r"^(?:z_new_\d+_)?final_eval(?:_(\d+))?\.txt$")
 _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?P<rerun>_rerun)?\.json$")
-STREAM_BYTES = 16 * 1024 * 1024  # an agent trace larger than this is read as a stream when a StepWriter is given
 READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
 MAX_LINE_BYTES = 256 * 1024 * 1024  # a streamed trace with a longer line is refused (memory stays bounded)
 _MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
@@ -126,7 +130,7 @@ def agent_trace_path(run_dir: Path, files: RunFiles | None = None) -> Path | Non
 
 
 def learn_run_values(run_dir: Path, files: RunFiles) -> dict[str, str]:
-    """``traces.redaction.learn_values`` over every readable regular file at the top of the run directory, read
+    """``ingest.redaction.learn_values`` over every readable regular file at the top of the run directory, read
     in :data:`READ_BLOCK` blocks (a trace of any size in bounded memory)."""
     def blocks(path: Path) -> Iterator[bytes]:
         with open_regular(path, files.root) as handle:
@@ -179,7 +183,8 @@ class Ingester:
         self.contexts = suite_contexts(suite_id)
         self.rules_version = versions_json()
 
-    def method_row(self, name: layout.MethodName, root: Path) -> tuple:
+    def method_row(self, name: layout.MethodName, root: Path) -> MethodRow:
+        """The ``methods`` row of a method directory (``root``: the results root it was read from)."""
         known = layout.match_known_agent(name.raw, known_agents(self.suite))
         key = known["key"] if known else name.raw
         # A method in no agent's list is its own row, keyed by the method name, and never joins a group (upstream
@@ -187,22 +192,23 @@ class Ingester:
         # "gpt-5.1-codex-max (codexhigh)".
         display = known["name"] if known else f"{name.config} ({name.harness_agent})"
         effort = (known or {}).get("reasoning_effort") or name.reasoning_effort
-        return (name.raw, self.suite_id, name.harness_agent, name.config, name.budget_hours, name.gpus,
-                name.experiment, name.scaffold, key, display, effort, self.synthetic, str(root),
-                datetime.now(timezone.utc).replace(tzinfo=None))
+        return MethodRow(id=name.raw, suite=self.suite_id, harness_agent=name.harness_agent, config=name.config,
+                         budget_hours=name.budget_hours, gpus=name.gpus, experiment=name.experiment,
+                         scaffold=name.scaffold, agent_key=key, agent_name=display, reasoning_effort=effort,
+                         synthetic=self.synthetic, results_root=str(root),
+                         ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
 
     def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
-                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> dict:
+                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> ParsedRun:
         """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written).
 
-        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns a dict of
-        row lists (``run`` a dict of the runs table's columns; ``steps``, ``texts``, ``verdicts``,
-        ``evaluations``, ``facets``, ``phases``, ``monitor`` tuples in their tables' column order),
-        ``problems`` ("path: message" strings) and ``stored_steps`` (how many step rows, every trace).
+        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns the run's
+        rows (``traces.records.ParsedRun``), its problems ("path: message" strings) and ``stored_steps`` (how
+        many step rows, every trace).
 
-        ``step_writer`` (inside the caller's transaction, the run deleted before): an agent trace over
-        :data:`STREAM_BYTES` is read as a stream (module docstring) and its step rows go to the writer, not to
-        ``steps``; ``late_usage`` then lists the token counts to set on rows it wrote already.
+        ``step_writer`` (inside the caller's transaction, the run deleted before): the agent trace's step rows go
+        to the writer as they are read (module docstring), not to ``steps``; ``late_usage`` then lists the token
+        counts to set on rows it wrote already. Without one, they are in ``steps``.
 
         Raises:
             RunIngestError: an unknown base model or benchmark. OSError: a file could not be read.
@@ -216,7 +222,7 @@ class Ingester:
             raise RunIngestError(f"{run_dir}: unknown benchmark {run_name.benchmark!r}")
         files = RunFiles(run_dir, self.root or run_dir.parent.parent)
         # Values the run's own files assign to key variables (an `env` dump, an export) are known secrets for
-        # the whole run, wherever else and in whatever decoded form they appear (traces.redaction.learn_values).
+        # the whole run, wherever else and in whatever decoded form they appear (ingest.redaction.learn_values).
         shared = self.redactor
         self.redactor = shared.with_known(learn_run_values(run_dir, files))
         try:
@@ -226,7 +232,8 @@ class Ingester:
             self.redactor = shared
 
     def _parse_run(self, method: layout.MethodName, run_dir: Path, run_name: layout.RunName, model: dict, *,
-                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None, files: RunFiles) -> dict:
+                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None,
+                   files: RunFiles) -> ParsedRun:
         is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
         rid = layout.run_id(method.raw, run_dir.name)
         problems: list[str] = []
@@ -248,11 +255,12 @@ class Ingester:
 
         trace_path = agent_trace_path(run_dir, files)
         raw_size = trace_path.stat().st_size if trace_path else 0
-        context = self.contexts[run_name.benchmark]
-        if step_writer is not None and trace_path is not None and raw_size > STREAM_BYTES:
-            agent = self._stream_agent(rid, trace_path, method, context, step_writer, counts, files)
+        held = _Held()  # the step rows not handed to a writer: those of the judges, and without one the agent's
+        if trace_path is None:
+            agent = _Trace(ParsedTrace(format="none"), [], [], [], "")
         else:
-            agent = self._whole_agent(rid, trace_path, method, context, counts, files)
+            agent = self._read_trace(rid, "agent", trace_path, step_writer or held, counts, files,
+                                     scaffold=method.harness_agent, context=self.contexts[run_name.benchmark])
         parsed = agent.parsed
         problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
         warnings = agent.warnings
@@ -261,17 +269,15 @@ class Ingester:
         state, detail = (("scored", "baseline evaluation") if baseline and metrics
                          else derive_state(run_dir, agent.text, metrics, files))
         calls = agent.calls
-        texts: list[tuple] = agent.texts
-        steps = agent.rows
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
             if (m or path.name == "judgement.log") and files.is_file(path):
                 judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
-                judge_parsed = parse_trace(_read(path, self.redactor, counts, files) or "", source=path.name)
-                counts.secrets += redact_steps(judge_parsed.steps, self.redactor)
+                # (what decoding a judge's file replaced goes to counts.replaced, read above: not counted, as ever)
+                judge_parsed = self._read_trace(rid, judge, path, held, counts, files).parsed
                 replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
-                steps += list(self._step_rows(rid, judge, judge_parsed, {}, texts))
+        steps, texts = held.steps, held.texts
 
         def redact_decoded(text: str) -> str:
             redacted, n = self.redactor.redact_decoded(text)
@@ -288,86 +294,67 @@ class Ingester:
         times = [s.time for s in agent.steps if s.time is not None]
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
-        run = {
-            "id": rid, "method": method.raw, "run_dir": run_dir.name, "suite": self.suite_id,
-            "benchmark": run_name.benchmark, "base_model": (model["instruct_id"] if is_instruct else model["id"]),
-            "base_model_hf": (model["instruct_hf_id"] if is_instruct else model["hf_id"]),
-            "cluster_id": run_name.cluster_id, "is_latest": True, "state": state, "state_detail": detail,
-            "time_taken_s": _hours_minutes_seconds(time_taken) if time_taken else None,
-            "budget_hours": method.budget_hours, "accuracy": accuracy,
-            "metrics_json": redact_decoded(json.dumps(metrics)) if metrics is not None else None,
-            "prompt": _read(run_dir / "prompt.txt", self.redactor, counts, files),
-            "has_final_model": files.is_dir(run_dir / "final_model"), "eval_attempts": eval_attempts,
-            "trace_file": trace_path.name if trace_path else None, "trace_format": parsed.format,
-            "trace_bytes": raw_size, "step_count": agent.count,
-            "started_at": _naive(min(times)) if times else None, "ended_at": _naive(max(times)) if times else None,
-            "tokens_in": parsed.tokens_in, "tokens_out": parsed.tokens_out, "cost_usd": parsed.cost_usd,
-            "trace_model": parsed.model, "problems": json.dumps(problems), "redaction_warnings": json.dumps(warnings),
-            "synthetic": self.synthetic, "content_hash": known_hash or content_hash(run_dir, files), "ingested_at": now,
-            **dict(zip(("dir_time", "dir_time_source"), dir_time(run_dir, files), strict=True)),
-            "trace_incomplete": parsed.incomplete, "rules_version": self.rules_version,
-            "unknown_events": json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
-        }
+        moment, moment_source = dir_time(run_dir, files)
+        run = RunRow(
+            id=rid, method=method.raw, run_dir=run_dir.name, suite=self.suite_id, benchmark=run_name.benchmark,
+            base_model=(model["instruct_id"] if is_instruct else model["id"]),
+            base_model_hf=(model["instruct_hf_id"] if is_instruct else model["hf_id"]),
+            cluster_id=run_name.cluster_id, is_latest=True, state=state, state_detail=detail,
+            time_taken_s=_hours_minutes_seconds(time_taken) if time_taken else None,
+            budget_hours=method.budget_hours, accuracy=accuracy,
+            metrics_json=redact_decoded(json.dumps(metrics)) if metrics is not None else None,
+            prompt=_read(run_dir / "prompt.txt", self.redactor, counts, files),
+            has_final_model=files.is_dir(run_dir / "final_model"), eval_attempts=eval_attempts,
+            trace_file=trace_path.name if trace_path else None, trace_format=parsed.format,
+            trace_bytes=raw_size, step_count=agent.count,
+            started_at=_naive(min(times)) if times else None, ended_at=_naive(max(times)) if times else None,
+            tokens_in=parsed.tokens_in, tokens_out=parsed.tokens_out, cost_usd=parsed.cost_usd,
+            trace_model=parsed.model, problems=json.dumps(problems), redaction_warnings=json.dumps(warnings),
+            synthetic=self.synthetic, content_hash=known_hash or content_hash(run_dir, files), ingested_at=now,
+            dir_time=moment, dir_time_source=moment_source,
+            trace_incomplete=parsed.incomplete, rules_version=self.rules_version,
+            unknown_events=json.dumps(parsed.unknown_events, sort_keys=True) if parsed.unknown_events else None,
+        )
         evaluations = []
         if accuracy is not None:
             # Stamped with metrics.json's mtime, when the harness scored the run: re-ingesting an unchanged score
             # must not make it newer than a later rerun (the newest evaluation is the one that counts).
             scored_at = datetime.fromtimestamp((run_dir / "metrics.json").stat().st_mtime, timezone.utc)
-            evaluations.append((f"{rid}-original", rid, "original", float(accuracy), run["metrics_json"],
-                                json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}),
-                                scored_at.replace(tzinfo=None)))
-        verdict_rows = [(rid, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text, v.note, v.source_file)
+            evaluations.append(EvaluationRow(
+                id=f"{rid}-original", run_id=rid, origin="original", accuracy=float(accuracy),
+                metrics_json=run.metrics_json or "",
+                provenance_json=json.dumps({"source": "metrics.json", "eval_attempts": eval_attempts}),
+                created_at=scored_at.replace(tzinfo=None)))
+        verdict_rows = [VerdictRow(run_id=rid, judge=v.judge, attempt=v.attempt, era=v.era, kind=v.kind, value=v.value,
+                                   flagged=v.flagged, text=v.text, note=v.note, source_file=v.source_file)
                         for v in verdicts]
-        rows = {"run": run, "steps": steps, "verdicts": verdict_rows, "evaluations": evaluations, "problems": problems,
-                "texts": texts, **_analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts, files),
-                "late_usage": [(t_in, t_out, "agent", idx) for idx, (t_in, t_out) in parsed.late_usage.items()]}
-        rows["stored_steps"] = len(steps) + agent.streamed
+        facet_rows, phase_rows, monitor_rows = _analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts,
+                                                              files)
+        rows = ParsedRun(run=run, steps=steps, texts=texts, verdicts=verdict_rows, evaluations=evaluations,
+                         facets=facet_rows, phases=phase_rows, monitor=monitor_rows, problems=problems,
+                         late_usage=[LateUsage(trace="agent", idx=idx, tokens_in=t_in, tokens_out=t_out)
+                                     for idx, (t_in, t_out) in parsed.late_usage.items()],
+                         stored_steps=len(steps) + (agent.count if step_writer is not None else 0))
         problems[:0] = files.problems  # the refused entries first (files.py), each naming its path
         counts.secrets += _redact_rows(rows, self.redactor)
         replaced += _make_rows_storable(rows)
-        run["secrets_redacted"], run["chars_replaced"] = counts.secrets, replaced
+        run.secrets_redacted, run.chars_replaced = counts.secrets, replaced
         return rows
 
-    def _whole_agent(self, rid: str, path: Path | None, method: layout.MethodName,
-                     context: evidence.EvidenceContext, counts: _Counts, files: RunFiles) -> _Agent:
-        """The agent trace read whole: every step held, its rows returned."""
-        trace_text = (_read(path, self.redactor, counts, files) or "") if path else ""
-        parsed = parse_trace(trace_text, source=path.name if path else "", scaffold=method.harness_agent) \
-            if path else ParsedTrace(format="none")
-        counts.secrets += redact_steps(parsed.steps, self.redactor)
-        warnings = self.redactor.residual_warnings(trace_text) if trace_text else []
-        # Each tool call is scanned and classified once; facets, phases and evidence all read these calls.
-        calls = facets.tool_calls(parsed.steps)
-        marks = evidence.call_marks(calls, context)
-        texts: list[tuple] = []
-        rows = list(self._step_rows(rid, "agent", parsed, marks, texts))
-        return _Agent(parsed, parsed.steps, calls, rows, texts, warnings, trace_text, len(parsed.steps), 0)
+    def _read_trace(self, rid: str, trace: str, path: Path, sink: _StepSink, counts: _Counts, files: RunFiles, *,
+                    scaffold: str | None = None, context: evidence.EvidenceContext | None = None) -> _Trace:
+        """Read one trace file of the run (``trace``: ``agent`` or ``judge:...``) as a stream, the one way a trace
+        is read: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded, redacted (``StreamRedactor``),
+        parsed (``stream_trace``), each step redacted again as decoded text and its row handed to ``sink`` as it
+        comes. The agent's trace (``context`` given) is also scanned for residual key prefixes and API-limit
+        markers, and each of its tool calls scanned, classified and marked as it comes; held: the (settled) tool
+        calls and a slim copy of each step (kind, index, time) for the phases.
 
-    def _stream_agent(self, rid: str, path: Path, method: layout.MethodName, context: evidence.EvidenceContext,
-                      writer: StepWriter, counts: _Counts, files: RunFiles) -> _Agent:
-        """The agent trace read as a stream: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded,
-        redacted (``StreamRedactor``), scanned for residual key prefixes and API-limit markers, parsed
-        (``stream_trace``); each step's call scanned, classified and marked as it comes, its row handed to
-        ``writer``. Held: the tool calls (with their text) and the outputs an output rule may read."""
-        before = _Counts(counts.secrets, counts.replaced)
-        written = writer.written + len(writer.steps)
-        try:
-            return self._stream_agent_once(rid, path, method, context, writer, counts, files)
-        except StreamFailed:
-            # Rows handed on are taken back; the whole text is then parsed as parse_trace does (plain text).
-            writer.flush()
-            writer.con.execute("DELETE FROM steps WHERE run_id = ? AND trace = 'agent'", [rid])
-            writer.con.execute("DELETE FROM step_texts WHERE run_id = ? AND trace = 'agent'", [rid])
-            writer.con.execute("DELETE FROM step_words WHERE run_id = ? AND trace = 'agent'", [rid])
-            writer.written = written
-            counts.secrets, counts.replaced = before.secrets, before.replaced
-            return self._whole_agent(rid, path, method, context, counts, files)
-
-    def _stream_agent_once(self, rid: str, path: Path, method: layout.MethodName,
-                           context: evidence.EvidenceContext, writer: StepWriter, counts: _Counts,
-                           files: RunFiles) -> _Agent:
+        Raises:
+            ReadLimit: reading went past ``self.deadline`` or met a line over :data:`MAX_LINE_BYTES`.
+        """
         redactor = StreamRedactor(self.redactor)
-        residual = ResidualScanner()
+        residual = ResidualScanner() if context is not None else None
         markers: set[str] = set()
         tail = ""
 
@@ -376,15 +363,21 @@ class Ingester:
             text, replaced = decode(data)
             counts.replaced += replaced
             redacted = redactor.feed(text, final=final)
-            residual.feed(redacted, final=final)
-            seen = tail + redacted
-            if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
-                markers.update(m for m in API_LIMIT_MARKERS if m in seen)
-            tail = seen[-_MARKER_TAIL:]
+            if residual is not None:
+                residual.feed(redacted, final=final)
+                seen = tail + redacted
+                if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
+                    markers.update(m for m in API_LIMIT_MARKERS if m in seen)
+                tail = seen[-_MARKER_TAIL:]
             return redacted
 
         def pieces() -> Iterator[str]:
-            with open_regular(path, files.root) as handle:
+            try:
+                handle = open_regular(path, files.root)
+            except RefusedFile as exc:  # changed since the run's entries were examined: absent, as RunFiles reads
+                files.problems.append(str(exc))
+                return
+            with handle:
                 held = b""
                 while block := handle.read(READ_BLOCK):
                     if self.deadline is not None and time.monotonic() > self.deadline:
@@ -407,81 +400,102 @@ class Ingester:
         def on_step(step: Step) -> None:
             nonlocal start
             counts.secrets += redact_steps([step], self.redactor)
-            call = collector.add(step)
+            call = collector.add(step) if context is not None else None
             marked = None
-            if call is not None:
+            if call is not None and context is not None:
                 hits, sure = call.raw_scan
                 marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure,
                                        data=call.data)
                 call.settle()  # what the facets read of its text is kept, the text let go
             if start is None and step.time is not None:
                 start = step.time
-            row = _step_row(rid, "agent", step, start, marked, writer.texts)
-            writer.add(row, len(row[7] or "") + len(row[8]))
-            # Phases read kind, index and time; the (settled) calls hold what the facets read.
-            kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
+            row = _step_row(rid, trace, step, start, marked, sink.texts)
+            sink.add(row, len(row.input or "") + len(row.output))
+            if context is not None:
+                # Phases read kind, index and time; the (settled) calls hold what the facets read.
+                kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
 
-        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=method.harness_agent)
+        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=scaffold)
         counts.secrets += redactor.secrets
         # derive_state looks for the first API-limit marker (in its order) in the text: these are all it can find.
         found = "\n".join(m for m in API_LIMIT_MARKERS if m in markers)
-        return _Agent(parsed, kept, collector.calls, [], [], residual.warnings, found, len(kept), len(kept))
+        return _Trace(parsed, kept, collector.calls, residual.warnings if residual is not None else [], found)
 
-    def _step_rows(self, rid: str, trace: str, parsed: ParsedTrace, marks: dict[int, list[str]],
-                   texts: list[tuple]) -> Iterator[tuple]:
-        """Rows of the steps table for one parsed trace (``marks``: step index -> evidence rule ids, as
-        ``evidence.call_marks`` gives them); the whole text of any field cut at STEP_TEXT_CAP is appended to
-        ``texts`` as step_texts rows."""
-        start = next((s.time for s in parsed.steps if s.time is not None), None)
-        for s in parsed.steps:
-            yield _step_row(rid, trace, s, start, marks.get(s.index), texts)
+
+class _StepSink(Protocol):
+    """Where a trace's step rows go as they are read: a ``traces.services.StepWriter`` (written in batches inside
+    the caller's transaction), or :class:`_Held` (kept for the run's ``ParsedRun``)."""
+
+    texts: list[StepTextRow]
+
+    def add(self, row: StepRow, size: int) -> None:
+        """One step row (its whole texts, if cut, appended to :attr:`texts` before); ``size``: bytes of text."""
+
+
+class _Held:
+    """Step rows kept for the run's ``ParsedRun`` (a judge's trace, and the agent's without a writer: a worker
+    process's run, whose rows travel to the storing process)."""
+
+    def __init__(self) -> None:
+        self.steps: list[StepRow] = []
+        self.texts: list[StepTextRow] = []
+
+    def add(self, row: StepRow, size: int) -> None:
+        """Keep one step row; ``size`` is not needed."""
+        self.steps.append(row)
 
 
 @dataclass
-class _Agent:
-    """The agent trace of a run as ``parse_run`` uses it: ``steps`` (for times and phases; slim copies when
-    streamed), the calls, the rows not yet written (none when streamed), the residual warnings, the text
-    ``derive_state`` searches, how many steps, and how many of them a StepWriter got."""
+class _Trace:
+    """A trace as ``parse_run`` uses it: the parse (totals, problems; its steps went to the sink), the agent's
+    slim steps (for times and phases) and settled calls, the residual warnings, and the text ``derive_state``
+    searches (the API-limit markers found)."""
 
     parsed: ParsedTrace
     steps: list[Step]
     calls: list[facets.Call]
-    rows: list[tuple]
-    texts: list[tuple]
     warnings: list[str]
     text: str
-    count: int
-    streamed: int
+
+    @property
+    def count(self) -> int:
+        """Steps of the agent trace."""
+        return len(self.steps)
 
 
 def _step_row(rid: str, trace: str, s: Step, start: datetime | None, marked: list[str] | None,
-              texts: list[tuple]) -> tuple:
-    """One steps-table row (STEP_COLUMNS order); ``start``: the trace's first step time; a field cut at
-    STEP_TEXT_CAP has its whole text appended to ``texts`` as step_texts rows."""
+              texts: list[StepTextRow]) -> StepRow:
+    """One steps-table row; ``start``: the trace's first step time; a field cut at STEP_TEXT_CAP has its whole
+    text appended to ``texts`` as step_texts rows."""
     elapsed = (s.time - start).total_seconds() if (s.time is not None and start is not None) else None
-    stored_input, input_bytes = _capped(s.input, (rid, trace, s.index, "input"), texts)
-    stored_output, output_bytes = _capped(s.output, (rid, trace, s.index, "output"), texts)
-    return (rid, trace, s.index, _naive(s.time), elapsed, s.kind, s.tool, stored_input, stored_output or "",
-            s.is_error, s.call_id, s.tokens_in, s.tokens_out, s.cost_usd, s.line, ",".join(marked) if marked else None,
-            s.label, input_bytes, output_bytes)
+    stored_input, input_bytes = _capped(s.input, rid, trace, s.index, "input", texts)
+    stored_output, output_bytes = _capped(s.output, rid, trace, s.index, "output", texts)
+    return StepRow(run_id=rid, trace=trace, idx=s.index, time=_naive(s.time), elapsed_s=elapsed, kind=s.kind,
+                   tool=s.tool, input=stored_input, output=stored_output or "", is_error=s.is_error,
+                   call_id=s.call_id, tokens_in=s.tokens_in, tokens_out=s.tokens_out, cost_usd=s.cost_usd,
+                   line=s.line, suspicious=",".join(marked) if marked else None, label=s.label,
+                   input_bytes=input_bytes, output_bytes=output_bytes)
 
 
-def utf8_size(text: str | None) -> int | None:
-    """Bytes of ``text`` in UTF-8 (None for None); ASCII text is not encoded to count it."""
-    if text is None:
-        return None
+def _utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8; ASCII text is not encoded to count it."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def _capped(text: str | None, key: tuple, texts: list[tuple]) -> tuple[str | None, int | None]:
+def _capped(text: str | None, rid: str, trace: str, idx: int, field: str,
+            texts: list[StepTextRow]) -> tuple[str | None, int | None]:
     """``(text to store in the steps table, UTF-8 size of the whole text)``: a text over STEP_TEXT_CAP bytes is
-    cut there (at a character boundary) and its whole bytes go to ``texts`` as zlib chunks of TEXT_CHUNK."""
-    size = utf8_size(text)
-    if text is None or size <= STEP_TEXT_CAP:
+    cut there (at a character boundary) and its whole bytes go to ``texts`` as zlib chunks of TEXT_CHUNK (the
+    step ``idx`` of ``trace`` of run ``rid``, its ``field``)."""
+    if text is None:
+        return None, None
+    size = _utf8_size(text)
+    if size <= STEP_TEXT_CAP:
         return text, size
     data = text.encode("utf-8")
     for n in range(0, len(data), TEXT_CHUNK):
-        texts.append((*key, n // TEXT_CHUNK, zlib.compress(data[n:n + TEXT_CHUNK], 6)))
+        texts.append(StepTextRow(run_id=rid, trace=trace, idx=idx, field=field, chunk=n // TEXT_CHUNK,
+                                 data=zlib.compress(data[n:n + TEXT_CHUNK], 6)))
     return data[:STEP_TEXT_CAP].decode("utf-8", "ignore"), size
 
 
@@ -510,81 +524,89 @@ def redact_steps(steps: list[Step], redactor: Redactor) -> int:
     return total
 
 
-def _redact_rows(rows: dict, redactor: Redactor) -> int:
+# Per table, the fields that are ids and names the code gave (kept as they are by _redact_rows).
+_ROW_NAMES = {VerdictRow: frozenset({"run_id"}), EvaluationRow: frozenset({"id", "run_id"}),
+              FacetRow: frozenset({"run_id"}), PhaseRow: frozenset({"run_id"})}
+
+
+def _redact_rows(rows: ParsedRun, redactor: Redactor) -> int:
     """Redact, as decoded text, every string of the run's rows that did not come from a step (the run's texts
     but its names, verdicts, evaluations, facets, phases, problems); returns the secrets replaced."""
-    problems, total = redactor.redact_many(list(rows["problems"]))
-    rows["problems"] = [p or "" for p in problems]
-    run = rows["run"]
-    run["problems"] = json.dumps(rows["problems"])
-    keys = [k for k, v in run.items() if isinstance(v, str) and k not in _RUN_NAMES and k != "problems"]
-    values, n = redactor.redact_many([run[k] for k in keys])
-    run.update(zip(keys, values, strict=True))
-    total += n
-    for table, ids in (("verdicts", 1), ("evaluations", 2), ("facets", 1), ("phases", 1)):
-        table_rows = rows.get(table, [])  # the first ``ids`` columns are the run's and the row's ids: kept
-        flat = [v if isinstance(v, str) and j >= ids else None for row in table_rows for j, v in enumerate(row)]
-        if not any(flat):
-            continue
-        redacted, n = redactor.redact_many(flat)
-        total += n
-        at, fixed = 0, []
-        for row in table_rows:
-            fixed.append(tuple(redacted[at + j] if isinstance(v, str) and j >= ids else v for j, v in enumerate(row)))
-            at += len(row)
-        rows[table] = fixed
+    problems, total = redactor.redact_many(list(rows.problems))
+    rows.problems = [p or "" for p in problems]
+    run = rows.run
+    run.problems = json.dumps(rows.problems)
+    total += _redact_fields([run], _RUN_NAMES | {"problems"}, redactor)
+    for table, names in ((rows.verdicts, _ROW_NAMES[VerdictRow]), (rows.evaluations, _ROW_NAMES[EvaluationRow]),
+                         (rows.facets, _ROW_NAMES[FacetRow]), (rows.phases, _ROW_NAMES[PhaseRow])):
+        total += _redact_fields(table, names, redactor)
     return total
 
 
-def _make_rows_storable(rows: dict) -> int:
+def _redact_fields(table: Sequence[RunRow | VerdictRow | EvaluationRow | FacetRow | PhaseRow],
+                   names: frozenset[str], redactor: Redactor) -> int:
+    """Redact in place every text field of the rows of ``table`` (one type) but ``names``, with one
+    ``redact_many`` over them all; returns the secrets replaced."""
+    if not table:
+        return 0
+    keys = [k for k in text_fields(type(table[0])) if k not in names]
+    values = [getattr(row, k) for row in table for k in keys]
+    if not any(values):
+        return 0
+    redacted, total = redactor.redact_many(values)
+    for at, (row, k) in enumerate((row, k) for row in table for k in keys):
+        setattr(row, k, redacted[at])
+    return total
+
+
+def _make_rows_storable(rows: ParsedRun) -> int:
     """Make every string of the run's rows but the steps (already made storable by the parsers) storable
-    (``traces.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
+    (``ingest.parsers.storable``: a verdict's JSON with ``"\\ud83d"``, a surrogate-escaped file name); returns the
     surrogates replaced."""
     replaced = 0
-    run = rows["run"]
-    for key, value in run.items():
-        if isinstance(value, str):
-            run[key], n = storable(value)
-            replaced += n
-    for table in ("verdicts", "evaluations", "facets", "phases"):
-        fixed_rows = []
-        for row in rows.get(table, []):
-            fixed = []
-            for value in row:
+    table: Sequence[RunRow | VerdictRow | EvaluationRow | FacetRow | PhaseRow]
+    for table in ([rows.run], rows.verdicts, rows.evaluations, rows.facets, rows.phases):
+        for row in table:
+            for key in text_fields(type(row)):
+                value = getattr(row, key)
                 if isinstance(value, str):
-                    value, n = storable(value)
+                    fixed, n = storable(value)
+                    setattr(row, key, fixed)
                     replaced += n
-                fixed.append(value)
-            fixed_rows.append(tuple(fixed))
-        rows[table] = fixed_rows
-    rows["problems"] = [storable(p)[0] for p in rows["problems"]]
+    rows.problems = [storable(p)[0] for p in rows.problems]
     return replaced
 
 
 def _naive(moment: datetime | None) -> datetime | None:
     """UTC-aware -> naive UTC (the warehouse's TIMESTAMP columns hold UTC)."""
-    if moment is None:
-        return None
+    return None if moment is None else _naive_utc(moment)
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    """UTC-aware -> naive UTC; a naive time is UTC already."""
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 
 def _analysis_rows(rid: str, steps: list[Step], calls: list[facets.Call], run_dir: Path, redactor: Redactor,
-                   counts: _Counts, files: RunFiles) -> dict:
-    """The run's facets, phases and monitor samples as rows for ``write_runs`` (``traces.facets``, ``.monitor``);
-    ``steps``: the agent trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
+                   counts: _Counts, files: RunFiles) -> tuple[list[FacetRow], list[PhaseRow], list[MonitorRow]]:
+    """The run's facets, phases and monitor samples (``ingest.facets``, ``.monitor``); ``steps``: the agent
+    trace's; ``calls``: ``facets.tool_calls(steps)``, shared with the evidence marks.
 
     Monitor times are put on the trace's axis (seconds since its first timed step); without trace times, since
     the first sample. ``system_monitor.log`` is read from the run dir, else from ``task/``.
     """
-    facet_rows = [(rid, f.facet, f.value, f.value_num, ",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
-    phase_rows = [(rid, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
-                  for p in facets.phases(steps, calls=calls)]
+    facet_rows = [FacetRow(run_id=rid, facet=f.facet, value=f.value, value_num=f.value_num,
+                           steps=",".join(map(str, f.steps))) for f in facets.extract(steps, calls=calls)]
+    phase_rows = [PhaseRow(run_id=rid, phase=p.phase, start_s=p.start_s, end_s=p.end_s, step_from=p.step_from,
+                           step_to=p.step_to) for p in facets.phases(steps, calls=calls)]
     path = next((p for p in (run_dir / "system_monitor.log", run_dir / "task" / "system_monitor.log")
                  if files.is_file(p)), None)
     samples = parse_monitor(_read(path, redactor, counts, files) or "") if path else []
-    origin = next((s.time for s in steps if s.time is not None), None) or (samples[0].time if samples else None)
-    monitor_rows = [(rid, _naive(s.time), (s.time - origin).total_seconds(), s.gpu_util, s.gpu_mem_mib,
-                     s.gpu_mem_total_mib) for s in samples]
-    return {"facets": facet_rows, "phases": phase_rows, "monitor": monitor_rows}
-
+    if not samples:
+        return facet_rows, phase_rows, []
+    origin = next((s.time for s in steps if s.time is not None), samples[0].time)
+    monitor_rows = [MonitorRow(run_id=rid, time=_naive_utc(s.time), t_s=(s.time - origin).total_seconds(),
+                               gpu_util=s.gpu_util, gpu_mem_mib=s.gpu_mem_mib, gpu_mem_total_mib=s.gpu_mem_total_mib)
+                    for s in samples]
+    return facet_rows, phase_rows, monitor_rows

@@ -21,12 +21,12 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+from traces.steps import Step
+from traces.vocabulary import INVALID_JSON, UNPARSED
 
 from .rules import RuleSet
-
-if TYPE_CHECKING:
-    from .facets import Call
 
 _WRITE_TOOLS = {"write", "edit", "multiedit", "str_replace", "apply_patch", "write_file", "replace", "notebookedit",
                 "file_change", "patch"}
@@ -47,15 +47,13 @@ _FETCH = re.compile(
 _DATASET_CALL = re.compile(r"""load_dataset\([^)]*\)|--repo-type[= ]dataset\S*\s+\S+""")
 _TRAIN_ONLY = re.compile(r"""split\s*=\s*["']train["']""")
 _SHELL_WRITE = re.compile(r"(?:sed\s+-i|>>?|\bcp\b|\bmv\b|\brm\b|\btee\b|\bpatch\b|cat\s*>)[^\n|;&]*(?:evaluate\.py|templates/)")
-# The rules that read a tool call's raw input, by name: scanned together (traces.rules.RuleSet), here for mark()
-# on its own and in traces.facets.CALL_RULES with the facet rules during an ingest.
+# The rules that read a tool call's raw input, by name: scanned together (ingest.rules.RuleSet), here for mark()
+# on its own and in ingest.facets.CALL_RULES with the facet rules during an ingest.
 PATTERNS: dict[str, re.Pattern[str]] = {
     "fetch": _FETCH, "train_only": _TRAIN_ONLY, "test_split": _TEST_SPLIT, "dataset_call": _DATASET_CALL,
     "instruct": _INSTRUCT, "shell_write": _SHELL_WRITE, "llm_api": LLM_API,
 }
 _RULES = RuleSet(PATTERNS)
-UNPARSED = object()      # mark(data=...): the input has not been parsed as JSON
-INVALID_JSON = object()  # mark(data=...): the input is not JSON
 
 
 @dataclass(frozen=True)
@@ -116,10 +114,24 @@ def mark(kind: str, tool: str | None, text: str | None, context: EvidenceContext
     return found
 
 
-def call_marks(calls: Iterable[Call], context: EvidenceContext) -> dict[int, list[str]]:
+class MarkedCall(Protocol):
+    """What :func:`call_marks` reads of a tool call (``ingest.facets.Call`` has it): the call step, the RE2 scan
+    of its raw input (``(may, sure)`` rule names) and its input parsed as JSON (as ``mark``'s ``data``)."""
+
+    @property
+    def step(self) -> Step: ...
+
+    @property
+    def raw_scan(self) -> tuple[frozenset[str], frozenset[str]]: ...
+
+    @property
+    def data(self) -> object: ...
+
+
+def call_marks(calls: Iterable[MarkedCall], context: EvidenceContext) -> dict[int, list[str]]:
     """``{step index: rule ids}`` of every tool call that matches a rule (:func:`mark` over its raw input),
     reusing each call's scan (``Call.raw_scan``) and parsed JSON input (``Call.data``) from
-    ``traces.facets.tool_calls``."""
+    ``ingest.facets.tool_calls``."""
     out = {}
     for call in calls:
         step = call.step
@@ -155,12 +167,3 @@ def _written_path(text: str, data: object = UNPARSED) -> str:
             if isinstance(data.get(key), str):
                 return " " + data[key]
     return text
-
-
-RULE_TEXT = {
-    "benchmark_dataset": "loads the benchmark's own dataset",
-    "test_data": "uses a test split or test file",
-    "non_base_model": "loads an instruct or other non-base model",
-    "eval_harness": "modifies evaluate.py or templates/",
-    "outside_llm_api": "calls an outside LLM API",
-}

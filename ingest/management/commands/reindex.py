@@ -1,11 +1,11 @@
 """``python manage.py reindex [--rules facets,evidence,search] [--all] [--run ID ...]``: re-derive facets, phases,
-evidence marks and the search's word index from the stored steps after a rule change (``traces.ingest.reindex``),
+evidence marks and the search's word index from the stored steps after a rule change (``ingest.reindex``),
 without re-parsing."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from traces.ingest.reindex import FAMILIES, reindex
+from ingest.reindex import FAMILIES, reindex
 
 
 class Command(BaseCommand):

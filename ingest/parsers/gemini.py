@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from traces.steps import ParsedTrace, Step
+from traces.steps import ParsedTrace, Step, StepKind
 
 from ._builder import (TraceBuilder, add_tokens, as_list, as_text, compact, int_or_none, iso_time, json_events,
                        tool_input)
@@ -35,7 +35,7 @@ from .framing import Line
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a Gemini CLI trace into a :class:`ParsedTrace` (spec 2.4).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("gemini", source)
     tools: dict[str, str] = {}
@@ -45,7 +45,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         time = time or iso_time(event.get("timestamp"))
         etype = event.get("type")
         if etype == "message":
-            kind = "assistant" if event.get("role") == "assistant" else "text"
+            kind: StepKind = "assistant" if event.get("role") == "assistant" else "text"
             if event.get("delta"):
                 b.extend(("delta", event.get("role")), kind, no, time, as_text(event.get("content")))
             else:
@@ -63,7 +63,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         elif etype == "error":
             b.add("text", no, time, output=as_text(event.get("message")) or compact(event), is_error=True)
         elif etype == "result":
-            stats = event.get("stats") if isinstance(event.get("stats"), dict) else {}
+            stats = value if isinstance(value := event.get("stats"), dict) else {}
             last_stats = stats
             b.add("result", no, time, output=as_text(event.get("status")),
                   is_error=_failed(event.get("status"), event.get("error")),
@@ -97,7 +97,7 @@ def _api_response(b: TraceBuilder, no: int, time: datetime | None, response: Any
     for chunk in chunks:
         if not isinstance(chunk, dict):
             continue
-        usage = chunk.get("usageMetadata") if isinstance(chunk.get("usageMetadata"), dict) else usage
+        usage = value if isinstance(value := chunk.get("usageMetadata"), dict) else usage
         for candidate in as_list(chunk.get("candidates")):
             content = candidate.get("content") if isinstance(candidate, dict) else None
             for part in as_list(content.get("parts")) if isinstance(content, dict) else []:
@@ -117,7 +117,7 @@ def _api_response(b: TraceBuilder, no: int, time: datetime | None, response: Any
 
 def _api_part(b: TraceBuilder, no: int, time: datetime | None, part: dict[str, Any]) -> Step | None:
     if isinstance(part.get("text"), str):
-        kind = "thinking" if part.get("thought") else "assistant"
+        kind: StepKind = "thinking" if part.get("thought") else "assistant"
         return b.extend(("part", kind, no), kind, no, time, part["text"])
     if isinstance(part.get("functionCall"), dict):
         call = part["functionCall"]

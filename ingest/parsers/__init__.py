@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
 
@@ -15,11 +16,11 @@ from traces.steps import ParsedTrace, ParseProblem, Step
 
 from . import claude_code, codex_exec, codex_protocol, codex_text, gemini, opencode, text
 from .detect import FAR_WINDOW, detect_lines
-from .framing import Line, LineFramer, frame_lines, frame_trace
+from .framing import Line, LineFramer, decode, frame_lines
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PARSERS", "StopReading", "StreamFailed", "detect_format", "parse_trace", "storable", "stream_trace"]
+__all__ = ["PARSERS", "StopReading", "detect_format", "parse_trace", "storable", "stream_trace"]
 
 PARSERS: dict[str, Callable[[Iterable[Line], str], ParsedTrace]] = {
     "claude_code": claude_code.parse,
@@ -34,7 +35,7 @@ PARSERS: dict[str, Callable[[Iterable[Line], str], ParsedTrace]] = {
 
 def parse_trace(text_or_lines: str | bytes | Iterable[str], *, source: str = "solve_out.txt",
                 scaffold: str | None = None) -> ParsedTrace:
-    """Parse one raw trace file into typed steps (spec 2.1-2.5).
+    """Parse one raw trace file into typed steps (spec 2.1-2.5): :func:`stream_trace` of it, its steps collected.
 
     ``text_or_lines``: the whole file (str, or bytes decoded as UTF-8 with replacement), or its lines as read
     from a text file (each keeping its ``"\\n"``). ``source``: the file name used in :class:`ParseProblem`
@@ -48,14 +49,25 @@ def parse_trace(text_or_lines: str | bytes | Iterable[str], *, source: str = "so
     visible U+2400 (``␀``).
 
     Never raises on content (a trace is data: nothing in it is executed): should a format module fail on some
-    input all the same, the trace is parsed as plain text with a problem naming the failure (and the failure is
-    logged; tests/test_parsers_properties.py fuzzes every format to keep that path unused).
+    input all the same, the trace from there on is parsed as plain text with a problem naming the failure
+    (:func:`stream_trace`; the failure is logged; tests/test_parsers_properties.py fuzzes every format to keep
+    that path unused).
     """
-    framed = frame_trace(text_or_lines)
-    lines = framed.lines
-    trace = _parse_lines(lines, detect_lines(lines, scaffold), source)
-    _cut_off(trace, framed.cut_line, source)
-    trace.replaced_chars += framed.replaced + _make_storable(trace)
+    replaced = 0
+    pieces: Iterable[str]
+    if isinstance(text_or_lines, bytes):
+        decoded, replaced = decode(text_or_lines)
+        pieces = [decoded]
+    elif isinstance(text_or_lines, str):
+        pieces = [text_or_lines]
+    else:
+        pieces = text_or_lines
+    steps: list[Step] = []
+    trace = stream_trace(pieces, on_step=steps.append, source=source, scaffold=scaffold)
+    for index, (tokens_in, tokens_out) in trace.late_usage.items():  # set on steps already collected
+        steps[index].tokens_in, steps[index].tokens_out = tokens_in, tokens_out
+    trace.steps, trace.late_usage = steps, {}
+    trace.replaced_chars += replaced
     return trace
 
 
@@ -65,10 +77,17 @@ def _parse_lines(lines: list[Line], fmt: str, source: str) -> ParsedTrace:
         return PARSERS[fmt](lines, source)
     except Exception as exc:  # noqa: BLE001 - last line of defence, see parse_trace's docstring
         log.exception("the %s parser failed on %s", fmt, source)
-        trace = text.parse(lines, source)
-        trace.problems.insert(0, ParseProblem(source, 1, f"the {fmt} parser failed ({type(exc).__name__}: "
-                                                         f"{str(exc)[:200]}): the trace is shown as plain text"))
-        return trace
+        return _as_text(lines, fmt, source, exc)
+
+
+def _as_text(lines: list[Line], fmt: str, source: str, exc: Exception) -> ParsedTrace:
+    """``lines`` parsed as plain text, with a problem at the first saying that the ``fmt`` parser failed."""
+    trace = text.parse(lines, source)
+    trace.problems.insert(0, ParseProblem(source, lines[0][0] if lines else 1,
+                                          f"the {fmt} parser failed ({type(exc).__name__}: {str(exc)[:200]}): the "
+                                          "trace is shown as plain text" + (" from this line on" if lines and
+                                                                            lines[0][0] > 1 else "")))
+    return trace
 
 
 def _cut_off(trace: ParsedTrace, cut_line: int | None, source: str) -> None:
@@ -76,11 +95,6 @@ def _cut_off(trace: ParsedTrace, cut_line: int | None, source: str) -> None:
         trace.problems.append(ParseProblem(source, cut_line, "the trace ends inside this event (cut off, "
                                                              "e.g. killed at the time limit): dropped"))
         trace.incomplete = trace.incomplete or "the last line is cut off mid-event"
-
-
-class StreamFailed(RuntimeError):
-    """A format parser failed on a trace read as a stream after it had handed steps on: the caller discards
-    them and parses the whole text with :func:`parse_trace` (which shows it as plain text)."""
 
 
 class StopReading(RuntimeError):
@@ -94,15 +108,15 @@ STREAMED_FORMATS = {"claude_code": claude_code.parse}  # formats whose steps are
 
 def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], source: str = "solve_out.txt",
                  scaffold: str | None = None) -> ParsedTrace:
-    """:func:`parse_trace` of the concatenated ``pieces`` (text, e.g. a file read in blocks), with every step
-    handed to ``on_step`` in order, made storable, instead of kept: the result's ``steps`` is empty.
+    """Parse the concatenated ``pieces`` (text, e.g. a file read in blocks) with every step handed to ``on_step``
+    in order, made storable, instead of kept: the result's ``steps`` is empty. The one way a trace is parsed
+    (:func:`parse_trace` collects the steps).
 
     A Claude Code trace (:data:`STREAMED_FORMATS`) is parsed as it is read: at most a window of recent steps is
     held, and a usage set on a step already handed on is in ``late_usage``; other formats are parsed whole,
-    then handed on. The steps, problems and totals are those of ``parse_trace``.
-
-    Raises:
-        StreamFailed: the streamed format's parser failed after steps were handed on (see the class).
+    then handed on. Should the format's parser fail, the lines from the one after the last step handed on are
+    parsed as plain text (all of them when none was), with a problem naming the failure: nothing handed on is
+    taken back.
     """
     framer = LineFramer()
 
@@ -116,23 +130,33 @@ def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], sour
     fmt = detect_lines(head, scaffold)
     replaced = 0
     handed = 0
+    unsettled: deque[Line] = deque()  # the lines read after the last step handed on began (a streamed format)
 
     def hand_on(step: Step) -> None:
         nonlocal replaced, handed
         replaced += _make_step_storable(step)
         handed += 1
         on_step(step)
+        while unsettled and step.line is not None and unsettled[0][0] <= step.line:
+            unsettled.popleft()
+
+    unread = chain(head, lines)
+
+    def tracked() -> Iterator[Line]:
+        for line in unread:
+            unsettled.append(line)
+            yield line
 
     if fmt in STREAMED_FORMATS:
         try:
-            trace = STREAMED_FORMATS[fmt](chain(head, lines), source, sink=hand_on)
+            trace = STREAMED_FORMATS[fmt](tracked(), source, sink=hand_on)
         except StopReading:
             raise
-        except Exception as exc:  # noqa: BLE001 - as parse_trace, but the steps handed on must be taken back
+        except Exception as exc:  # noqa: BLE001 - as _parse_lines, keeping the steps handed on
             log.exception("the %s parser failed on %s", fmt, source)
-            if handed:
-                raise StreamFailed(f"the {fmt} parser failed on {source}: {type(exc).__name__}: {exc}") from exc
-            trace = _parse_lines(head + list(lines), fmt, source)  # nothing handed on: the plain-text fallback
+            trace = _as_text(list(unsettled) + list(unread), fmt, source, exc)
+            for step in trace.steps:
+                step.index += handed
     else:
         trace = _parse_lines(head + list(lines), fmt, source)
     if trace.steps:
@@ -187,7 +211,7 @@ def _make_storable(trace: ParsedTrace) -> int:
 
 
 def detect_format(text_or_lines: str | bytes | Iterable[str], *, scaffold: str | None = None) -> str:
-    """The format id of a raw trace: a key of :data:`PARSERS` (rules in :mod:`traces.parsers.detect`).
+    """The format id of a raw trace: a key of :data:`PARSERS` (rules in :mod:`ingest.parsers.detect`).
 
     Accepts what :func:`parse_trace` accepts; only the first ``FAR_WINDOW`` lines are read. Raises nothing.
     """

@@ -1,6 +1,6 @@
 """Whole-process ``manage.py ingest`` against a bare ``orjson.loads`` loop over the same trace files (issue 15).
 
-Usage: .venv/bin/python bench/ingest.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
+Usage: .venv/bin/python bench/ingest_process.py [--mb 180] [--runs 40] [--seed 7] [--repeat N] [--profile] [--work DIR]
 
 Two trees, each ingested by a fresh ``manage.py ingest ROOT --quiet`` process into a fresh warehouse file
 (``manage.py migrate`` runs first, untimed):
@@ -32,7 +32,7 @@ a figure can be trusted); one line per pair, then the median ratio and the range
 
 ``--profile``: ingest the big tree once more under ``py-spy record`` (``pip install py-spy``; not a requirement)
 and print the top functions by own samples and by inclusive samples, and the share of samples inside the trace
-rules (``traces/facets.py``, ``traces/evidence.py``, ``traces/rules.py``). The collapsed stacks are kept in the
+rules (``ingest/facets.py``, ``ingest/evidence.py``, ``ingest/rules.py``, ``traces/vocabulary.py``). The collapsed stacks are kept in the
 work folder.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 _PREFIX = re.compile(rb"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)Z\] ")
 TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")
 _JUDGE = re.compile(r"^judge_output.*\.json$|^judgement\.log$")
-RULE_FILES = ("traces/facets.py", "traces/evidence.py", "traces/rules.py")
+RULE_FILES = ("ingest/facets.py", "ingest/evidence.py", "ingest/rules.py", "traces/vocabulary.py")
 _DRIVERS = {"Command.handle", "ingest_tree", "Ingester.parse_run", "BaseCommand.execute", "BaseCommand.run_from_argv"}
 
 
@@ -121,7 +121,7 @@ def timed_ingest(work: Path, name: str, root: Path) -> tuple[float, float, str, 
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "manage.py", "ingest", str(root), "--quiet"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    output = proc.stdout.read().decode()
+    output = proc.stdout.read().decode() if proc.stdout is not None else ""
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -136,12 +136,15 @@ import django
 django.setup()
 import duckdb, pyarrow as pa, pyarrow.parquet as pq
 from ptbsite import warehouse
-from traces.services import STEP_BATCH_ROWS, STEP_COLUMNS, STEP_TYPES
+from traces import records
+from traces.services import STEP_BATCH_ROWS
+names = records.columns(records.StepRow)
 with warehouse.connect() as con:
-    rows = con.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps WHERE trace = 'agent' ORDER BY idx").fetchall()
+    rows = [records.StepRow(**dict(zip(names, r))) for r in
+            con.execute(f"SELECT {', '.join(names)} FROM steps WHERE trace = 'agent' ORDER BY idx").fetchall()]
 batches = [rows[i:i + STEP_BATCH_ROWS] for i in range(0, len(rows), STEP_BATCH_ROWS)]
 def columns(batch):
-    return pa.table({n: pa.array(c, type=t) for n, c, t in zip(STEP_COLUMNS, zip(*batch), STEP_TYPES)})
+    return records.arrow_table(records.StepRow, batch)
 columns(batches[0])  # pyarrow's first conversion imports pandas: not timed
 started = time.perf_counter()
 tables = [columns(b) for b in batches]
@@ -168,7 +171,7 @@ print(json.dumps({"rows": len(rows), "arrow_s": arrow_s, "duckdb_s": duckdb_s, "
 
 
 def write_floor(work: Path, name: str) -> dict:
-    """Seconds to turn the agent trace's stored step rows (read back as Python tuples, as the ingest builds them)
+    """Seconds to turn the agent trace's stored step rows (read back as ``traces.records.StepRow``, as the ingest builds them)
     into Arrow columns in batches (``arrow_s``), and to write those batches into a fresh DuckDB file in one
     transaction (``duckdb_s``) or to one Parquet file (``parquet_s``): what storing the rows costs with no
     reading, redaction or parsing at all. Runs in a process of its own on the ingest's warehouse."""

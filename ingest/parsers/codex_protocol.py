@@ -26,17 +26,17 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from traces.steps import ParsedTrace
+from traces.steps import ParsedTrace, StepKind
 
 from ._builder import TraceBuilder, add_tokens, as_text, compact, int_or_none, json_events, tool_input
 from .framing import Line
 
-_DELTAS = {
+_DELTAS: dict[str, tuple[str, StepKind]] = {
     "agent_message_delta": ("agent_message", "assistant"),
     "agent_reasoning_delta": ("agent_reasoning", "thinking"),
     "agent_reasoning_raw_content_delta": ("agent_reasoning_raw_content", "thinking"),
 }
-_FULL = {"agent_message": ("message", "assistant"), "agent_reasoning": ("text", "thinking"),
+_FULL: dict[str, tuple[str, StepKind]] = {"agent_message": ("message", "assistant"), "agent_reasoning": ("text", "thinking"),
          "agent_reasoning_raw_content": ("text", "thinking")}
 _SESSION_KEYS = ("session_id", "model", "model_provider_id", "cwd", "approval_policy", "sandbox_policy")
 
@@ -44,7 +44,7 @@ _SESSION_KEYS = ("session_id", "model", "model_provider_id", "cwd", "approval_po
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a legacy codex protocol trace into a :class:`ParsedTrace` (spec 2.3 format 2).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_protocol", source)
     tools: dict[str, str] = {}  # call_id -> tool of the begin event
@@ -106,7 +106,7 @@ def _event(b: TraceBuilder, no: int, time: datetime | None, mtype: Any, msg: dic
         b.add("tool_result", no, time, tool=tools.get(str(call_id), "shell"), output=output,
               is_error=exit_code is not None and exit_code != 0, call_id=call_id)
     elif mtype in ("mcp_tool_call_begin", "mcp_tool_call_end"):
-        call = msg.get("invocation") if isinstance(msg.get("invocation"), dict) else msg
+        call = value if isinstance(value := msg.get("invocation"), dict) else msg
         tool = f"{call.get('server', call.get('server_name'))}.{call.get('tool', call.get('tool_name'))}"
         if mtype == "mcp_tool_call_begin":
             tools[str(call_id)] = tool
@@ -143,7 +143,7 @@ def _event(b: TraceBuilder, no: int, time: datetime | None, mtype: Any, msg: dic
 
 def _token_totals(msg: dict[str, Any]) -> tuple[str, tuple[int | None, int | None]]:
     """``("cumulative" | "turn", (tokens_in, tokens_out))`` of a ``token_count`` message."""
-    info = msg.get("info") if isinstance(msg.get("info"), dict) else {}
+    info = value if isinstance(value := msg.get("info"), dict) else {}
     for kind, usage in (("cumulative", msg.get("session")), ("cumulative", info.get("total_token_usage")),
                         ("turn", msg.get("turn")), ("turn", msg)):
         if isinstance(usage, dict) and ("input_tokens" in usage or "output_tokens" in usage):

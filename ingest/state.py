@@ -49,7 +49,7 @@ def derive_state(run_dir: Path, trace_text: str, metrics: dict | None, files: Ru
     Precedence: CUDA failure, timed out (``error.log`` starts with ``Terminated`` or the diagnostics say so),
     never finished (no ``time_taken.txt``), scored (an ``accuracy`` :func:`read_accuracy` accepts), API limit
     (marker strings in the trace), evaluation failed (``final_model/`` present), no final model. ``files``: the
-    run's readable entries (``traces.ingest.files``; default: those under its root two levels up); a refused
+    run's readable entries (``ingest.files``; default: those under its root two levels up); a refused
     entry counts as absent.
     """
     files = files or RunFiles(run_dir, run_dir.parent.parent)

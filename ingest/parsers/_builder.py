@@ -34,7 +34,7 @@ MAX_INJECTED_TRIES = 64  # candidate start columns tried when looking for an eve
 class TraceBuilder:
     """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas).
 
-    ``sink``: a trace read as a stream (``traces.parsers.stream_trace``): between events (:meth:`checkpoint`),
+    ``sink``: a trace read as a stream (``ingest.parsers.stream_trace``): between events (:meth:`checkpoint`),
     steps more than ``window`` (:data:`STREAM_WINDOW`) steps old are handed to ``sink`` in order and dropped from ``trace.steps``, which
     then holds the last steps only (:meth:`step_at` finds a step by index while it is held; :attr:`count` counts
     them all). A format streams only when no event changes a step that far back but through :meth:`late_usage`.
@@ -221,7 +221,7 @@ def _repair(b: TraceBuilder, no: int, time: datetime | None, text: str, exc: Val
             ) -> tuple[list[tuple[int, datetime | None, dict[str, Any]]], bool]:
     """Events recovered from broken line ``no`` (and maybe the line after it), and whether that next line was
     used. Problems and text steps for whatever is not recovered."""
-    injected_at, injected = None, None
+    injected_at, injected = 0, None
     start = 1
     for _ in range(MAX_INJECTED_TRIES):
         start = text.find('{"', start)
@@ -232,8 +232,9 @@ def _repair(b: TraceBuilder, no: int, time: datetime | None, text: str, exc: Val
             injected_at = start
             break
         start += 1
-    head = text[:injected_at] if injected_at is not None else text
-    nxt_no, nxt_time, nxt_text = following if following is not None else (None, None, "")
+    head = text[:injected_at] if injected is not None else text
+    # without a following line, nxt_no is never read (tail_like and rejoined need one)
+    nxt_no, nxt_time, nxt_text = following if following is not None else (no, None, "")
     tail_like = following is not None and not nxt_text.lstrip().startswith("{") and nxt_text.rstrip().endswith("}")
     rejoined = _object(head + nxt_text) if following is not None and not nxt_text.lstrip().startswith("{") else None
     if injected is not None:

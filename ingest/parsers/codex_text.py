@@ -56,7 +56,7 @@ class _Block:
 def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     """Parse framed lines of a plain-text codex transcript into a :class:`ParsedTrace` (spec 2.3 format 1).
 
-    ``lines`` as produced by :func:`traces.parsers.framing.frame_lines`. Raises nothing.
+    ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_text", source)
     block: _Block | None = None
@@ -140,7 +140,8 @@ def _old_prefix(time: datetime | None, text: str) -> tuple[datetime | None, str,
     if not text.startswith("[") or not (m := _OLD_PREFIX.match(text)):
         return time, text, False
     try:
-        own = datetime(*map(int, m.groups()), tzinfo=timezone.utc)  # type: ignore[misc]
+        year, month, day, hour, minute, second = map(int, m.groups())
+        own = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
     except ValueError:
         return time, text, False
     return time or own, text[m.end():], True

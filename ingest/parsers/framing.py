@@ -43,7 +43,8 @@ def parse_prefix(raw: str) -> tuple[datetime | None, str]:
     if m is None:
         return None, raw
     try:
-        time = datetime(*map(int, m.groups()), tzinfo=timezone.utc)  # type: ignore[misc]
+        year, month, day, hour, minute, second = map(int, m.groups())
+        time = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
     except ValueError:
         return None, raw
     return time, raw[_PREFIX_LEN:]

@@ -261,7 +261,7 @@ class Redactor:
 
     def may_match(self, text: str, pos: int = 0) -> bool:
         """Whether the pattern may match in ``text`` from ``pos`` on: False only when it surely does not. One RE2
-        pass of the pattern's relaxed form (``traces.rules.relax``: it matches wherever the pattern does,
+        pass of the pattern's relaxed form (``ingest.rules.relax``: it matches wherever the pattern does,
         lookbehinds read as true), ~3.5x faster than the pattern's own search on a trace (the usual block of a
         trace holds no secret, and its redaction is then this pass alone). Raises nothing."""
         gate = _gate(self.pattern.pattern)

@@ -1,10 +1,10 @@
 """Re-deriving a run's facets, phases and evidence marks from its stored steps, without reading its files again.
 
-A rule change (``traces/facets.py``, ``traces/evidence.py``, ``traces/rules.py``) changes what the rules find in
+A rule change (``ingest/facets.py``, ``ingest/evidence.py``, ``ingest/rules.py``) changes what the rules find in
 traces already stored. Each run records the version of each rule family it was derived with (``runs.
 rules_version``, JSON ``{"evidence": ..., "facets": ...}``, :func:`current_versions`); :func:`reindex` re-derives
 the runs whose stored version of a family differs from the code's, from the agent trace's steps as stored
-(the whole text of a field cut at ``traces.services.STEP_TEXT_CAP`` is read back from ``step_texts``), so the
+(the whole text of a field cut at ``traces.vocabulary.STEP_TEXT_CAP`` is read back from ``step_texts``), so the
 result is what a fresh ingest of the same files stores. Each run is one transaction.
 
 Families: ``facets`` (the facets and phases tables), ``evidence`` (the steps' ``suspicious`` column), ``search``
@@ -27,11 +27,14 @@ import pyarrow as pa
 
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
+from traces import search_index, vocabulary
+from traces.records import FacetRow, PhaseRow
+from traces.services import insert_records
+from traces.vocabulary import STEP_TEXT_CAP
+from traces.steps import Step
 
-from .. import evidence, facets, rules, search_index
-from ..parsers import storable
-from ..services import STEP_TEXT_CAP
-from ..steps import Step
+from . import evidence, facets, rules
+from .parsers import storable
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +43,16 @@ FAMILIES = ("facets", "evidence", "search")
 
 @cache
 def _code_versions() -> tuple[tuple[str, str], ...]:
-    return (("evidence", rules.code_version(evidence, rules, facets)),
-            ("facets", rules.code_version(facets, rules, evidence)),
+    return (("evidence", vocabulary.code_version(evidence, rules, facets, vocabulary)),
+            ("facets", vocabulary.code_version(facets, rules, evidence, vocabulary)),
             ("search", search_index.version()))
 
 
 def current_versions() -> dict[str, str]:
     """``{"evidence": version, "facets": version, "search": version}`` of the rules in the code
-    (``traces.rules.code_version``): facets read the call rules of ``traces.evidence`` too (one RE2 Set holds
-    both), so both versions cover the three modules, each starting from its own; ``search`` is
+    (``traces.vocabulary.code_version``): facets read the call rules of ``ingest.evidence`` too (one RE2 Set holds
+    both), so both versions cover the three rule modules, each starting from its own, and the shared vocabulary
+    (the phase rules, the JSON reading of a tool input); ``search`` is
     ``traces.search_index.version()``."""
     return dict(_code_versions())
 
@@ -112,55 +116,49 @@ def stored_steps(con, run_id: str) -> list[Step]:
     return steps
 
 
-def derive(steps: list[Step], context: evidence.EvidenceContext, run_id: str) -> dict:
-    """``{"facets": rows, "phases": rows, "marks": {step index: "rule,ids"}}`` of one agent trace, as the ingest
-    derives them (``traces.ingest.reader``): calls classified once and shared, rows made storable."""
+def derive(steps: list[Step], context: evidence.EvidenceContext, run_id: str) -> Derived:
+    """The facets, phases and evidence marks of one agent trace, as the ingest derives them
+    (``ingest.reader``): calls classified once and shared, rows made storable."""
     calls = facets.tool_calls(steps)
     marks = {i: ",".join(ids) for i, ids in evidence.call_marks(calls, context).items()}
-    facet_rows = [(run_id, f.facet, f.value, f.value_num, ",".join(map(str, f.steps)))
+    facet_rows = [FacetRow(run_id=run_id, facet=storable(f.facet)[0], value=storable(f.value)[0],
+                           value_num=f.value_num, steps=",".join(map(str, f.steps)))
                   for f in facets.extract(steps, calls=calls)]
-    phase_rows = [(run_id, p.phase, p.start_s, p.end_s, p.step_from, p.step_to)
-                  for p in facets.phases(steps, calls=calls)]
-    fixed = [tuple(storable(v)[0] if isinstance(v, str) else v for v in row) for row in facet_rows + phase_rows]
-    return {"facets": fixed[:len(facet_rows)], "phases": fixed[len(facet_rows):], "marks": marks}
+    phase_rows = [PhaseRow(run_id=run_id, phase=storable(p.phase)[0], start_s=p.start_s, end_s=p.end_s,
+                           step_from=p.step_from, step_to=p.step_to) for p in facets.phases(steps, calls=calls)]
+    return Derived(facet_rows, phase_rows, marks)
 
 
-_FACET_TYPES = [pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()]
-_PHASE_TYPES = [pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.int32()]
+@dataclass
+class Derived:
+    """What :func:`derive` finds: facet and phase rows, and the evidence marks (step index -> "rule,ids")."""
 
-
-def _insert(con, table: str, rows: list[tuple], types: list[pa.DataType]) -> None:
-    if rows:
-        data = pa.table({f"c{i}": pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)})
-        con.register("reindex_rows", data)
-        try:
-            con.execute(f"INSERT INTO {table} SELECT * FROM reindex_rows")
-        finally:
-            con.unregister("reindex_rows")
+    facets: list[FacetRow] = field(default_factory=list)
+    phases: list[PhaseRow] = field(default_factory=list)
+    marks: dict[int, str] = field(default_factory=dict)
 
 
 def _reindex_run(run_id: str, families: list[str], context: evidence.EvidenceContext,
-                 current: dict[str, str]) -> dict:
+                 current: dict[str, str]) -> Derived:
     """Re-derive ``families`` of one run in one transaction; returns what :func:`derive` found."""
 
-    def write(con) -> dict:
+    def write(con) -> Derived:
         stored = con.execute("SELECT rules_version FROM runs WHERE id = ?", [run_id]).fetchone()
         rules_families = [f for f in families if f != "search"]
-        found = derive(stored_steps(con, run_id), context, run_id) if rules_families else \
-            {"facets": [], "phases": [], "marks": {}}
+        found = derive(stored_steps(con, run_id), context, run_id) if rules_families else Derived()
         if "search" in families:
             search_index.reindex_run(con, run_id)
         if "facets" in families:
             con.execute("DELETE FROM facets WHERE run_id = ?", [run_id])
             con.execute("DELETE FROM phases WHERE run_id = ?", [run_id])
-            _insert(con, "facets", found["facets"], _FACET_TYPES)
-            _insert(con, "phases", found["phases"], _PHASE_TYPES)
+            insert_records(con, FacetRow, found.facets)
+            insert_records(con, PhaseRow, found.phases)
         if "evidence" in families:
             # Judge traces are never marked (the ingest marks the agent's calls only).
             con.execute("UPDATE steps SET suspicious = NULL WHERE run_id = ? AND suspicious IS NOT NULL", [run_id])
-            if found["marks"]:
-                marks = pa.table({"idx": pa.array(list(found["marks"]), type=pa.int32()),
-                                  "suspicious": pa.array(list(found["marks"].values()), type=pa.string())})
+            if found.marks:
+                marks = pa.table({"idx": pa.array(list(found.marks), type=pa.int32()),
+                                  "suspicious": pa.array(list(found.marks.values()), type=pa.string())})
                 con.register("reindex_marks", marks)
                 try:
                     con.execute("UPDATE steps SET suspicious = m.suspicious FROM reindex_marks m WHERE "
@@ -224,13 +222,15 @@ def reindex(*, families: Iterable[str] = FAMILIES, force: bool = False, run_ids:
                 log.exception("reindex of %s failed", run_id)
                 continue
             report.reindexed += 1
-            report.facets += len(found["facets"]) if "facets" in todo else 0
-            report.marked_steps += len(found["marks"]) if "evidence" in todo else 0
+            report.facets += len(found.facets) if "facets" in todo else 0
+            report.marked_steps += len(found.marks) if "evidence" in todo else 0
             if progress:
-                done = ([f"{len(found['facets'])} facets"] if "facets" in todo else []) + \
-                    ([f"{len(found['marks'])} marked steps"] if "evidence" in todo else []) + \
+                done = ([f"{len(found.facets)} facets"] if "facets" in todo else []) + \
+                    ([f"{len(found.marks)} marked steps"] if "evidence" in todo else []) + \
                     (["word index rebuilt"] if "search" in todo else [])
                 progress(f"{run_id}: {', '.join(todo)}: {', '.join(done)}")
+        if report.reindexed:  # each run re-indexed added rows of its own words to the inverted index
+            warehouse.run_in_transaction(search_index.merge_word_runs)
     report.seconds = time.monotonic() - started
     return report
 

@@ -1,0 +1,44 @@
+"""The static export and the runs list at 1440x900 and on a phone (390x844), in headless Chromium (issue 29): no
+page wider than the screen, a wide table scrolling inside its own box. Screenshots for a person to look at go to
+test-artifacts/pages/export-*-{1440,390}.png and runs-list-{1440,390}.png."""
+from __future__ import annotations
+
+import pytest
+
+from .conftest import ARTIFACTS
+from .test_browser_phone import OVERFLOWING
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
+SHOTS = ARTIFACTS / "pages"
+WIDTHS = {1440: 900, 390: 844}
+
+
+def _look(page, url: str, name: str) -> None:
+    """Open ``url`` at each width, screenshot its first screen, and check that nothing reaches past the right edge
+    outside a box that scrolls sideways by itself."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width, height in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": height})
+        response = page.goto(url)
+        assert response is not None and response.status == 200, url
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=SHOTS / f"{name}-{width}.png")
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, (url, width, scroll, page.evaluate(OVERFLOWING))
+        assert page.evaluate(OVERFLOWING) == [], (url, width)
+
+
+def test_the_export_fits_a_phone_and_a_desktop(served, page):
+    base, _, run, _ = served
+    _look(page, base, "export-leaderboard")
+    _look(page, base + "runs/index.html", "export-runs")
+    _look(page, base + f"runs/{run.id}/index.html", "export-run")
+    _look(page, base + "analysis/index.html", "export-analysis")
+    assert page.js_errors == [], page.js_errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_runs_list_at_both_widths(live_server, demo_ingested, page):
+    _look(page, live_server.url + "/runs/", "runs-list")
+    _look(page, live_server.url + "/runs/?sort=score&dir=desc&page=2", "runs-list-page-2")
+    assert page.js_errors == [], page.js_errors
