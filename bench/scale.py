@@ -16,7 +16,7 @@ Usage: .venv/bin/python bench/scale.py [--small 9] [--large 90] [--trace-scale 0
    each GET the in-process memos that a new warehouse version would empty are emptied (``warehouse.memo.forget``),
    so each figure is a cache miss. Printed: median CPU ms (``time.process_time``) and wall ms per page and K, and the
    CPU ratio K=large / K=small. The run pages are of the latest run whose trace has the step count nearest 200.
-   A last table: the ``/api/analysis/*`` twins right after ``/analysis/`` of the same version (the shared memo hit).
+   A last table: the ``/api/analysis`` twin right after ``/analysis/`` of the same version (the shared memo hit).
 
 The export is not timed here: at ~2.4 CPU s per run today it would take ~1.7 CPU-hours at K=90 (bench/export.sh).
 """
@@ -97,7 +97,6 @@ def pages() -> list[str]:
     deep = list_runs(limit=None)[0]
     deep_after = deep[len(deep) // 2].id
     plot_pages = ["time-vs-score", "usage-vs-score", "time-spent", "per-benchmark", "budget-and-effort"]
-    analysis = ["method-mix", "score-by-method", "calibration", "time-use", "reported"]
     return ["/", "/?source=runs", "/?source=all", "/runs/", "/runs/?latest=1", "/analysis/", "/plots/",
             *[f"/plots/{p}/" for p in plot_pages],
             f"/runs/{run.id}/", f"/runs/{run.id}/steps", f"/runs/{run.id}/timeline.json",
@@ -105,7 +104,7 @@ def pages() -> list[str]:
             f"/api/runs?limit=50&after={deep_after}", "/api/runs?latest=true&limit=500",
             f"/api/runs/{run.id}", f"/api/runs/{run.id}/steps", f"/api/runs/{run.id}/facets",
             f"/api/runs/{run.id}/timeline",
-            *[f"/api/analysis/{a}" for a in analysis], *[f"/api/plots/{p}" for p in plot_pages]]
+            "/api/analysis", *[f"/api/plots/{p}" for p in plot_pages]]
 
 
 def label(url: str) -> str:
@@ -177,11 +176,11 @@ def main() -> None:
         print(f"| `{key}` | {cs:.0f} | {cg:.0f} | {cg / cs:.2f} | {statistics.median(wall[(s, key)]):.0f} | "
               f"{statistics.median(wall[(g, key)]):.0f} |")
     print(f"\nworst CPU ratio: {worst:.2f}")
-    print(f"\n/api/analysis/* right after /analysis/ of the same warehouse version (memo kept), K={g}, CPU ms\n")
+    print(f"\n/api/analysis right after /analysis/ of the same warehouse version (memo kept), K={g}, CPU ms\n")
     use(settings, built[g][0])
     warehouse.memo.forget()
     client.get("/analysis/")
-    for url in [u for u in urls[g] if u.startswith("/api/analysis/")]:
+    for url in [u for u in urls[g] if u.startswith("/api/analysis")]:
         c = time.process_time()
         assert client.get(url).status_code == 200
         print(f"| `{url}` | {1000 * (time.process_time() - c):.0f} |")

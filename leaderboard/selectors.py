@@ -45,8 +45,8 @@ def leaderboard(
     source: str = "published", apply_flags: bool = True, facet: str | None = None, verdicts: str = "era",
     reviews: bool = True,
 ) -> Leaderboard:
-    """The leaderboard of a suite in its own unit of work: :func:`read_leaderboard` on one warehouse connection."""
-    with warehouse.connect() as con:
+    """The leaderboard of a suite in its own unit of work: :func:`read_leaderboard` on one warehouse snapshot."""
+    with warehouse.snapshot() as con:
         return read_leaderboard(con, suite=suite, base_model=base_model, sort=sort, direction=direction,
                                 source=source, apply_flags=apply_flags, facet=facet, verdicts=verdicts,
                                 reviews=reviews)

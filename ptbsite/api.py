@@ -100,9 +100,7 @@ EXTRA_STATUSES = {
 # Operations without a path parameter that still look something up by a query parameter.
 LOOKUP_QUERY_PATHS = {"/api/leaderboard", "/api/plots/per-benchmark", "/api/plots/time-vs-score",
                       "/api/plots/time-spent", "/api/plots/budget-and-effort", "/api/plots/usage-vs-score",
-                      "/api/analysis/method-mix",
-                      "/api/analysis/score-by-method", "/api/analysis/calibration", "/api/analysis/time-use",
-                      "/api/analysis/reported", "/api/compare"}
+                      "/api/analysis", "/api/compare"}
 CREDENTIAL_TAGS = {"reruns", "reviews", "worker"}  # the staff routers (evaluator, traces.review), the worker router
 STAFF_TAGS = {"reruns", "reviews"}  # the routers of staff_auth, whose API tokens are throttled (429)
 

@@ -201,15 +201,14 @@ def test_analysis_page_and_api(client, facet_db):
     assert "/runs/?agent=opus-4.6&amp;facet=grpo&amp;suite=posttrainbench&amp;latest=1" in page
     assert f'<a href="/runs/{ID_A}/">1.20x</a>' in page
     assert 'id="calibration-chart"' in page
-    calibration = client.get("/api/analysis/calibration").json()
+    twin = client.get("/api/analysis").json()
+    calibration = twin["calibration"]
     (opus,) = [a for a in calibration["agents"] if a["key"] == "opus-4.6"]
     assert opus["mean_ratio"] == pytest.approx(3.05)
     assert {r["run_id"]: r["ratio"] for r in calibration["runs"]} == {ID_A: pytest.approx(1.2), ID_B: pytest.approx(4.9)}
-    mix = client.get("/api/analysis/method-mix").json()
-    assert [m["counts"]["grpo"] for m in mix if m["key"] == "opus-4.6"] == [1]
-    assert client.get("/api/analysis/time-use").status_code == 200
-    assert client.get("/api/analysis/score-by-method").status_code == 200
-    assert client.get("/api/analysis/calibration?suite=nope").status_code == 404
+    assert [m["counts"]["grpo"] for m in twin["method_mix"] if m["key"] == "opus-4.6"] == [1]
+    assert twin["time_use"] and twin["score_by_method"]
+    assert client.get("/api/analysis?suite=nope").status_code == 404
 
 
 def test_the_leaderboard_counts_only_runs_with_the_facet(facet_db):
@@ -245,7 +244,7 @@ def test_frogsgame_suite_loads_and_its_leaderboard_renders_pass_at_4(client, fac
     (row,) = data["rows"]
     # FrogsGame lists no method directories for its agents, so the run's method is its own row, keyed by its name.
     assert row["key"] == FROGS and row["scores"] == {"frogsgame": pytest.approx(35.0)}
-    calibration = client.get("/api/analysis/calibration?suite=frogsgame").json()
+    calibration = client.get("/api/analysis?suite=frogsgame").json()["calibration"]
     assert calibration["runs"] == [{"run_id": ID_F, "agent_key": FROGS, "benchmark": "frogsgame",
                                     "base_model": "Qwen3-8B-Base", "self_score": 0.42, "verified": 0.35,
                                     "ratio": pytest.approx(1.2), "base_score": None}]

@@ -17,8 +17,8 @@ def plotly_calibration(runs) -> dict:
     """The figure as traces/figures.py built it with plotly before (the reference)."""
     fig = go.Figure()
     points = [f for f in runs if f.ratio is not None and f.base_score is not None]
-    for agent in dict.fromkeys(f.run.agent_display or f.run.agent for f in points):
-        mine = [f for f in points if (f.run.agent_display or f.run.agent) == agent]
+    for agent in dict.fromkeys(f.run.agent for f in points):  # the agent's display name (FactRun)
+        mine = [f for f in points if f.run.agent == agent]
         fig.add_trace(go.Scatter(
             name=escape(agent), mode="markers", x=[100 * f.base_score for f in mine], y=[f.ratio for f in mine],
             marker=dict(size=10),

@@ -101,14 +101,14 @@ def test_the_analysis_page_and_its_twin_show_the_reported_figures(frogs, client)
                                                                     "Calibration", "Note"]
     assert "<strong>4.9x</strong>" in section and "<strong>2 of 8 trials</strong>" in section
     assert "<strong>0-4 steps</strong>" in section and "Claude Fable 5" in section
-    twin = client.get("/api/analysis/reported?suite=frogsgame&topic=training_signal").json()
-    assert [(f["agent"], f["quantity"], f["value"]) for f in twin] == [
+    reported = client.get("/api/analysis?suite=frogsgame").json()["reported"]
+    assert [(f["agent"], f["quantity"], f["value"]) for f in reported if f["topic"] == "training_signal"] == [
         ("fable-5", "error_injected_traces", 0.05), ("fable-5", "rollouts_per_step", 512), ("fable-5", "rl_steps", 95), ("fable-5", "sft_boards", 6000),
         ("opus-4.8", "rollouts_per_step", 128), ("opus-4.8", "rl_steps", 64),
         ("fable-5", "data_generated_vs_best_opus_4.8", 3)]
-    assert len(client.get("/api/analysis/reported?suite=frogsgame").json()) == len(EXPECTED)
-    assert client.get("/api/analysis/reported?suite=posttrainbench").json() == []
-    assert client.get("/api/analysis/reported?suite=nope").status_code == 404
+    assert len(reported) == len(EXPECTED)
+    assert client.get("/api/analysis?suite=posttrainbench").json()["reported"] == []
+    assert client.get("/api/analysis?suite=nope").status_code == 404
     # PostTrainBench's analysis page has no reported section.
     assert '<section id="reported">' not in client.get("/analysis/").content.decode()
 

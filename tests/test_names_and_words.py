@@ -23,7 +23,7 @@ def test_an_agent_has_one_name_on_every_page(demo_ingested, client):
     legend = {t["name"] for t in figures.calibration(facts)["data"] if t.get("name")}
     plotted = {f.run.agent_key for f in facts if f.ratio is not None and f.base_score is not None}
     assert legend == {names[k] for k in plotted} and len(legend) > 1
-    mix = [r["agent"] for r in client.get("/api/analysis/method-mix").json()]
+    mix = [r["agent"] for r in client.get("/api/analysis").json()["method_mix"]]
     assert mix and set(mix) <= set(names.values())
 
 

@@ -195,7 +195,9 @@ def _row(page: str, attribute: str, value: str) -> str:
 
 def test_the_analysis_twins_carry_what_the_analysis_page_shows(client, demo_ingested):
     page = client.get("/analysis/").content.decode()
-    by_method = client.get("/api/analysis/score-by-method").json()
+    twin = client.get("/api/analysis").json()
+    assert twin["suite"] == "posttrainbench"
+    by_method = twin["score_by_method"]
     assert by_method
     for row in by_method:
         text = _row(page, "data-facet", row["facet"])
@@ -203,7 +205,7 @@ def test_the_analysis_twins_carry_what_the_analysis_page_shows(client, demo_inge
         assert f'<td class="num">{_pct(row["mean_without"]) or "–"}</td>' in text
         assert f'<td class="num">{row["runs_without"]}</td>' in text
     section = page[page.index('<section id="calibration">'):page.index('<section id="time-use">')]
-    calibration = client.get("/api/analysis/calibration").json()
+    calibration = twin["calibration"]
     assert calibration["agents"]
     for row in calibration["agents"]:
         text = _row(section, "data-agent", row["key"])
@@ -212,7 +214,8 @@ def test_the_analysis_twins_carry_what_the_analysis_page_shows(client, demo_inge
         ratio = f'{floatformat(row["mean_ratio"], 2)}x' if row["mean_ratio"] is not None else "n/a"
         assert f'<td class="num ratio">{ratio}</td>' in text
     time_section = page[page.index('<section id="time-use">'):]
-    for row in client.get("/api/analysis/time-use").json():
+    assert twin["time_use"]
+    for row in twin["time_use"]:
         text = _row(time_section, "data-agent", row["key"])
         if row["runs_traced"]:
             for phase, hours in row["hours"].items():
@@ -235,17 +238,19 @@ def test_the_plot_twins_carry_what_the_plot_pages_show(client, use_published):
 
 @pytest.fixture
 def units_of_work(monkeypatch):
-    """Counts the warehouse units of work (``warehouse.connect``) the requests of a test open."""
+    """Counts the warehouse units of work (``warehouse.connect``, ``warehouse.snapshot``) the requests of a test
+    open."""
     from ptbsite import warehouse
 
     opened = []
-    real = warehouse.connect
+    for name in ("connect", "snapshot"):
+        real = getattr(warehouse, name)
 
-    def counting():
-        opened.append(1)
-        return real()
+        def counting(real=real):
+            opened.append(1)
+            return real()
 
-    monkeypatch.setattr(warehouse, "connect", counting)
+        monkeypatch.setattr(warehouse, name, counting)
     return opened
 
 
@@ -255,7 +260,7 @@ def test_run_and_analysis_pages_and_their_twins_are_one_unit_of_work_each(client
     for path in (f"/runs/{run_id}/", f"/api/runs/{run_id}", f"/runs/{run_id}/steps?after=3",
                  f"/api/runs/{run_id}/steps?after=3", f"/runs/{run_id}/timeline.json", f"/api/runs/{run_id}/timeline",
                  "/runs/", "/api/runs", "/analysis/",
-                 "/api/analysis/calibration"):
+                 "/api/analysis"):
         units_of_work.clear()
         assert client.get(path).status_code == 200, path
         assert len(units_of_work) == 1, path

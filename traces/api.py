@@ -11,7 +11,6 @@ from ptbsite.pagecache import page_inputs
 from ptbsite.suites import suite_ids
 
 from . import selectors
-from .reported import ReportedFact
 from .steps import KindFilter
 
 router = Router(tags=["runs"])
@@ -123,52 +122,22 @@ def run_timeline(request, run_id: str):
     return found
 
 
-def _analysis(suite: str) -> selectors.Analysis:
+@router.get("/analysis", response=selectors.AnalysisTwin, summary="The analysis page, as on /analysis/")
+@page_inputs(query=("suite",))
+def analysis(request, suite: str = settings.DEFAULT_SUITE):
+    """Every section of /analysis/ over the suite's latest runs, in one object: ``method_mix`` (per agent: its
+    latest runs and how many used each method facet), ``score_by_method`` (per method facet: scored latest runs with
+    it and without it, mean verified score in percent), ``calibration`` (``agents``: per agent the runs with a
+    defined overoptimism ratio, self-reported / verified, its mean, the mean scores in percent, the best run and its
+    ratio; ``runs``: every run with a ratio, scores as fractions, ``base_score`` the base model's score on the
+    benchmark, null when unknown), ``time_use`` (per agent: mean fraction of the budget used, mean hours per phase
+    and idle gaps per run over the runs whose trace has times) and ``reported`` (the suite source's figures and
+    statements in the suite file's order: ``topic`` score | methods | training_signal | calibration | note;
+    ``value`` null for a statement without a number; ``unit`` ``fraction``, ``x`` or a count's noun; ``quote`` the
+    source's words; empty for a suite whose source reports nothing beyond its files)."""
     if suite not in suite_ids():
         raise HttpError(404, f"no suite {suite}")
-    return selectors.analysis(suite)
-
-
-@router.get("/analysis/method-mix", response=list[selectors.MethodMix], summary="Method mix per agent, as on /analysis/")
-@page_inputs(query=("suite",))
-def method_mix(request, suite: str = settings.DEFAULT_SUITE):
-    """Per agent: its latest runs (``runs``) and how many used each method facet (``counts``)."""
-    return _analysis(suite).method_mix
-
-
-@router.get("/analysis/score-by-method", response=list[selectors.MethodScore], summary="Score by method, as on /analysis/")
-@page_inputs(query=("suite",))
-def score_by_method(request, suite: str = settings.DEFAULT_SUITE):
-    """Per method facet: scored latest runs with it and without it, and their mean verified score (percent)."""
-    return _analysis(suite).score_by_method
-
-
-@router.get("/analysis/calibration", response=selectors.Calibration, summary="Calibration, as on /analysis/")
-@page_inputs(query=("suite",))
-def calibration(request, suite: str = settings.DEFAULT_SUITE):
-    """Per agent: runs with a defined overoptimism ratio (self-reported / verified), its mean, the mean scores
-    (percent), the best run (highest verified score) and its ratio. ``runs``: every run with a ratio, scores as
-    fractions, ``base_score`` the base model's score on the benchmark (fraction, null when unknown)."""
-    return _analysis(suite).calibration_page()
-
-
-@router.get("/analysis/time-use", response=list[selectors.AgentTimeUse], summary="Time use per agent, as on /analysis/")
-@page_inputs(query=("suite",))
-def time_use(request, suite: str = settings.DEFAULT_SUITE):
-    """Per agent: mean fraction of the budget used, mean hours per phase and idle gaps per run (runs whose trace
-    has times)."""
-    return _analysis(suite).time_use
-
-
-@router.get("/analysis/reported", response=list[ReportedFact],
-            summary="What the suite's source reports, as on /analysis/")
-@page_inputs(query=("suite", "topic"))
-def reported(request, suite: str = settings.DEFAULT_SUITE, topic: str | None = None):
-    """The suite source's reported figures and statements in the suite file's order (``reported.facts``):
-    ``topic`` score | methods | training_signal | calibration | note; ``value`` null for a statement without a
-    number; ``unit`` ``fraction`` (``display`` in percent), ``x`` (a ratio) or a count's noun; ``quote``: the
-    source's words. Empty for a suite whose source reports nothing beyond its files."""
-    return [f for f in _analysis(suite).reported if topic is None or f.topic == topic]
+    return selectors.analysis(suite).twin()
 
 
 @router.get("/judges", response=selectors.JudgeReport, summary="The judges' report card, as on /judges/")

@@ -193,7 +193,7 @@ def calibration(runs: list[RunFacts]) -> dict:
     by_agent: dict[str, list[tuple[RunFacts, float, float, float, float]]] = {}
     for f in runs:
         if f.ratio is not None and f.base_score is not None and f.self_score is not None and f.verified is not None:
-            by_agent.setdefault(f.run.agent_display or f.run.agent, []).append(  # the name every page uses
+            by_agent.setdefault(f.run.agent, []).append(  # the name every page uses
                 (f, f.self_score, f.verified, f.base_score, f.ratio))
     data = []
     for agent, mine in by_agent.items():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -230,7 +230,7 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     if methods:
         con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
         insert_records(con, MethodRow, methods)
-    insert_records(con, RunRow, [w.rows.run for w in batch])
+    insert_records(con, RunRow, _latest_in_batch([w.rows.run for w in batch]))
     _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts])
     for w in batch:
         for late in w.rows.late_usage:
@@ -258,6 +258,19 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
         f"GROUP BY ALL) AS top WHERE runs.method = top.method AND runs.benchmark = top.benchmark AND "
         f"runs.base_model = top.base_model AND runs.is_latest IS DISTINCT FROM (runs.cluster_id = top.cluster_id)",
         [value for cell in cells for value in cell])
+
+
+def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
+    """The batch's run rows with ``is_latest`` already False where a run of the same cell (method, benchmark, base
+    model) in the batch has a higher cluster id: the rows go in with the flag the UPDATE after the insert would
+    give them, so it rewrites only rows of earlier batches. An UPDATE of a row just inserted leaves a delete file
+    beside every batch's runs file, which ``merge_adjacent_files`` cannot merge and every query of ``runs`` then
+    reads (K=90: 58 files, 56 with deletes: a scan of ``runs`` cost 16 CPU ms against 4; bench/RESULTS.md)."""
+    top: dict[tuple[str, str, str], int] = {}
+    for run in runs:
+        top[_cell(run)] = max(top.get(_cell(run), run.cluster_id), run.cluster_id)
+    return [replace(run, is_latest=False) if run.is_latest and run.cluster_id != top[_cell(run)]
+            else run for run in runs]
 
 
 def _cell(run: RunRow) -> tuple[str, str, str]:

@@ -147,6 +147,5 @@ distill_api("api:steps", distill_scope="run", distill_func=_api_step_pages, dist
             distill_query=("after", "limit"))
 distill_api("api:run_facets", distill_scope="run", distill_func=_run_ids, distill_file=_run_part("facets"))
 distill_api("api:run_timeline", distill_scope="run", distill_func=_run_ids, distill_file=_run_part("timeline"))
-for _table in ("method_mix", "score_by_method", "calibration", "time_use"):
-    distill_api(f"api:{_table}", distill_file=f"api/analysis/{_table.replace('_', '-')}.json", distill_query=("suite",))
+distill_api("api:analysis", distill_file="api/analysis.json", distill_query=("suite",))
 distill_api("api:judges", distill_file="api/judges.json")

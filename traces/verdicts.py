@@ -297,16 +297,17 @@ def chosen_verdicts(verdicts: list[Verdict], kind: str, rule: VerdictRule | None
     return list(by_judge.values())
 
 
-def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None = None) -> dict[str, str | None]:
+def effective_flags(verdicts: list[Verdict], overrides: dict[str, bool] | None = None, *,
+                    rule: VerdictRule | None = None) -> dict[str, str | None]:
     """Why the run falls back to its base model, per question: ``flagged``, ``judge_error`` or None.
 
     Keys: SCORED_KINDS (contamination, disallowed model) and ``disallowed_api_usage``. The verdicts read are
     those of the run's era (:func:`era_rule`, :func:`chosen_verdicts`); a missing or malformed contamination/model
     verdict is a judge error (it falls back too, spec 3.1), a missing API verdict is "not judged". A reviewer's
     override (kind -> flagged) replaces all of that for its kind. Equal to ``flags_under(verdicts, "era",
-    overrides)``.
+    overrides)``; ``rule``: the run's :func:`era_rule` when the caller has it.
     """
-    return flags_under(verdicts, "era", overrides)
+    return _flags(verdicts, "era", overrides or {}, rule or era_rule(verdicts))
 
 
 # The judging rules the leaderboard can be computed under (``?verdicts=``): ``era`` the benchmark's rule of each
@@ -356,8 +357,13 @@ def flags_under(verdicts: list[Verdict], rule: str, overrides: dict[str, bool] |
     if rule not in JUDGING_RULES:
         raise ValueError(f"unknown judging rule {rule!r}: one of {', '.join(JUDGING_RULES)}")
     overrides = overrides or {}
-    result: dict[str, str | None] = {}
     era = era_rule(verdicts) if rule == "era" else None
+    return _flags(verdicts, rule, overrides, era)
+
+
+def _flags(verdicts: list[Verdict], rule: str, overrides: dict[str, bool], era: VerdictRule | None
+           ) -> dict[str, str | None]:
+    result: dict[str, str | None] = {}
     for kind in (*SCORED_KINDS, API_KIND):
         if kind in overrides:
             result[kind] = "flagged" if overrides[kind] else None
@@ -397,17 +403,20 @@ def kind_text(kind: str) -> str:
     return KIND_TEXT.get(kind, kind.replace("_", " ").capitalize())
 
 
-def flag_labels(verdicts: list[Verdict], overrides: dict[str, bool] | None = None) -> dict[str, str]:
+def flag_labels(verdicts: list[Verdict], overrides: dict[str, bool] | None = None, *,
+                flags: dict[str, str | None] | None = None, rule: VerdictRule | None = None) -> dict[str, str]:
     """Per question of :func:`effective_flags`, how it reads: ``flagged``, ``judge_error``, ``clean`` or
     ``not_assessed`` (no verdict of the run's era answers it and no reviewer overrode it: a question the judge was
     never asked, e.g. external API usage on runs judged before that question existed). Never ``clean`` for a
-    question nobody assessed."""
+    question nobody assessed. ``flags`` and ``rule``: the run's :func:`effective_flags` and :func:`era_rule` when
+    the caller has them (a page over 2,520 runs computed each rule six times a run)."""
     overrides = overrides or {}
+    rule = rule or era_rule(verdicts)
     labels: dict[str, str] = {}
-    for kind, flag in effective_flags(verdicts, overrides).items():
+    for kind, flag in (flags if flags is not None else effective_flags(verdicts, overrides)).items():
         if flag:
             labels[kind] = flag
-        elif kind in overrides or chosen_verdicts(verdicts, kind):
+        elif kind in overrides or chosen_verdicts(verdicts, kind, rule):
             labels[kind] = "clean"
         else:
             labels[kind] = "not_assessed"

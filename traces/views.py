@@ -256,7 +256,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
     """``/analysis/?suite=``: what the agents did over the suite's latest runs: method mix, score by method,
     calibration (with the overoptimism chart) and time use per agent; cells link to their runs. Above them, what
     the suite's source reports on the same questions (``traces.reported``), by topic. One selector
-    (``selectors.analysis``), the one its JSON twins ``/api/analysis/*`` serve."""
+    (``selectors.analysis``), the one its JSON twin ``/api/analysis`` serves."""
     suite = _suite(request)
     data = selectors.analysis(suite)
     return render(request, "traces/analysis.html", {

@@ -46,6 +46,23 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 @contextmanager
+def snapshot() -> Iterator[duckdb.DuckDBPyConnection]:
+    """:func:`connect` inside one read-only transaction, rolled back at the end: every read of a page sees the same
+    snapshot of the warehouse, and on DuckLake the catalog's snapshot is looked up once for the unit of work
+    instead of once per query (a run page issues ~18 queries: about a third of its time, ``bench/viewer.py``; the
+    leaderboard from runs ~13). For reads only: nothing written in it is kept."""
+    with connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        finally:
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:  # a failed query already ended the transaction
+                pass
+
+
+@contextmanager
 def transaction() -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection inside BEGIN ... COMMIT; any exception rolls everything back and propagates.
 

@@ -6,13 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
+from ptbsite.suites import display_suite
 
 from pydantic import Field, computed_field
 
 from ..reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ..schemas import Model, Percent, Run
 from ..vocabulary import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
-from .runs import AGENT_RUN, fetch_dicts, read_runs
+from .runs import AGENT_RUN, SCORE_SQL, agent_display, fetch_dicts
 
 class TimelineCall(Model):
     """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped).
@@ -132,6 +133,22 @@ def read_timeline(con, run: Run) -> Timeline:
                     monitor=samples, calls_total=total, bin_s=bin_s)
 
 
+@dataclass(frozen=True)
+class FactRun:
+    """The run a :class:`RunFacts` is about, as the analysis page names it: ``agent`` its agent's display name
+    (``runs.agent_display``), ``score`` its score (fraction, ``runs.SCORE_SQL``), ``budget_fraction`` the agent's
+    time over the budget (time_taken.txt, None without), ``synthetic`` a generated demo run."""
+
+    id: str
+    agent_key: str
+    agent: str
+    benchmark: str
+    base_model: str
+    synthetic: bool
+    score: float | None
+    budget_fraction: float | None
+
+
 @dataclass
 class RunFacts:
     """One run as the analysis page counts it. Scores are fractions: ``self_score`` (the agent's last
@@ -140,7 +157,7 @@ class RunFacts:
     from the suite's published baselines, else an ingested baseline evaluation; None when neither exists);
     ``split``: seconds per phase; ``idle_gaps``: idle stretches; ``methods``: the run's method facets."""
 
-    run: Run
+    run: FactRun
     methods: set[str]
     self_score: float | None
     verified: float | None
@@ -220,6 +237,19 @@ class AgentTimeUse(Model):
     idle_gaps: float | None
 
 
+class AnalysisTwin(Model):
+    """The analysis page as one JSON object (``/api/analysis?suite=``): the suite id and each of the page's sections,
+    as :class:`Analysis` holds them (``calibration`` with the runs behind it, :meth:`Analysis.calibration_page`;
+    ``reported``: the suite source's figures and statements, ``traces.reported``)."""
+
+    suite: str
+    method_mix: list[MethodMix]
+    score_by_method: list[MethodScore]
+    calibration: Calibration
+    time_use: list[AgentTimeUse]
+    reported: list[ReportedFact]
+
+
 @dataclass
 class Analysis:
     """The analysis page of a suite: its latest runs' facts and the per-agent tables built from them."""
@@ -243,6 +273,11 @@ class Analysis:
     def synthetic_runs(self) -> int:
         """How many of the runs are generated demo runs."""
         return sum(1 for f in self.runs if f.run.synthetic)
+
+    def twin(self) -> AnalysisTwin:
+        """The page's JSON twin: every section in one object."""
+        return AnalysisTwin(suite=self.suite, method_mix=self.method_mix, score_by_method=self.score_by_method,
+                            calibration=self.calibration_page(), time_use=self.time_use, reported=self.reported)
 
     def calibration_page(self) -> Calibration:
         """The calibration table with the runs behind it (the twin of the page's calibration section)."""
@@ -270,8 +305,18 @@ def run_facts(suite: str) -> list[RunFacts]:
 
 
 def read_run_facts(con, suite: str) -> list[RunFacts]:
-    """:func:`run_facts` on an open connection."""
-    runs = read_runs(con, f"r.suite = ? AND r.is_latest AND {AGENT_RUN}", [suite])
+    """:func:`run_facts` on an open connection. The runs are read with what the page shows of them
+    (:class:`FactRun`: no verdicts, which the analysis does not count), agent names resolved once per method."""
+    shown, names, runs = display_suite(suite), {}, []
+    # Ordered by the stored agent name, then id (the page's agent order: each agent's first run opens its row).
+    for run_id, method, key, stored, benchmark, model, synthetic, score, taken, budget in sorted(con.execute(
+            f"SELECT r.id, r.method, m.agent_key, m.agent_name, r.benchmark, r.base_model, r.synthetic, {SCORE_SQL}, "
+            f"r.time_taken_s, r.budget_hours FROM runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? "
+            f"AND r.is_latest AND {AGENT_RUN}", [suite]).fetchall(), key=lambda row: ((row[3] or "").lower(), row[0])):
+        if (method, stored) not in names:
+            names[(method, stored)] = (agent_display(shown, method, stored) if shown else stored) or method
+        runs.append(FactRun(run_id, key, names[(method, stored)], benchmark, model, synthetic, score,
+                            None if taken is None or not budget else taken / (budget * 3600)))
     facet_rows = con.execute(
         "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
         "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
@@ -297,15 +342,17 @@ def read_run_facts(con, suite: str) -> list[RunFacts]:
     splits: dict[str, dict[str, float]] = {}
     idle: dict[str, int] = {}
     for run_id, phase, seconds, count in phase_rows:
-        splits.setdefault(run_id, dict.fromkeys(PHASES, 0.0))[phase] = seconds
+        if run_id not in splits:
+            splits[run_id] = dict.fromkeys(PHASES, 0.0)
+        splits[run_id][phase] = seconds
         if phase == "idle":
             idle[run_id] = count
     facts = []
-    for run in sorted(runs, key=lambda r: (r.agent.lower(), r.id)):
+    for run in runs:
         verified = run.score
         own = self_scores.get(run.id)
         facts.append(RunFacts(run, methods.get(run.id, set()), own, verified, overoptimism(own, verified),
-                              base.get((run.base_model, run.benchmark)), splits.get(run.id, dict.fromkeys(PHASES, 0.0)),
+                              base.get((run.base_model, run.benchmark)), splits.get(run.id) or dict.fromkeys(PHASES, 0.0),
                               idle.get(run.id, 0), run.id in splits))
     return facts
 
@@ -315,15 +362,15 @@ _ANALYSES: warehouse.memo.PerVersion[Analysis] = warehouse.memo.PerVersion(maxsi
 
 @warehouse.retrying
 def analysis(suite: str) -> Analysis:
-    """The analysis page of a suite and its JSON twins (``/api/analysis/*``), computed once per warehouse version
-    (``warehouse.memo``: the page and its five twins share one computation; callers must not change it), in one unit of work: method mix,
+    """The analysis page of a suite and its JSON twin (``/api/analysis``), computed once per warehouse version
+    (``warehouse.memo``: the page and its twin share one computation; callers must not change it), in one unit of work: method mix,
     score by method, calibration and time use per agent over the suite's latest runs, and what the suite's
     source reports on the same questions (``reported``, ``traces.reported``).
 
     Scores are fractions (percent in JSON). Score by method compares runs of every benchmark and base model together (their
     difficulty differs), raw verified scores (a flagged run counts with its own score). Ratios average per run.
     """
-    with warehouse.connect() as con:  # one unit of work on a memo hit too (cheap: the request's open instance)
+    with warehouse.snapshot() as con:  # one unit of work on a memo hit too (cheap: the request's open instance)
         return _ANALYSES.get(suite, lambda: read_analysis(con, suite))
 
 
@@ -336,7 +383,7 @@ def read_analysis(con, suite: str) -> Analysis:
         agents.setdefault(f.run.agent_key, []).append(f)
     mix, calibration, time_use = [], [], []
     for key, items in agents.items():
-        name = items[0].run.agent_display or items[0].run.agent
+        name = items[0].run.agent
         mix.append(MethodMix(key=key, agent=name, runs=len(items),
                              counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
         rated = [f for f in items if f.ratio is not None]

@@ -6,11 +6,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import duckdb
 from ninja import Schema
 from pydantic import Field, field_validator
 
@@ -28,22 +25,6 @@ from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, 
 from ..challenges import PublicChallenge, read_public_challenges
 from .verdicts import judge_questions, read_judge_panel, read_override_log
 from ..vocabulary import overoptimism
-
-
-@contextmanager
-def _snapshot() -> Iterator[duckdb.DuckDBPyConnection]:
-    """``warehouse.connect()`` inside one read-only transaction, rolled back at the end: every read of a page sees
-    the same snapshot of the warehouse, and on DuckLake the catalog's snapshot is looked up once for the page
-    instead of once per query (a run page issues ~18 queries: about a third of its time, ``bench/viewer.py``)."""
-    with warehouse.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            yield con
-        finally:
-            try:
-                con.execute("ROLLBACK")
-            except duckdb.Error:  # a failed query already ended the transaction
-                pass
 
 
 class RunPage(Run, RunTexts):
@@ -198,7 +179,7 @@ def run_page(
     """The run page of ``run_id`` (None for an unknown run), its trace viewer opened at ``step``, else at the
     first step at or after ``at_seconds`` of elapsed time (when the trace has times), else at the start, showing
     ``limit`` steps of ``trace`` filtered by ``kind``, ``tool`` and the text search ``q``."""
-    with _snapshot() as con:
+    with warehouse.snapshot() as con:
         run = read_run(con, run_id)
         if run is None:
             return None
@@ -255,7 +236,7 @@ def run_steps(
     ``before`` (a step index) reads backwards instead: the ``limit`` steps matching the filters just before that
     step (fewer at the start of the trace), ``after`` then being the cursor they start after; ``has_earlier``
     says whether steps come before them (the "Earlier steps" control of a page opened by a deep link)."""
-    with _snapshot() as con:
+    with warehouse.snapshot() as con:
         run = read_run(con, run_id)
         if run is None:
             return None
@@ -275,7 +256,7 @@ def run_steps(
 def timeline_page(run_id: str) -> Timeline | None:
     """The run's whole timeline (:func:`traces.selectors.run_timeline`) in one unit of work, for the run page's
     lazily loaded figure and ``/api/runs/<id>/timeline``; None for an unknown run."""
-    with warehouse.connect() as con:
+    with warehouse.snapshot() as con:
         run = read_run(con, run_id)
         return None if run is None else read_timeline(con, run)
 
@@ -296,7 +277,7 @@ def runs_page(*, with_options: bool = True, **filters) -> RunsPage:
 
     Raises:
         ValueError: an unknown ``sort`` column or ``direction``."""
-    with warehouse.connect() as con:
+    with warehouse.snapshot() as con:
         runs, next_after = read_run_list(con, **filters)
         options = read_filter_options(con) if with_options else {}
     return RunsPage(runs=runs, next=next_after, options=options)
