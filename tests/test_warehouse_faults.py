@@ -141,15 +141,14 @@ KILLED_WRITER = """
 import os, sys, time, django
 os.environ["DJANGO_SETTINGS_MODULE"] = "ptbsite.settings"
 django.setup()
-from ptbsite import warehouse
 from traces import services
-real = warehouse.insert_rows
-def slow_insert_rows(con, table, rows, **kw):
-    real(con, table, rows, **kw)
-    if table == "evaluations":  # after runs, steps and verdicts, before COMMIT
+real = services.insert_records
+def slow_insert_records(con, cls, rows, **kw):
+    real(con, cls, rows, **kw)
+    if cls.TABLE == "evaluations":  # after runs, steps and verdicts, before COMMIT
         print("in transaction", flush=True)
         time.sleep(120)
-services.warehouse.insert_rows = slow_insert_rows
+services.insert_records = slow_insert_records
 from ingest.tree import ingest_tree
 ingest_tree(root=sys.argv[1])
 """
@@ -182,14 +181,15 @@ def test_disk_full_while_storing_one_run(lake, agent_tree, monkeypatch):
 
     victim = next(d for d in agent_tree.runs if d.steps_planned)
     victim_id = _run_id(victim)
-    real = warehouse.insert_rows
+    real = services.insert_records
 
-    def full_disk(con, table, rows, **kwargs):
-        if table == "verdicts" and con.execute("SELECT count(*) FROM runs WHERE id = ?", [victim_id]).fetchone()[0]:
+    def full_disk(con, cls, rows, **kwargs):
+        if cls.TABLE == "verdicts" and con.execute("SELECT count(*) FROM runs WHERE id = ?",
+                                                   [victim_id]).fetchone()[0]:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(con, table, rows, **kwargs)
+        return real(con, cls, rows, **kwargs)
 
-    monkeypatch.setattr(services.warehouse, "insert_rows", full_disk)
+    monkeypatch.setattr(services, "insert_records", full_disk)
     report = ingest_tree(root=agent_tree.root)
     assert (report.stored, report.failed) == (len(agent_tree.runs) - 1, 1)
     problem = next(p for p in report.problems if "not stored" in p)
@@ -198,7 +198,7 @@ def test_disk_full_while_storing_one_run(lake, agent_tree, monkeypatch):
     for demo in agent_tree.runs:
         if demo is not victim:
             assert selectors.get_run(_run_id(demo)) is not None, demo.run_dir
-    monkeypatch.setattr(services.warehouse, "insert_rows", real)
+    monkeypatch.setattr(services, "insert_records", real)
     assert ingest_tree(root=agent_tree.root).stored == 1
 
 
