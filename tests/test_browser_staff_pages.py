@@ -13,7 +13,7 @@ from django.test import Client
 from evaluator import services
 from evaluator.models import RerunJob
 from traces import layout
-from traces.ingest import ingest_tree
+from ingest.tree import ingest_tree
 
 from .conftest import ARTIFACTS, RERUN_METHOD, write_run
 from .test_browser_phone import OVERFLOWING
