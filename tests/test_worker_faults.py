@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.utils.timezone import now as django_now
 
 from evaluator import services
 from ptbsite.celery import app
@@ -211,6 +213,13 @@ def test_a_task_redelivered_after_its_worker_died_is_retried_once_and_stored_onc
         doomed.kill()
     finally:
         doomed.stop()
+    # The second worker comes up once the job's last heartbeat is stale: the message was delivered more than the
+    # visibility timeout ago, so a worker that starts at once gets it at once, while the heartbeat is still fresh,
+    # and is rightly told the job is running (on an idle machine a worker starts within the 3 s).
+    job.refresh_from_db()
+    assert job.heartbeat_at is not None
+    stale_at = job.heartbeat_at + timedelta(seconds=worker_settings.PTB_JOB_STALE_SECONDS + 1)
+    time.sleep(max(0.0, (stale_at - django_now()).total_seconds()))
     second = CeleryWorker(url, tmp_path / "second.log", templates=templates_dir, env=env)
     try:
         job = _wait(job.pk, lambda j: not j.is_active, timeout=300)
