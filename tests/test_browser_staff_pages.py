@@ -4,39 +4,21 @@ a long log. No page is wider than the screen; the screenshots go to test-artifac
 for a person to look at."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from evaluator import services
 from evaluator.models import RerunJob
-from traces import layout
-from ingest.tree import ingest_tree
 
-from .conftest import ARTIFACTS, RERUN_METHOD, write_run
+from .conftest import ARTIFACTS
 from .test_browser_phone import OVERFLOWING
-from .test_issue17_pages import AGENT_TRACE, JUDGE_TRACE, RUN_DIR
+from .test_challenges import run_id  # noqa: F401 - fixture: one judged run in a fresh warehouse
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = ARTIFACTS / "pages"
 WIDTHS = {1440: 900, 390: 844}
 CLAIM = ("Step 5 trains on the GSM8K test split: the judge missed it. The agent ran "
          "/home/agent/work/scripts/prepare_dataset_with_the_test_split_included.py --split=test --out=/tmp/train.jsonl")
-
-
-@pytest.fixture
-def judged_run(tmp_path: Path, fresh_warehouse: Path) -> str:
-    """One judged run (both questions clean) in a fresh warehouse; the challenge throttle cleared."""
-    from django.core.cache import caches
-
-    caches["throttle"].clear()
-    path = write_run(tmp_path / "results", checkpoint=None, run_dir=RUN_DIR)
-    (path / "solve_out.txt").write_text(AGENT_TRACE)
-    (path / "judge_output.json").write_text(JUDGE_TRACE)
-    assert ingest_tree(root=tmp_path / "results").stored == 1
-    return layout.run_id(RERUN_METHOD, RUN_DIR)
 
 
 def _look(page, url: str, name: str) -> None:
@@ -52,29 +34,28 @@ def _look(page, url: str, name: str) -> None:
         assert page.evaluate(OVERFLOWING) == [], (url, width)
 
 
-def test_challenges_and_rerun_jobs_fit_a_phone_and_a_desktop(live_server, page, judged_run: str) -> None:
+def test_challenges_and_rerun_jobs_fit_a_phone_and_a_desktop(live_server, page, run_id: str,  # noqa: F811
+                                                             staff_client: Client) -> None:
     public = Client()
     for question, contact in (("contamination", "a.very.long.contact.address.for.a.reviewer@example.org"),
                               ("disallowed_model", "")):
-        made = public.post(f"/api/runs/{judged_run}/challenges", {
+        made = public.post(f"/api/runs/{run_id}/challenges", {
             "question": question, "claim": CLAIM, "steps": [5, 1], "contact": contact}, content_type="application/json")
         assert made.status_code == 201, made.content
-    staff = Client()
-    staff.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    page.context.add_cookies([{"name": "sessionid", "value": staff.cookies["sessionid"].value,
+    page.context.add_cookies([{"name": "sessionid", "value": staff_client.cookies["sessionid"].value,
                                "url": live_server.url}])
-    running = RerunJob.objects.create(run_id=judged_run, benchmark="gsm8k", checkpoint="/data/results/" + "x" * 80,
+    running = RerunJob.objects.create(run_id=run_id, benchmark="gsm8k", checkpoint="/data/results/" + "x" * 80,
                                       limit=3, dataset_path="/data/datasets/gsm8k-demo",
                                       status=RerunJob.Status.RUNNING)
     services.worker_progress(running.pk, samples_done=1, samples_total=3, log_lines=[
         "2026-05-01 10:00:00 [worker] attempt 1 of 4: max_tokens 4000 " + "--flag " * 60])
-    RerunJob.objects.create(run_id=judged_run, benchmark="gsm8k", checkpoint="/x", status=RerunJob.Status.FAILED,
+    RerunJob.objects.create(run_id=run_id, benchmark="gsm8k", checkpoint="/x", status=RerunJob.Status.FAILED,
                             reason="CheckpointLoadError: /data/results/method/run/final_model/model.safetensors is "
                                    "broken (1024 bytes): incomplete metadata, file not fully covered")
 
     _look(page, f"{live_server.url}/challenges/", "challenges")
     assert page.locator("section.challenge").count() == 2
-    _look(page, f"{live_server.url}/challenges/runs/{judged_run}/new", "challenge-form")
+    _look(page, f"{live_server.url}/challenges/runs/{run_id}/new", "challenge-form")
     _look(page, f"{live_server.url}/reruns/", "jobs")
     assert page.locator("#jobs tbody tr").count() == 2
     # At 390 px the table scrolls in its box, and a job's run title keeps a readable width (not a word a line).

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tests.test_issue17_pages import AGENT_TRACE, JUDGE_TRACE, RUN_DIR
@@ -33,19 +32,12 @@ def run_id(tmp_path: Path, fresh_warehouse: Path) -> str:
     return layout.run_id(RERUN_METHOD, RUN_DIR)
 
 
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("reviewer", is_staff=True))
-    return client
-
-
 def _post(client: Client, run_id: str, **body) -> object:
     return client.post(f"/api/runs/{run_id}/challenges", {"question": "contamination", "claim": CLAIM,
                                                          "steps": [5, 1], **body}, content_type="application/json")
 
 
-def test_an_anonymous_challenge_is_stored_and_not_shown_before_staff_accept_it(client, run_id, staff):
+def test_an_anonymous_challenge_is_stored_and_not_shown_before_staff_accept_it(client, run_id, staff_client):
     answer = _post(client, run_id, contact="me@example.org")
     assert answer.status_code == 201, answer.content
     made = answer.json()
@@ -54,7 +46,7 @@ def test_an_anonymous_challenge_is_stored_and_not_shown_before_staff_accept_it(c
     page = client.get(f"/runs/{run_id}/").content.decode()
     assert "judge missed it" not in page and "contested" not in page
     assert client.get(f"/api/runs/{run_id}").json()["challenges"] == []
-    listed = staff.get("/api/challenges?status=open").json()
+    listed = staff_client.get("/api/challenges?status=open").json()
     assert [(c["id"], c["claim"], c["contact"], c["status"]) for c in listed] == [
         (made["id"], CLAIM, "me@example.org", "open")]
     assert len(listed[0]["address"]) == 16 and "127.0.0.1" not in str(listed[0])  # a salted hash, not the address
@@ -118,7 +110,7 @@ def test_the_form_is_csrf_protected_and_validates(run_id):
     assert 'href="/challenges/runs/' in run_page and "Challenge this verdict" in run_page
 
 
-def test_triage_accept_reject_resolve_and_the_audit(client, run_id, staff):
+def test_triage_accept_reject_resolve_and_the_audit(client, run_id, staff_client):
     from traces import selectors
 
     first = _post(client, run_id).json()["id"]
@@ -126,17 +118,17 @@ def test_triage_accept_reject_resolve_and_the_audit(client, run_id, staff):
                    claim="The agent downloaded Qwen/Qwen3-4B, the instruct model, at step 5.").json()["id"]
     third = _post(client, run_id, claim="Nothing to see here, the judge was right, I just wanted to write.").json()["id"]
     assert client.post(f"/challenges/{first}/triage", {"action": "accepted", "reason": "x"}).status_code == 403
-    assert staff.post(f"/challenges/{first}/triage", {"action": "accepted", "reason": "step 5 shows it"}
+    assert staff_client.post(f"/challenges/{first}/triage", {"action": "accepted", "reason": "step 5 shows it"}
                       ).status_code == 302
-    assert staff.post(f"/challenges/{third}/triage", {"action": "rejected", "reason": "no evidence"}
+    assert staff_client.post(f"/challenges/{third}/triage", {"action": "rejected", "reason": "no evidence"}
                       ).status_code == 302
-    refused = staff.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed"})
+    refused = staff_client.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed"})
     # The site's page (its header, a way back), the reason above every challenge (issue 29), not a plain-text page.
     assert refused.status_code == 400 and refused["Content-Type"].startswith("text/html")
     assert "<header" in refused.content.decode() and (
         f'<p class="notice form-error" id="triage-error" role="alert"><strong>Not stored:</strong> challenge {second}: '
         "flagged: a resolution overrides the verdict: say flagged or clean</p>") in refused.content.decode()
-    assert staff.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed at step 5",
+    assert staff_client.post(f"/challenges/{second}/triage", {"action": "resolved", "reason": "confirmed at step 5",
                                                        "flagged": "true"}).status_code == 302
     twin = client.get(f"/api/runs/{run_id}").json()
     shown = {c["id"]: (c["status"], c["claim"]) for c in twin["challenges"]}
@@ -153,11 +145,11 @@ def test_triage_accept_reject_resolve_and_the_audit(client, run_id, staff):
     assert run.flags["disallowed_model"] == "flagged"
     (override,) = selectors.override_log(run_id)
     assert override.reason == f"challenge {second}: confirmed at step 5" and override.reviewer == "reviewer"
-    audit = {c["id"]: c["events"] for c in staff.get("/api/challenges?status=all").json()}
+    audit = {c["id"]: c["events"] for c in staff_client.get("/api/challenges?status=all").json()}
     assert [(e["action"], e["reason"], e["reviewer"]) for e in audit[first]] == [("accepted", "step 5 shows it",
                                                                                  "reviewer")]
     assert audit[third][0]["action"] == "rejected" and audit[third][0]["reason"] == "no evidence"
     assert audit[second][0]["override_at"] is not None
-    staff_page = staff.get("/challenges/?status=resolved").content.decode()
+    staff_page = staff_client.get("/challenges/?status=resolved").content.decode()
     assert "the run&#x27;s override log" in staff_page or "the run's override log" in staff_page
     assert client.get("/challenges/").status_code == 403
