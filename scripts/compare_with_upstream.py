@@ -122,12 +122,11 @@ def ours(root, name):
     from ptbsite import warehouse; warehouse.reset_migration_cache()
     from leaderboard.services import import_published
     from ingest.tree import ingest_tree
-    from leaderboard import api
+    from leaderboard.queries import LeaderboardQuery
     import_published(); rep = ingest_tree(root=root, synthetic=False); assert rep.failed == 0
     views = {}
     for view in (None, *tree.HF):
-        data = api.leaderboard(None, source="runs", base_model=view)
-        data = data if isinstance(data, dict) else data.model_dump(mode="json")
+        data = LeaderboardQuery(source="runs", base_model=view or "").known().board().model_dump(mode="json")
         views[view] = {r["key"]: r for r in data["rows"] if r["source"] == "runs"}
     return views
 django.setup()
