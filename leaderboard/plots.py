@@ -20,6 +20,7 @@ from traces import selectors as traces_selectors
 
 from . import selectors
 from .frontier import pareto_frontier
+from .schemas import judging_text
 
 
 @dataclass(frozen=True)
@@ -310,12 +311,22 @@ class AgentUsage:
 @dataclass(frozen=True)
 class UsageVsScore:
     """Score against tokens and against cost: every agent with ingested runs, the two Pareto frontiers (fewer
-    tokens / dollars, higher score; agents without that usage left out) and why runs are missing."""
+    tokens / dollars, higher score; agents without that usage left out) and why runs are missing; ``verdicts``
+    and ``reviews``: the judging rule the scores were computed under (``traces.verdicts.JUDGING_RULES``; reviewers'
+    overrides on top or not), ``verdicts_text`` the same in words."""
 
     points: list[AgentUsage]
     token_frontier: list[AgentUsage]
     cost_frontier: list[AgentUsage]
     missing: dict[str, int]  # reason -> number of runs without usage
+    verdicts: str = "era"
+    reviews: bool = True
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdicts_text(self) -> str:
+        """The judging rule of the scores in words, as the leaderboard says it (``Leaderboard.verdicts_text``)."""
+        return judging_text(self.verdicts, self.reviews)
 
     @field_serializer("token_frontier", "cost_frontier")
     def _frontier_keys(self, frontier: list[AgentUsage]) -> list[str]:
@@ -380,7 +391,7 @@ def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE, verdicts: str = "era"
     points.sort(key=lambda p: -p.score)
     token_frontier = _usage_frontier(points, lambda p: p.tokens)
     cost_frontier = _usage_frontier(points, lambda p: p.cost_usd)
-    return UsageVsScore(points, token_frontier, cost_frontier, dict(sorted(missing.items())))
+    return UsageVsScore(points, token_frontier, cost_frontier, dict(sorted(missing.items())), verdicts, reviews)
 
 
 def _usage_frontier(points: list[AgentUsage], usage: Callable[[AgentUsage], float | None]) -> list[AgentUsage]:

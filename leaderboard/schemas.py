@@ -10,6 +10,15 @@ from traces.reported import ReportedFact
 from ptbsite.units import Percent, PercentOrNone
 
 
+def judging_text(verdicts: str, reviews: bool) -> str:
+    """A judging rule (``traces.verdicts.JUDGING_RULES``) and whether reviewers' overrides are on top, in words:
+    ``"flagged when any of the run's judges flags; reviewers' overrides applied on top"``."""
+    from traces.verdicts import JUDGING_RULE_TEXT
+
+    rule = JUDGING_RULE_TEXT.get(verdicts, verdicts)
+    return f"{rule}; " + ("reviewers' overrides applied on top" if reviews else "reviewers' overrides not applied")
+
+
 class Model(PydanticModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -161,10 +170,7 @@ class Leaderboard(Model):
     @property
     def verdicts_text(self) -> str:
         """The judging rule of the rows from runs in words, with or without the reviewers' overrides."""
-        from traces.verdicts import JUDGING_RULE_TEXT
-
-        rule = JUDGING_RULE_TEXT.get(self.verdicts, self.verdicts)
-        return f"{rule}; " + ("reviewers' overrides applied on top" if self.reviews else "reviewers' overrides not applied")
+        return judging_text(self.verdicts, self.reviews)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

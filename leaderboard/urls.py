@@ -10,8 +10,8 @@ from . import selectors, views
 
 app_name = "leaderboard"
 
-# Static export (ptbsite.distill): the leaderboard in every view (base model x source x flags), each plot, and
-# their JSON twins. Sorting and the htmx table need the server.
+# Static export (ptbsite.distill): the leaderboard in every view (base model x source x flags x judging rule), each
+# plot (the usage plot under each judging rule), and their JSON twins. Sorting and the htmx table need the server.
 VIEW_KEYS = ("base_model", "source", "flags", "verdicts", "reviews")
 
 
@@ -47,6 +47,38 @@ def leaderboard_file(query: Params, run: object = None) -> str:
     return "/".join([*parts, "index.html"])
 
 
+def usage_views() -> list[Params]:
+    """``/plots/usage-vs-score/`` and its twin under each judging rule, with and without reviewers' overrides
+    (issue 26): the default view (``{}``) first, each parameter left out at its default."""
+    return [{k: v for k, v in (("verdicts", rule), ("reviews", reviews)) if v != views.USAGE_DEFAULTS[k]}
+            for rule in selectors.JUDGING_RULES for reviews in ("1", "0")]
+
+
+def _usage_rule(params: Params) -> tuple[str, bool]:
+    rule = safe_name(params.get("verdicts") or "era", "judging rule")
+    if rule not in selectors.JUDGING_RULES:
+        raise NotExported(f"verdicts={rule}: not a judging rule")
+    return rule, params.get("reviews") == "0"
+
+
+def usage_file(params: Params, run: object = None) -> str:
+    """The usage plot's page per judging rule: ``plots/usage-vs-score/index.html`` (era, reviews on), else
+    ``plots/usage-vs-score/verdicts/<rule>/[reviews/0/]index.html``."""
+    rule, raw = _usage_rule(params)
+    if (rule, raw) == ("era", False):
+        return "plots/usage-vs-score/index.html"
+    return f"plots/usage-vs-score/verdicts/{rule}/{'reviews/0/' if raw else ''}index.html"
+
+
+def usage_twin_file(params: Params, run: object = None) -> str:
+    """The usage plot's twin per judging rule: ``api/plots/usage-vs-score.json`` (era, reviews on), else
+    ``api/plots/usage-vs-score/<rule>[-reviews0].json``."""
+    rule, raw = _usage_rule(params)
+    if (rule, raw) == ("era", False):
+        return "api/plots/usage-vs-score.json"
+    return f"api/plots/usage-vs-score/{rule}{'-reviews0' if raw else ''}.json"
+
+
 def by_base_model() -> list[Params]:
     """The average (no parameter), then each base model."""
     return [{}, *({"base_model": model} for model in _base_models())]
@@ -69,7 +101,7 @@ urlpatterns = [
     distill_path("plots/time-vs-score/", views.plot_time_vs_score, name="plot-time-vs-score",
                  distill_file="plots/time-vs-score/index.html"),
     distill_path("plots/usage-vs-score/", views.plot_usage_vs_score, name="plot-usage-vs-score",
-                 distill_file="plots/usage-vs-score/index.html"),
+                 distill_func=usage_views, distill_file=usage_file, distill_query=("verdicts", "reviews")),
     distill_path("plots/time-spent/", views.plot_time_spent, name="plot-time-spent",
                  distill_file="plots/time-spent/index.html"),
     distill_path("plots/per-benchmark/", views.plot_per_benchmark, name="plot-per-benchmark",
@@ -98,5 +130,7 @@ distill_api("api:leaderboard", distill_func=leaderboard_twins, distill_file=lead
             distill_query=("base_model", "source", "verdicts", "reviews"))
 distill_api("api:per_benchmark", distill_func=by_base_model,
             distill_file=_per_model("api/plots/per-benchmark", json=True), distill_query=("base_model",))
-for _chart in ("time_vs_score", "time_spent", "budget_and_effort", "usage_vs_score"):
+distill_api("api:usage_vs_score", distill_func=usage_views, distill_file=usage_twin_file,
+            distill_query=("verdicts", "reviews"))
+for _chart in ("time_vs_score", "time_spent", "budget_and_effort"):
     distill_api(f"api:{_chart}", distill_file=f"api/plots/{_chart.replace('_', '-')}.json")

@@ -150,10 +150,25 @@ def plot_usage_vs_score(request: HttpRequest) -> HttpResponse:
     query = _known(UsageQuery.from_url(request.GET))
     data = plots.usage_vs_score(suite=query.suite, verdicts=query.verdicts, reviews=query.reviews == "1")
     scaffolds = _scaffolds(query.suite)
+    params = query.model_dump()
     return render(request, "leaderboard/plots/usage_vs_score.html", {
         "data": data, "tokens_figure": figures.usage_vs_score(data, axis="tokens", scaffolds=scaffolds),
         "cost_figure": figures.usage_vs_score(data, axis="cost", scaffolds=scaffolds), "runs_url": RUNS_URL,
+        "params": params,
+        "verdict_links": [(key, label, usage_query(params, verdicts=key)) for key, label in VERDICT_CHOICES],
+        "reviews_link": usage_query(params, reviews="0" if params["reviews"] == "1" else "1"),
+        "leaderboard_query": _query(DEFAULTS, source="runs", verdicts=params["verdicts"], reviews=params["reviews"]),
     })
+
+
+USAGE_DEFAULTS: dict[str, str] = UsageQuery().model_dump()
+
+
+def usage_query(params: dict[str, str], **changes: str) -> str:
+    """The query string of a view of ``/plots/usage-vs-score/`` (suite, judging rule), each parameter left out at
+    its default (``?verdicts=any&reviews=0``; the default view: ``""``)."""
+    merged = {**params, **changes}
+    return urlencode({k: v for k, v in merged.items() if v != USAGE_DEFAULTS[k]})
 
 
 @page_inputs(query=tuple(PlotQuery.model_fields))

@@ -220,6 +220,37 @@ def test_the_export_has_every_view_run_and_json_twin(exported, client):
         assert (exported / f"runs/{run['id']}/index.html").is_file()
 
 
+def test_the_export_has_each_judging_rule_and_its_twins(exported, client):
+    """Issue 26: the leaderboard from runs, its twin, the usage plot and its twin under each judging rule, with and
+    without reviewers' overrides, each file as the live site serves it; the pages' rule chips lead to them."""
+    for rule in ("era", "any", "majority", "ignore"):
+        for reviews, suffix in (("1", ""), ("0", "-reviews0")):
+            assert (exported / f"api/leaderboard/runs/{rule}{suffix}.json").read_bytes() == client.get(
+                f"/api/leaderboard?source=runs&verdicts={rule}&reviews={reviews}").content, (rule, reviews)
+            twin = "api/plots/usage-vs-score" + ("" if (rule, reviews) == ("era", "1") else f"/{rule}{suffix}") + ".json"
+            served = client.get(f"/api/plots/usage-vs-score?verdicts={rule}&reviews={reviews}")
+            assert (exported / twin).read_bytes() == served.content, twin
+            assert (served.json()["verdicts"], served.json()["reviews"]) == (rule, reviews == "1")
+            if (rule, reviews) == ("ignore", "0"):
+                board_page = "source/runs/flags/ignore/index.html"  # the raw view keeps its old name
+            elif (rule, reviews) == ("era", "1"):
+                board_page = "source/runs/index.html"
+            else:
+                board_page = ("source/runs/" + (f"verdicts/{rule}/" if rule != "era" else "")
+                              + ("reviews/0/" if reviews == "0" else "") + "index.html")
+            text = (exported / board_page).read_text()
+            assert 'id="judging-rules"' in text and f'class="chip active" data-verdicts="{rule}"' in text, board_page
+            usage = "plots/usage-vs-score/" + ("" if (rule, reviews) == ("era", "1") else
+                                               f"verdicts/{rule}/{'reviews/0/' if reviews == '0' else ''}") + "index.html"
+            page = (exported / usage).read_text()
+            assert f'id="judging-notice" data-verdicts="{rule}"' in page, usage
+            assert f'class="chip active" aria-current="true" data-verdicts="{rule}"' in page, usage
+    anyone = (exported / "source/runs/verdicts/any/index.html").read_text()
+    assert 'data-verdicts="any"' in anyone and "Rank Δ" in anyone and 'id="judging-notice"' in anyone
+    usage = (exported / "plots/usage-vs-score/index.html").read_text()
+    assert 'href="verdicts/majority/index.html"' in usage and 'href="verdicts/era/reviews/0/index.html"' in usage
+
+
 def test_long_traces_are_split_into_linked_step_pages_and_indexed(exported, client):
     run = max(selectors.list_runs(limit=None)[0], key=lambda r: r.step_count)
     assert run.step_count > STEPS_PER_PAGE

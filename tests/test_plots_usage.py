@@ -49,6 +49,27 @@ def test_page_and_api(client, demo_ingested):
     assert {p["key"] for p in api["points"]} == {p.key for p in data.points}
 
 
+@pytest.mark.parametrize("rule,reviews", [("any", "1"), ("ignore", "0"), ("majority", "0")])
+def test_the_page_and_its_twin_under_each_judging_rule(client, demo_ingested, rule, reviews):
+    """Issue 26: the scores are the leaderboard's from runs under the same judging rule; the page says which rule
+    and its chips lead to each rule (the active one marked), its leaderboard link to the same view."""
+    query = f"verdicts={rule}&reviews={reviews}"
+    api = client.get(f"/api/plots/usage-vs-score?{query}").json()
+    board = client.get(f"/api/leaderboard?source=runs&{query}").json()
+    averages = {r["key"]: r["average"] for r in board["rows"] if r["source"] == "runs"}
+    assert {p["key"]: p["score"] for p in api["points"]} == pytest.approx(averages, abs=1e-9)
+    assert (api["verdicts"], api["reviews"], api["verdicts_text"]) == (rule, reviews == "1", board["verdicts_text"])
+    default = client.get("/api/plots/usage-vs-score").json()
+    assert (default["verdicts"], default["reviews"]) == ("era", True)
+    html = client.get(f"/plots/usage-vs-score/?{query}").content.decode()
+    assert f'id="judging-notice" data-verdicts="{rule}"' in html
+    assert f'class="chip active" aria-current="true" data-verdicts="{rule}"' in html
+    kept = "&amp;reviews=0" if reviews == "0" else ""  # a chip changes the rule and keeps the reviews
+    assert f'href="?verdicts=any{kept}"' in html and f'href="?{kept.removeprefix("&amp;")}"' in html
+    board_link = "flags=ignore" if (rule, reviews) == ("ignore", "0") else f"verdicts={rule}{kept}"
+    assert f'href="/?source=runs&amp;{board_link}"' in html
+
+
 def test_runs_of_agents_not_on_the_board_are_left_out(tmp_path, fresh_warehouse):
     # A bare `manage.py ingest` into a warehouse without the suite's published rows: the runs leaderboard has no
     # rows, so no agent has a score; the plot is empty instead of failing (it answered 500 while the page cache
