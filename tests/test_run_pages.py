@@ -215,3 +215,30 @@ def test_a_capped_count_has_thousands_separators():
     page = SimpleNamespace(capped=True, total=10_000, steps=[])
     html = render_to_string("traces/_trace_results.html", {"page": page, "params": {"q": "loss"}})
     assert "More than 10,000 steps match (counting stopped there)." in html  # issue 29: it read "10000"
+
+
+def test_the_demo_judges_cite_the_agents_steps_they_name(client, demo_ingested):
+    """Issue 26: the demo's judges name the files they read, as the benchmark's do, and the panel cites the agent's
+    step that holds each (its first tool call naming the file); judge_result.json's words are the judges' own, so its
+    row cites nothing of its own (each judge's row does)."""
+    report, _, _ = demo_ingested
+    runs = [selectors.get_run(_id(d)) for d in report.runs]
+    may = next(r for r in runs if {v.judge for v in r.verdicts} >= {"gpt5_4", "kimi"})
+    twin = client.get(f"/api/runs/{may.id}").json()
+    rows = {(v["judge"], v["kind"]): v for v in twin["judge_panel"]}
+    steps = selectors.whole_steps(may.id, limit=10_000)
+    for judge in ("gpt5_4", "kimi"):
+        row = rows[(judge, "contamination")]
+        named = "data/extra_train.json" if row["value"] == "flagged" else "train_sft_v1.py"
+        assert named in row["text"]
+        first = min(s.index for s in steps if named in (s.input or ""))
+        assert {"index": first, "via": named} in row["cited"], (judge, row["cited"])
+    aggregate = rows[("aggregate", "contamination")]
+    assert aggregate["combines"] and aggregate["cited"] == []
+    page = client.get(f"/runs/{may.id}/").content.decode()
+    assert f'title="named as {rows[("gpt5_4", "contamination")]["cited"][0]["via"]}"' in page
+    assert "with each judge above" in page
+    # Over the demo's panels: the contamination rows of judges that left a trace cite a step.
+    cited = [v for r in runs for v in client.get(f"/api/runs/{r.id}").json()["judge_panel"]
+             if v["kind"] == "contamination" and v["reasoning"] and v["cited"]]
+    assert len(cited) >= 3, cited

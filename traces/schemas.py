@@ -348,7 +348,8 @@ class JudgeVerdict(Model):
     judge, attempt, era), the judge's own words (``text``: the verdict file's content or justification, whole;
     ``source_file`` its file in the run directory), ``reasoning``: the judge's messages from its own trace
     (``reasoning_trace``; None when that judge left no trace; at most REASONING_SHOWN characters, ``reasoning_cut``
-    true when longer), and ``cited``: the agent-trace steps the text or the reasoning names."""
+    true when longer), and ``cited``: the agent-trace steps the text or the reasoning names (none on a row that
+    ``combines`` other judges' words: each judge's row cites them)."""
 
     kind: str
     kind_text: str

@@ -124,13 +124,15 @@ def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
             under = None
         else:
             under = shown_under.get(trace)
+        combines = _combines(v, run.verdicts)
         panel.append(JudgeVerdict(
             kind=v.kind, kind_text=kind_text(v.kind), judge=v.judge, attempt=v.attempt, era=v.era, value=v.value,
             value_text=v.value_text, text=v.text, note=v.note, source_file=v.source_file,
             reasoning=said[0] if said else None, reasoning_trace=trace if (said or under) else None,
             reasoning_cut=bool(said and said[1]), reasoning_under=under,
-            cited=cited_steps(con, run.id, [v.text, said[0] if said else ""], run.step_count),
-            counts=id(v) in counted, origin=_origin(v), combines=_combines(v, run.verdicts)))
+            # judge_result.json's words that are the judges' own cite nothing of their own: each judge's row does
+            cited=[] if combines else cited_steps(con, run.id, [v.text, said[0] if said else ""], run.step_count),
+            counts=id(v) in counted, origin=_origin(v), combines=combines))
     return panel
 
 
