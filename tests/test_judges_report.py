@@ -42,10 +42,12 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     from ptbsite import warehouse
 
     caches["throttle"].clear()
-    with warehouse.connect() as con:  # a reviewer clears gsm8k's contamination: both judges overturned there
+    with warehouse.connect() as con:  # a reviewer clears gsm8k's contamination: both judges overturned there;
+        # and confirms gpqamain's disallowed model clean: both judges confirmed there (API judge: not asked)
         con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
-                    "VALUES (?, 'contamination', false, 'train split', 'reviewer', ?)",
-                    [_run("gsm8k").id, datetime(2026, 11, 1)])
+                    "VALUES (?, 'contamination', false, 'train split', 'reviewer', ?), "
+                    "(?, 'disallowed_model', false, 'the base model was trained', 'reviewer', ?)",
+                    [_run("gsm8k").id, datetime(2026, 11, 1), _run("gpqamain").id, datetime(2026, 11, 2)])
     aime = _run("aime2025").id
     assert client.post(f"/api/runs/{aime}/challenges", {"question": "contamination", "claim": "Kimi is right: the "
                        "agent trained on AIME questions.", "steps": []}, content_type="application/json"
@@ -67,9 +69,9 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
         ("codex", "aime2025"): (1, 0, 0.0, 0, 0, 0), ("codex", "bfcl"): (1, 1, 1.0, 0, 0, 0),
         ("codex", "healthbench"): (1, 0, 0.0, 0, 0, 0), ("codex", "humaneval"): (1, 0, 0.0, 0, 0, 0),
         ("gpt5_4", "aime2025"): (1, 0, 0.0, 0, 0, 1), ("gpt5_4", "arenahardwriting"): (1, 0, 0.0, 0, 0, 0),
-        ("gpt5_4", "gpqamain"): (1, 0, 0.0, 0, 0, 0), ("gpt5_4", "gsm8k"): (1, 1, 1.0, 0, 1, 0),
+        ("gpt5_4", "gpqamain"): (1, 0, 0.0, 1, 0, 0), ("gpt5_4", "gsm8k"): (1, 1, 1.0, 0, 1, 0),
         ("kimi", "aime2025"): (1, 1, 1.0, 0, 0, 1), ("kimi", "arenahardwriting"): (1, 0, 0.0, 0, 0, 0),
-        ("kimi", "gpqamain"): (1, 1, 1.0, 0, 0, 0), ("kimi", "gsm8k"): (1, 1, 1.0, 0, 1, 0),
+        ("kimi", "gpqamain"): (1, 1, 1.0, 1, 0, 0), ("kimi", "gsm8k"): (1, 1, 1.0, 0, 1, 0),
     }
     pairs = {(p["judge_a"], p["judge_b"], p["kind"]): (p["runs"], p["agreed"], p["kappa"]) for p in report["pairs"]}
     assert pairs[("gpt5_4", "kimi", "contamination")] == (4, 2, pytest.approx(0.2))

@@ -237,7 +237,7 @@ def test_the_demo_judges_cite_the_agents_steps_they_name(client, demo_ingested):
     assert aggregate["combines"] and aggregate["cited"] == []
     page = client.get(f"/runs/{may.id}/").content.decode()
     assert f'title="named as {rows[("gpt5_4", "contamination")]["cited"][0]["via"]}"' in page
-    assert "with each judge above" in page
+    assert "with each judge below" in page
     # Over the demo's panels: the contamination rows of judges that left a trace cite a step.
     cited = [v for r in runs for v in client.get(f"/api/runs/{r.id}").json()["judge_panel"]
              if v["kind"] == "contamination" and v["reasoning"] and v["cited"]]
