@@ -83,5 +83,6 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     assert report["disagreement_count"] == 5
     page = client.get("/judges/").content.decode()
     assert '<tr data-judge="kimi" data-benchmark="gsm8k">' in page and "0.20" in page
+    assert '<td>gpt5_4 / kimi</td><td data-kind="disallowed_model">Disallowed model</td>' in page  # in words
     assert f'href="/runs/{_run("healthbench").id}/?step=1#step-1">step 1</a>' in page
     assert eras.JUDGES in page and 'id="judge-contested"' in page and "Kimi is right" in page

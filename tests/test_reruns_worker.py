@@ -369,3 +369,7 @@ def test_the_demos_stand_in_judge_flips_a_verdict_through_the_worker(
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     assert "written by a judge re-run job (judgement_mock_hosted.json)" in page
     assert "judgement_mock_hosted.json</code> in the run directory" not in page
+    # Labelled on the page as a rerun of the stand-in judge (demo/mock_hosted_judge.py), not as the hosted judge.
+    row = page[page.index('data-judge="mock_hosted" data-attempt="rerun"'):]
+    row = row[:row.index("</tr>")]
+    assert '<span class="muted">(rerun)</span>' in row and ">stand-in judge</span>" in row
