@@ -430,7 +430,7 @@ def _step_write(rid: str, trace: str, step: Step, start: datetime | None, collec
 
 @dataclass
 class _Trace:
-    """A trace as ``parse_run`` uses it: the parse (totals, problems; its steps went to the sink), the agent's
+    """A trace as ``parse_run`` uses it: the parse (totals, problems; its steps were yielded as rows), the agent's
     slim steps (for times and phases) and settled calls, the residual warnings, and the text ``derive_state``
     searches (the API-limit markers found)."""
 
