@@ -107,38 +107,20 @@ class Framed:
 
 
 def frame_trace(source: str | bytes | Iterable[str]) -> Framed:
-    """Frame a raw trace (:func:`frame_lines`) and say what framing dropped or repaired (:class:`Framed`)."""
+    """Frame a raw trace (:func:`frame_lines`) and say what framing dropped or repaired (:class:`Framed`): the
+    lines a :class:`LineFramer` gives for it (the one framing, whole text or pieces)."""
     replaced = 0
+    pieces: Iterable[str]
     if isinstance(source, bytes):
         text, replaced = decode(source)
+        pieces = [text]
     elif isinstance(source, str):
-        text = source
+        pieces = [source]
     else:
-        text = "".join(source)
-    if not text:
-        return Framed([], None, replaced)
-    raws = text.split("\n")
-    cut = None
-    if raws[-1] == "":
-        raws.pop()  # the file ends in "\n": no partial line
-    elif _is_cut_off_event(raws[-1]):
-        raws.pop()
-        cut = len(raws) + 1
-
-    lines: list[Line] = []
-    cache: dict[str, datetime | None] = {}
-    for no, raw in enumerate(raws, 1):
-        if raw.endswith("\r"):
-            raw = raw[:-1]
-        if raw.startswith("[") and len(raw) >= _PREFIX_LEN:
-            head = raw[:_PREFIX_LEN]
-            if head not in cache:
-                cache[head] = parse_prefix(head)[0]
-            time = cache[head]
-            lines.append((no, time, raw[_PREFIX_LEN:] if time is not None else raw))
-        else:
-            lines.append((no, None, raw))
-    return Framed(lines, cut, replaced)
+        pieces = source
+    framer = LineFramer()
+    lines = list(framer.lines(pieces))
+    return Framed(lines, framer.cut_line, replaced)
 
 
 def frame_lines(source: str | bytes | Iterable[str]) -> list[Line]:
