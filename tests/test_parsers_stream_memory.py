@@ -152,3 +152,33 @@ def test_the_whole_file_path_grows_with_the_file(tmp_path):
     small = _write(tmp_path / "small.txt", "codex_exec", SMALL)
     large = _write(tmp_path / "large.txt", "codex_exec", LARGE)
     assert _whole_peak(large, "codex_exec") > 5 * _whole_peak(small, "codex_exec")
+
+
+def _open_item_trace(n: int) -> list[str]:
+    """A codex exec trace whose first item completes only after ``n`` other items (the whole trace as lines)."""
+    lines = [_j({"type": "thread.started", "thread_id": "t"}),
+             _j({"type": "item.started", "item": {"id": "slow", "type": "command_execution", "command": "sleep 1",
+                                                  "status": "in_progress"}})]
+    for i in range(n):
+        lines.append(_j({"type": "item.completed", "item": {"id": f"i{i}", "type": "agent_message", "text": f"m {i}"}}))
+    lines.append(_j({"type": "item.completed", "item": {"id": "slow", "type": "command_execution",
+                                                        "command": "sleep 1 # done", "aggregated_output": "ok",
+                                                        "exit_code": 0, "status": "completed"}}))
+    return [line + "\n" for line in lines]
+
+
+def test_a_step_still_open_is_held_and_past_max_held_released_with_a_problem(monkeypatch):
+    """An item's steps are held until it completes, so its completed version updates them however many steps
+    later (here 300, with a window of 4); past ``MAX_HELD`` held steps (set to 50) the step is released all the
+    same, memory staying bounded, and the late version is a problem instead of a change."""
+    from ingest.parsers import _builder, parse_trace
+
+    monkeypatch.setattr(_builder, "STREAM_WINDOW", 4)
+    held = parse_trace(_open_item_trace(300), scaffold="codex")
+    assert held.steps[1].input == "sleep 1 # done" and held.problems == []
+    assert [s.kind for s in held.steps[-2:]] == ["assistant", "tool_result"]
+    monkeypatch.setattr(_builder, "MAX_HELD", 50)
+    released = parse_trace(_open_item_trace(300), scaffold="codex")
+    assert released.steps[1].input == "sleep 1"
+    assert len(released.problems) == 1 and "came after its step 1 was handed on" in released.problems[0].message
+    assert released.problems[0].line == 2
