@@ -18,7 +18,8 @@ count, taken another way, was 16). Before this test (main at 4feaceb): 7 for a C
 the writer calling the reader's step sink, the parsers' line generator and sink called from the builder, the reader's
 block generator from the parsers and the redaction, the tree's read closure and outcome callbacks from the writer,
 the reader's redact closure from ``traces.verdicts``, the facets' rule test from ``traces.vocabulary``), 5 to 6 for
-the other formats; after: 0 for every format.
+the other formats; after: 0 for every format. Counting ``ptbsite`` too, 4 remain, all the warehouse's retried unit
+of work, which takes a function by design (the last test pins them).
 """
 from __future__ import annotations
 
@@ -111,3 +112,19 @@ def test_the_measure_sees_a_callback(monkeypatch):
     _, returns, entered = walk(lambda: verdicts.read_verdicts(Path(__file__).parent, readable=lambda path: False))
     assert entered[:2] == ["tests.test_ingest_walk", "traces.verdicts"]
     assert returns == {("tests.test_ingest_walk", "traces.verdicts"): len(list(Path(__file__).parent.iterdir()))}
+
+
+def test_with_the_library_counted_only_its_unit_of_work_calls_back(demo_tree, fresh_warehouse, tmp_path,
+                                                                     monkeypatch):
+    """With ``ptbsite`` counted as well, the only returns are the warehouse's retried unit of work, which takes a
+    function by design (``run_in_transaction(work)``, ``@retrying``): nothing else of the library calls back."""
+    monkeypatch.setattr(sys.modules[__name__], "APPS", (*APPS, "ptbsite"))
+    run_dir = _formats(demo_tree)["claude_code"]
+    root = tmp_path / "results"
+    shutil.copytree(run_dir, root / run_dir.parent.name / run_dir.name)
+    report, returns, _ = walk(lambda: ingest_tree(root=root, workers=1))
+    assert (report.stored, report.failed) == (1, 0)
+    assert set(returns) == {("ingest.tree", "ptbsite.warehouse.retry"),  # @warehouse.retrying _stored_runs
+                            ("traces.services", "ptbsite.warehouse.transactions"),  # run_in_transaction(unit)
+                            ("ptbsite.warehouse.retry", "ptbsite.warehouse.transactions"),
+                            ("ptbsite.warehouse.transactions", "ptbsite.warehouse.retry")}
