@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/ingest_memory.py [--mb 180] [--work DIR]
 On the big tree of ``bench/ingest_process.py`` (the demo's long Claude Code run repeated to ``--mb`` MB; built in the work
 folder unless it is there already):
 
-* **held facts**: the agent trace read as a stream (``Ingester._read_trace``) with a writer that drops its rows,
+* **held facts**: the agent trace read as a stream (``Ingester._read_trace``, its step rows pulled and dropped),
   under ``tracemalloc``; printed: the MB of Python objects still held at the end (the calls and steps the facets
   and phases read), with each call settled as the ingest does (``facets.Call.settle``) and, as the anchor, with
   settling turned off (every call keeps its text, parsed input and whole step, as before issue 15 part C);
@@ -29,18 +29,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 
 
-def _dropping_writer():
-    """A StepWriter that keeps nothing (what is measured is the reader's own state): its flush drops the rows."""
-    from traces.services import StepWriter
-
-    class DroppingWriter(StepWriter):
-        def flush(self) -> None:
-            self.written += len(self.steps)
-            self.steps, self.texts, self._bytes = [], [], 0
-
-    return DroppingWriter(None)
-
-
 def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
     """(MB of Python objects held after streaming the run's trace, calls, steps); ``settle`` False turns
     ``Call.settle`` into a no-op for the measurement."""
@@ -59,9 +47,15 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
         context = ingester.contexts[layout.parse_run_name(run_dir.name).benchmark]
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
-        agent = ingester._read_trace("bench", "agent", run_dir / "solve_out.txt", _dropping_writer(), _Counts(),
-                                     RunFiles(run_dir, run_dir.parent.parent), scaffold=method.harness_agent,
-                                     context=context)
+        rows = ingester._read_trace("bench", "agent", run_dir / "solve_out.txt", _Counts(),
+                                    RunFiles(run_dir, run_dir.parent.parent), ingester.redactor,
+                                    scaffold=method.harness_agent, context=context)
+        while True:  # what is measured is the reader's own state: each step row is dropped as it is pulled
+            try:
+                next(rows)
+            except StopIteration as stop:
+                agent = stop.value
+                break
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
         return held / 1e6, len(agent.calls), len(agent.steps)
@@ -72,7 +66,7 @@ def held_mb(run_dir: Path, *, settle: bool) -> tuple[float, int, int]:
 def gate_seconds(trace: Path) -> tuple[float, float, int, int, int]:
     """(gate seconds, pattern seconds, blocks, blocks the gate passes, blocks the pattern matches), best of 3."""
     from ingest import reader
-    from ingest.parsers.framing import decode
+    from ingest.parsers.utf8 import decode
     from ingest.redaction import Redactor
 
     data = trace.read_bytes()

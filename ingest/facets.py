@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from traces.steps import Step
-from traces.vocabulary import (IDLE_GAP_S, METHOD_FACETS, PHASE_RULES, SHELL_TOOLS, UNPARSED, Phase, call_text,
-                               phase_of)
+from traces.vocabulary import (IDLE_GAP_S, METHOD_FACETS, PHASE_ORDER, PHASE_RULES, SHELL_TOOLS, UNPARSED, Phase,
+                               call_text)
 
 from . import evidence
 from .rules import RuleSet
@@ -235,7 +235,10 @@ def _classify(text: str, head: str, hits: frozenset[str], sure: frozenset[str],
             return PHASE_RULES["eval"].search(head) is not None
         return name in sure or (name in hits and search(name) is not None)
 
-    return phase_of(has)
+    for phase, names in PHASE_ORDER:  # vocabulary.phase_of's order, read here: the rules' answers are this module's
+        if any(has(name) for name in names):
+            return phase
+    return "other"
 
 
 def classify_call(text: str, head: str) -> str:

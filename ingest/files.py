@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -100,6 +101,14 @@ def open_regular(path: Path, root: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_blocks(path: Path, root: Path, size: int) -> Iterator[bytes]:
+    """The bytes of ``path`` (opened with :func:`open_regular`) in blocks of ``size`` bytes, read as they are
+    pulled. Raises as :func:`open_regular` does (at the first block)."""
+    with open_regular(path, root) as handle:
+        while block := handle.read(size):
+            yield block
 
 
 class RunFiles:

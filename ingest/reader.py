@@ -7,17 +7,17 @@ secrets that replaced. Text is made storable first: invalid UTF-8 and lone UTF-1
 ``traces.vocabulary.STEP_TEXT_CAP`` (256 KiB of UTF-8) is stored cut at that size in the steps table; the whole text
 goes to ``step_texts``, zlib-compressed in chunks of ``traces.vocabulary.TEXT_CHUNK`` bytes.
 
-Every trace file (the agent's and the judges') is read one way, as a stream (``Ingester._read_trace``): blocks
-of :data:`READ_BLOCK` bytes cut at a newline are decoded, redacted (``ingest.redaction.StreamRedactor``, exact
-across blocks), scanned for residual key prefixes and API-limit markers (the agent's), framed and parsed
-(``ingest.parsers.stream_trace``); each step is made storable, redacted as decoded text, its call scanned,
-classified and marked (the agent's), and its row handed on: to the ``StepWriter`` of the storing process (which
-writes Arrow batches inside the run's transaction), or kept in the run's ``ParsedRun`` (a worker process's run,
-whose rows travel to the storing process; the judges' traces). The rows do not depend on where they go, nor on the
-block, step window and batch sizes (``tests/test_ingest_stream.py``). What stays in memory: the tool calls, each
-settled once its evidence marks are taken (``facets.Call.settle``: the answers the facets will read of its text
-are kept, the text, the parsed input and the call step's input let go), each step's kind, index and time (the
-phases), and only the tool outputs an output rule may read.
+Every trace file (the agent's and the judges') is read one way, as a stream pulled from its end: the writer
+(``traces.services.RunWriter.stream``, the storing process) or the run's ``ParsedRun`` (``Ingester.parse_run``: a
+worker process's run, whose rows travel to the storing process; the judges' traces) pulls step rows from
+``Ingester._read_trace``, which pulls steps from the format's parser (``ingest.parsers.stream_trace``), which pulls
+framed lines, which pull blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded, redacted and scanned
+(``ingest.blocks.TraceText``). Each step is made storable, redacted as decoded text, its call scanned, classified
+and marked (the agent's), and its row yielded. Control flows one way, down (``tests/test_ingest_walk.py``). The rows
+do not depend on where they go, nor on the block, step window and batch sizes (``tests/test_ingest_stream.py``).
+What stays in memory: the tool calls, each settled once its evidence marks are taken (``facets.Call.settle``: the
+answers the facets will read of its text are kept, the text, the parsed input and the call step's input let go),
+each step's kind, index and time (the phases), and only the tool outputs an output rule may read.
 """
 from __future__ import annotations
 
@@ -26,30 +26,27 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
-
-import re2
-from django.conf import settings
 
 from ptbsite.suites import known_agents, load_suite
 from traces import layout
 from traces.records import (EvaluationRow, FacetRow, LateUsage, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow,
-                            StepRow, StepTextRow, VerdictRow, text_fields)
-from traces.services import StepWriter
+                            StepRow, StepTextRow, StepWrite, VerdictRow, text_fields)
 from traces.steps import ParsedTrace, Step
 from traces.verdicts import read_verdicts
 from traces.vocabulary import STEP_TEXT_CAP, TEXT_CHUNK
 
 from . import evidence, facets
 from .monitor import parse_monitor
-from .parsers import StopReading, storable, stream_trace
-from .parsers.framing import decode, loads
-from .redaction import Redactor, ResidualScanner, StreamRedactor, learn_values
-from .files import RefusedFile, RunFiles, open_regular
+from .blocks import ReadLimit as ReadLimit, RunIngestError as RunIngestError, TraceText
+from .parsers import storable, stream_trace
+from .parsers.framing import loads
+from .parsers.utf8 import decode
+from .redaction import Counting, Redactor, learn_values
+from .files import RunFiles, open_regular, read_blocks
 from .reindex import suite_contexts, versions_json
 from .state import API_LIMIT_MARKERS, derive_state, read_accuracy
 
@@ -58,19 +55,8 @@ _JUDGE_TRACE = re.compile(r"^judge_output(?:_(?P<judge>(?!rerun)[a-z0-9_]+?))?(?
 REDACT_STEPS = 256  # steps redacted as decoded text at a time (Redactor.redact_many: one gate over them all)
 READ_BLOCK = 1024 * 1024  # bytes read at a time from a streamed trace (a larger block is no faster and holds more)
 MAX_LINE_BYTES = 256 * 1024 * 1024  # a streamed trace with a longer line is refused (memory stays bounded)
-_MARKER_TAIL = max(map(len, API_LIMIT_MARKERS))
-_MARKERS = re2.compile("|".join(map(re.escape, API_LIMIT_MARKERS)))
 TRACE_NAMES = ("solve_out.txt", "trace.txt", "solve_parsed.txt")  # the agent trace, first present wins
 _HMS = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
-
-
-class RunIngestError(RuntimeError):
-    """One run could not be stored; the message names its directory."""
-
-
-class ReadLimit(RunIngestError, StopReading):
-    """Reading a run's trace went over a limit (time, line length): the run is not stored; the message names its
-    directory and the limit."""
 
 
 def _hours_minutes_seconds(text: str) -> int | None:
@@ -133,15 +119,10 @@ def agent_trace_path(run_dir: Path, files: RunFiles | None = None) -> Path | Non
 def learn_run_values(run_dir: Path, files: RunFiles) -> dict[str, str]:
     """``ingest.redaction.learn_values`` over every readable regular file at the top of the run directory, read
     in :data:`READ_BLOCK` blocks (a trace of any size in bounded memory)."""
-    def blocks(path: Path) -> Iterator[bytes]:
-        with open_regular(path, files.root) as handle:
-            while block := handle.read(READ_BLOCK):
-                yield block
-
     found: dict[str, str] = {}
     for path in sorted(run_dir.iterdir()):
         if files.is_file(path):
-            for name, value in learn_values(blocks(path)).items():
+            for name, value in learn_values(read_blocks(path, files.root, READ_BLOCK)).items():
                 if value not in found.values():
                     found[name if name not in found else f"{path.name}:{name}"] = value
     return found
@@ -173,7 +154,6 @@ class Ingester:
 
     def __init__(self, *, suite_id: str, redactor: Redactor, synthetic: bool, root: Path | None = None):
         self.root = root  # the results root (files.py: nothing outside it is read); None: each run's, two levels up
-        self.deadline: float | None = None  # time.monotonic() past which reading a run stops (settings.PTB_INGEST_RUN_SECONDS)
         self.suite = load_suite(suite_id)
         self.suite_id = suite_id
         self.redactor = redactor
@@ -200,20 +180,34 @@ class Ingester:
                          ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
 
     def parse_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
-                  known_hash: str | None = None, step_writer: StepWriter | None = None) -> ParsedRun:
-        """Read one run directory into rows for runs / steps / verdicts / evaluations (nothing written).
-
-        ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns the run's
-        rows (``traces.records.ParsedRun``), its problems ("path: message" strings) and ``stored_steps`` (how
-        many step rows, every trace).
-
-        ``step_writer`` (inside the caller's transaction, the run deleted before): the agent trace's step rows go
-        to the writer as they are read (module docstring), not to ``steps``; ``late_usage`` then lists the token
-        counts to set on rows it wrote already. Without one, they are in ``steps``.
+                  known_hash: str | None = None) -> ParsedRun:
+        """Read one run directory whole into rows for runs / steps / verdicts / evaluations (nothing written):
+        :meth:`open_run`'s steps collected into the rows (a worker process's run, whose rows travel to the storing
+        process). ``known_hash``: the directory's :func:`content_hash` when the caller has it already. Returns the
+        run's rows (``traces.records.ParsedRun``), its problems ("path: message" strings) and ``stored_steps``
+        (how many step rows, every trace).
 
         Raises:
             RunIngestError: an unknown base model or benchmark. OSError: a file could not be read.
         """
+        reading = self.open_run(method, run_dir, baseline=baseline, known_hash=known_hash)
+        writes = list(reading.steps())
+        rows = reading.finish()
+        rows.steps[:0] = [w.row for w in writes]
+        rows.texts[:0] = [text for w in writes for text in w.texts]
+        return rows
+
+    def open_run(self, method: layout.MethodName, run_dir: Path, *, baseline: bool = False,
+                 known_hash: str | None = None, limit_s: float | None = None) -> RunReading:
+        """One run directory to read as a stream, by whoever stores it (``traces.services.RunWriter.stream``
+        pulls its steps, then takes the rest of its rows): nothing is read before then. ``limit_s``: seconds
+        reading the agent's trace may take (else :class:`ReadLimit`)."""
+        return RunReading(self, method, run_dir, baseline=baseline, known_hash=known_hash, limit_s=limit_s)
+
+    def _run_rows(self, method: layout.MethodName, run_dir: Path, *, baseline: bool, known_hash: str | None,
+                  deadline: float | None) -> Generator[StepWrite, None, ParsedRun]:
+        """The agent trace's step rows as they are read, then (returned) the run's other rows, the judges' step
+        rows among them (:class:`RunReading`)."""
         run_name = layout.parse_run_name(run_dir.name)
         models = self.instruct_by_safe | self.base_by_safe if baseline else self.base_by_safe
         model = models.get(run_name.model_safe)
@@ -224,23 +218,13 @@ class Ingester:
         files = RunFiles(run_dir, self.root or run_dir.parent.parent)
         # Values the run's own files assign to key variables (an `env` dump, an export) are known secrets for
         # the whole run, wherever else and in whatever decoded form they appear (ingest.redaction.learn_values).
-        shared = self.redactor
-        self.redactor = shared.with_known(learn_run_values(run_dir, files))
-        try:
-            return self._parse_run(method, run_dir, run_name, model, baseline=baseline, known_hash=known_hash,
-                                   step_writer=step_writer, files=files)
-        finally:
-            self.redactor = shared
-
-    def _parse_run(self, method: layout.MethodName, run_dir: Path, run_name: layout.RunName, model: dict, *,
-                   baseline: bool, known_hash: str | None, step_writer: StepWriter | None,
-                   files: RunFiles) -> ParsedRun:
+        redactor = self.redactor.with_known(learn_run_values(run_dir, files))
         is_instruct = baseline and run_name.model_safe in self.instruct_by_safe and run_name.model_safe not in self.base_by_safe
         rid = layout.run_id(method.raw, run_dir.name)
         problems: list[str] = []
         counts = _Counts()
 
-        metrics_text = _read(run_dir / "metrics.json", self.redactor, counts, files)
+        metrics_text = _read(run_dir / "metrics.json", redactor, counts, files)
         metrics = None
         if metrics_text is not None:
             try:
@@ -256,12 +240,12 @@ class Ingester:
 
         trace_path = agent_trace_path(run_dir, files)
         raw_size = trace_path.stat().st_size if trace_path else 0
-        held = _Held()  # the step rows not handed to a writer: those of the judges, and without one the agent's
         if trace_path is None:
             agent = _Trace(ParsedTrace(format="none"), [], [], [], "")
         else:
-            agent = self._read_trace(rid, "agent", trace_path, step_writer or held, counts, files,
-                                     scaffold=method.harness_agent, context=self.contexts[run_name.benchmark])
+            agent = yield from self._read_trace(rid, "agent", trace_path, counts, files, redactor,
+                                                scaffold=method.harness_agent, context=self.contexts[run_name.benchmark],
+                                                deadline=deadline)
         parsed = agent.parsed
         problems += [f"{run_dir.name}/{p}" for p in parsed.problems]
         warnings = agent.warnings
@@ -270,28 +254,26 @@ class Ingester:
         state, detail = (("scored", "baseline evaluation") if baseline and metrics
                          else derive_state(run_dir, agent.text, metrics, files))
         calls = agent.calls
+        steps: list[StepRow] = []  # the judges' step rows, held in the run's rows
+        texts: list[StepTextRow] = []
         for path in sorted(run_dir.iterdir()):
             m = _JUDGE_TRACE.match(path.name)
             if (m or path.name == "judgement.log") and files.is_file(path):
                 judge = f"judge:{(m and m['judge']) or 'codex'}" + (":rerun" if m and m["rerun"] else "")
                 # (what decoding a judge's file replaced goes to counts.replaced, read above: not counted, as ever)
-                judge_parsed = self._read_trace(rid, judge, path, held, counts, files).parsed
+                judge_parsed = _held(self._read_trace(rid, judge, path, counts, files, redactor), steps, texts).parsed
                 replaced += judge_parsed.replaced_chars
                 problems += [f"{run_dir.name}/{p}" for p in judge_parsed.problems]
-        steps, texts = held.steps, held.texts
 
         def redact_decoded(text: str) -> str:
-            redacted, n = self.redactor.redact_decoded(text)
+            redacted, n = redactor.redact_decoded(text)
             counts.secrets += n
             return redacted
 
-        def redact_verdict(text: str) -> str:
-            redacted, n = self.redactor.redact_counted(text)
-            counts.secrets += n
-            return redacted
-
+        redact_verdict = Counting(redactor)
         verdicts = [] if baseline else read_verdicts(run_dir, redact_verdict, readable=files.is_file)
-        time_taken = _read(run_dir / "time_taken.txt", self.redactor, counts, files)
+        counts.secrets += redact_verdict.secrets
+        time_taken = _read(run_dir / "time_taken.txt", redactor, counts, files)
         times = [s.time for s in agent.steps if s.time is not None]
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         eval_attempts = sum(1 for p in run_dir.iterdir() if _FINAL_EVAL.match(p.name))
@@ -304,7 +286,7 @@ class Ingester:
             time_taken_s=_hours_minutes_seconds(time_taken) if time_taken else None,
             budget_hours=method.budget_hours, accuracy=accuracy,
             metrics_json=redact_decoded(json.dumps(metrics)) if metrics is not None else None,
-            prompt=_read(run_dir / "prompt.txt", self.redactor, counts, files),
+            prompt=_read(run_dir / "prompt.txt", redactor, counts, files),
             has_final_model=files.is_dir(run_dir / "final_model"), eval_attempts=eval_attempts,
             trace_file=trace_path.name if trace_path else None, trace_format=parsed.format,
             trace_bytes=raw_size, step_count=agent.count,
@@ -329,139 +311,126 @@ class Ingester:
         verdict_rows = [VerdictRow(run_id=rid, judge=v.judge, attempt=v.attempt, era=v.era, kind=v.kind, value=v.value,
                                    flagged=v.flagged, text=v.text, note=v.note, source_file=v.source_file)
                         for v in verdicts]
-        facet_rows, phase_rows, monitor_rows = _analysis_rows(rid, agent.steps, calls, run_dir, self.redactor, counts,
+        facet_rows, phase_rows, monitor_rows = _analysis_rows(rid, agent.steps, calls, run_dir, redactor, counts,
                                                               files)
         rows = ParsedRun(run=run, steps=steps, texts=texts, verdicts=verdict_rows, evaluations=evaluations,
                          facets=facet_rows, phases=phase_rows, monitor=monitor_rows, problems=problems,
                          late_usage=[LateUsage(trace="agent", idx=idx, tokens_in=t_in, tokens_out=t_out)
                                      for idx, (t_in, t_out) in parsed.late_usage.items()],
-                         stored_steps=len(steps) + (agent.count if step_writer is not None else 0))
+                         stored_steps=len(steps) + agent.count)
         problems[:0] = files.problems  # the refused entries first (files.py), each naming its path
-        counts.secrets += _redact_rows(rows, self.redactor)
+        counts.secrets += _redact_rows(rows, redactor)
         replaced += _make_rows_storable(rows)
         run.secrets_redacted, run.chars_replaced = counts.secrets, replaced
         return rows
 
-    def _read_trace(self, rid: str, trace: str, path: Path, sink: _StepSink, counts: _Counts, files: RunFiles, *,
-                    scaffold: str | None = None, context: evidence.EvidenceContext | None = None) -> _Trace:
+    def _read_trace(self, rid: str, trace: str, path: Path, counts: _Counts, files: RunFiles, redactor: Redactor, *,
+                    scaffold: str | None = None, context: evidence.EvidenceContext | None = None,
+                    deadline: float | None = None) -> Generator[StepWrite, None, _Trace]:
         """Read one trace file of the run (``trace``: ``agent`` or ``judge:...``) as a stream, the one way a trace
-        is read: blocks of :data:`READ_BLOCK` bytes cut at a newline, decoded, redacted (``StreamRedactor``),
-        parsed (``stream_trace``), each step redacted again as decoded text and its row handed to ``sink`` as it
-        comes. The agent's trace (``context`` given) is also scanned for residual key prefixes and API-limit
-        markers, and each of its tool calls scanned, classified and marked as it comes; held: the (settled) tool
-        calls and a slim copy of each step (kind, index, time) for the phases.
+        is read: a generator of its step rows as they come, pulled from the parser's generator of steps
+        (``stream_trace``), which pulls the file's redacted text (``ingest.blocks.TraceText``), that returns the
+        :class:`_Trace`. Each step is redacted again as decoded text (:data:`REDACT_STEPS` at a time). The agent's
+        trace (``context`` given) is also scanned for residual key prefixes and API-limit markers, and each of its
+        tool calls scanned, classified and marked as it comes; held: the (settled) tool calls and a slim copy of
+        each step (kind, index, time) for the phases.
 
         Raises:
-            ReadLimit: reading went past ``self.deadline`` or met a line over :data:`MAX_LINE_BYTES`.
+            ReadLimit: reading went past ``deadline`` or met a line over :data:`MAX_LINE_BYTES`.
         """
-        redactor = StreamRedactor(self.redactor)
-        residual = ResidualScanner() if context is not None else None
-        markers: set[str] = set()
-        tail = ""
-
-        def cleaned(data: bytes, final: bool) -> str:
-            nonlocal tail
-            text, replaced = decode(data)
-            counts.replaced += replaced
-            redacted = redactor.feed(text, final=final)
-            if residual is not None:
-                residual.feed(redacted, final=final)
-                seen = tail + redacted
-                if _MARKERS.search(seen) is not None:  # one RE2 pass; which ones, only when there is one
-                    markers.update(m for m in API_LIMIT_MARKERS if m in seen)
-                tail = seen[-_MARKER_TAIL:]
-            return redacted
-
-        def pieces() -> Iterator[str]:
-            try:
-                handle = open_regular(path, files.root)
-            except RefusedFile as exc:  # changed since the run's entries were examined: absent, as RunFiles reads
-                files.problems.append(str(exc))
-                return
-            with handle:
-                held = b""
-                while block := handle.read(READ_BLOCK):
-                    if self.deadline is not None and time.monotonic() > self.deadline:
-                        raise ReadLimit(f"{files.run_dir}: not stored: reading it took longer than "
-                                             f"PTB_INGEST_RUN_SECONDS ({settings.PTB_INGEST_RUN_SECONDS:g} s)")
-                    data = held + block
-                    cut = data.rfind(b"\n") + 1
-                    held = data[cut:]
-                    if len(held) > MAX_LINE_BYTES:  # bounded memory: a file without newlines is not a trace
-                        raise ReadLimit(f"{files.run_dir}: not stored: {path.name} has a line longer than "
-                                             f"{MAX_LINE_BYTES:,} bytes")
-                    if cut:
-                        yield cleaned(data[:cut], False)
-                yield cleaned(held, True)
-
+        text = TraceText(path, files, redactor, scan=context is not None, block=READ_BLOCK, max_line=MAX_LINE_BYTES,
+                         deadline=deadline)
         collector = facets.CallCollector(slim=True)
         kept: list[Step] = []
         start: datetime | None = None
-
-        waiting: list[Step] = []  # steps handed on by the parser, redacted together (one RE2 gate) every REDACT_STEPS
-
-        def on_step(step: Step) -> None:
-            waiting.append(step)
-            if len(waiting) >= REDACT_STEPS:
-                drain()
-
-        def drain() -> None:
-            counts.secrets += redact_steps(waiting, self.redactor)
+        waiting: list[Step] = []  # steps yielded by the parser, redacted together (one RE2 gate) every REDACT_STEPS
+        stream = stream_trace(text, source=path.name, scaffold=scaffold)
+        parsed: ParsedTrace | None = None
+        while parsed is None:
+            try:
+                waiting.append(next(stream))
+                if len(waiting) < REDACT_STEPS:
+                    continue
+            except StopIteration as stop:
+                parsed = stop.value
+            counts.secrets += redact_steps(waiting, redactor)
             for step in waiting:
-                take(step)
+                if start is None and step.time is not None:
+                    start = step.time
+                yield _step_write(rid, trace, step, start, collector, context, kept)
             waiting.clear()
-
-        def take(step: Step) -> None:
-            nonlocal start
-            call = collector.add(step) if context is not None else None
-            marked = None
-            if call is not None and context is not None:
-                hits, sure = call.raw_scan
-                marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure,
-                                       data=call.data)
-                call.settle()  # what the facets read of its text is kept, the text let go
-            if start is None and step.time is not None:
-                start = step.time
-            row = _step_row(rid, trace, step, start, marked, sink.texts)
-            sink.add(row, len(row.input or "") + len(row.output))
-            if context is not None:
-                # Phases read kind, index and time; the (settled) calls hold what the facets read.
-                kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
-
-        parsed = stream_trace(pieces(), on_step=on_step, source=path.name, scaffold=scaffold)
-        drain()
-        counts.secrets += redactor.secrets
+        counts.secrets += text.secrets
+        counts.replaced += text.replaced
         # derive_state looks for the first API-limit marker (in its order) in the text: these are all it can find.
-        found = "\n".join(m for m in API_LIMIT_MARKERS if m in markers)
-        return _Trace(parsed, kept, collector.calls, residual.warnings if residual is not None else [], found)
+        found = "\n".join(m for m in API_LIMIT_MARKERS if m in text.markers)
+        return _Trace(parsed, kept, collector.calls, text.warnings, found)
 
 
-class _StepSink(Protocol):
-    """Where a trace's step rows go as they are read: a ``traces.services.StepWriter`` (written in batches inside
-    the caller's transaction), or :class:`_Held` (kept for the run's ``ParsedRun``)."""
+class RunReading:
+    """One run directory read as a stream (``Ingester.open_run``): :meth:`steps` yields the agent trace's step
+    rows as they are read (the caller writes them in batches, so memory is bounded by a batch and the facts held,
+    not by the trace), then :meth:`finish` gives the run's other rows. Calling :meth:`steps` again reads the run
+    again from the start (a unit of work retried)."""
 
-    texts: list[StepTextRow]
+    def __init__(self, ingester: Ingester, method: layout.MethodName, run_dir: Path, *, baseline: bool,
+                 known_hash: str | None, limit_s: float | None) -> None:
+        self.ingester, self.method, self.run_dir = ingester, method, run_dir
+        self.baseline, self.known_hash, self.limit_s = baseline, known_hash, limit_s
+        self._rows: ParsedRun | None = None
 
-    def add(self, row: StepRow, size: int) -> None:
-        """One step row (its whole texts, if cut, appended to :attr:`texts` before); ``size``: bytes of text."""
+    def steps(self) -> Iterator[StepWrite]:
+        """The agent trace's step rows, in order, as they are read.
+
+        Raises:
+            RunIngestError: an unknown base model or benchmark; ReadLimit: reading went over ``limit_s`` seconds
+            or met too long a line. OSError: a file could not be read.
+        """
+        self._rows = None
+        deadline = None if self.limit_s is None else time.monotonic() + self.limit_s
+        self._rows = yield from self.ingester._run_rows(self.method, self.run_dir, baseline=self.baseline,
+                                                        known_hash=self.known_hash, deadline=deadline)
+
+    def finish(self) -> ParsedRun:
+        """The run's rows but the agent's steps (``stored_steps`` counts them), once :meth:`steps` is exhausted."""
+        if self._rows is None:
+            raise RuntimeError(f"{self.run_dir}: finish() before every step was read")
+        return self._rows
 
 
-class _Held:
-    """Step rows kept for the run's ``ParsedRun`` (a judge's trace, and the agent's without a writer: a worker
-    process's run, whose rows travel to the storing process)."""
+def _held(stream: Generator[StepWrite, None, _Trace], steps: list[StepRow], texts: list[StepTextRow]) -> _Trace:
+    """Read a trace whose rows are held in the run's rows (a judge's): its step rows appended to ``steps`` and
+    ``texts``; returns what ``stream`` returns."""
+    while True:
+        try:
+            write = next(stream)
+        except StopIteration as stop:
+            return stop.value
+        steps.append(write.row)
+        texts.extend(write.texts)
 
-    def __init__(self) -> None:
-        self.steps: list[StepRow] = []
-        self.texts: list[StepTextRow] = []
 
-    def add(self, row: StepRow, size: int) -> None:
-        """Keep one step row; ``size`` is not needed."""
-        self.steps.append(row)
+def _step_write(rid: str, trace: str, step: Step, start: datetime | None, collector: facets.CallCollector,
+                context: evidence.EvidenceContext | None, kept: list[Step]) -> StepWrite:
+    """One (redacted) step of trace ``trace`` as its row: for the agent's (``context`` given), its tool call
+    collected, scanned, marked and settled, and its slim copy appended to ``kept``; ``start``: the trace's first
+    step time."""
+    call = collector.add(step) if context is not None else None
+    marked = None
+    if call is not None and context is not None:
+        hits, sure = call.raw_scan
+        marked = evidence.mark(step.kind, step.tool, step.input, context, hits=hits, sure=sure, data=call.data)
+        call.settle()  # what the facets read of its text is kept, the text let go
+    texts: list[StepTextRow] = []
+    row = _step_row(rid, trace, step, start, marked, texts)
+    if context is not None:
+        # Phases read kind, index and time; the (settled) calls hold what the facets read.
+        kept.append(call.step if call is not None else Step(index=step.index, kind=step.kind, time=step.time))
+    return StepWrite(row, texts, len(row.input or "") + len(row.output))
 
 
 @dataclass
 class _Trace:
-    """A trace as ``parse_run`` uses it: the parse (totals, problems; its steps went to the sink), the agent's
+    """A trace as ``parse_run`` uses it: the parse (totals, problems; its steps were yielded as rows), the agent's
     slim steps (for times and phases) and settled calls, the residual warnings, and the text ``derive_state``
     searches (the API-limit markers found)."""
 

@@ -485,6 +485,20 @@ def _gate(pattern: str) -> Any:
         return None
 
 
+class Counting:
+    """``redactor.redact_counted`` as a ``str -> str`` callable (what ``traces.verdicts.read_verdicts`` applies to a
+    verdict file's text), counting the values it replaced in :attr:`secrets`."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.secrets = 0
+
+    def __call__(self, text: str) -> str:
+        redacted, n = self.redactor.redact_counted(text)
+        self.secrets += n
+        return redacted
+
+
 class StreamRedactor:
     """:meth:`Redactor.redact_counted` over a text that arrives in pieces, each ending in ``"\\n"`` (but the
     last): the concatenation of what :meth:`feed` returns is exactly ``redact_counted`` of the concatenated

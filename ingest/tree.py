@@ -31,7 +31,7 @@ from django.conf import settings
 from ptbsite import warehouse
 from traces import layout
 from traces.records import MethodRow, ParsedRun
-from traces.services import RunWriter, StepWriter, record_dir_times, refresh_agent
+from traces.services import Outcome, RunWriter, record_dir_times, refresh_agent
 
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
@@ -122,20 +122,13 @@ def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, ob
     return job.index, "rows", rows
 
 
-def _store_here(job: _Job, ingester: Ingester, writer: RunWriter) -> None:
-    """Read and store one run in this process, in one transaction (``RunWriter.stream``): a long agent trace is
-    read as a stream and its steps written in batches as they come (``Ingester.parse_run``'s ``step_writer``),
-    reading stopped at ``settings.PTB_INGEST_RUN_SECONDS``. The writer reports the outcome. Raises nothing."""
-
-    def read(step_writer: StepWriter) -> ParsedRun:
-        ingester.deadline = time.monotonic() + settings.PTB_INGEST_RUN_SECONDS  # checked between streamed blocks
-        try:
-            return ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
-                                      step_writer=step_writer)
-        finally:
-            ingester.deadline = None
-
-    writer.stream(job, layout.run_id(job.method.raw, job.run_dir.name), job.method_row, read)
+def _store_here(job: _Job, ingester: Ingester, writer: RunWriter) -> Outcome:
+    """Read and store one run in this process, in one transaction (``RunWriter.stream``): the writer pulls the
+    agent trace's step rows from the reader as they are read and writes them in batches (``Ingester.open_run``),
+    reading stopped at ``settings.PTB_INGEST_RUN_SECONDS``. Returns the outcome. Raises nothing."""
+    reading = ingester.open_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash,
+                                limit_s=settings.PTB_INGEST_RUN_SECONDS)
+    return writer.stream(job, layout.run_id(job.method.raw, job.run_dir.name), job.method_row, reading)
 
 
 def _pool_results(pool: Any, jobs: list[_Job], started: Any, limit: float) -> Iterator[tuple[int, str, object]]:
@@ -314,7 +307,7 @@ def ingest_tree(
         total_bytes = sum(j.trace_bytes for j in jobs)
 
         def stored(job: _Job, rows: ParsedRun) -> None:
-            """A run committed."""
+            """A run committed (an ``Outcome`` of the writer's)."""
             report.stored += 1
             report.steps += rows.stored_steps
             report.bytes_read += rows.run.trace_bytes
@@ -328,9 +321,17 @@ def ingest_tree(
             report.failed += 1
             problems[job.index] = [message]
 
+        def settle(outcomes: list[Outcome]) -> None:
+            """What the writer did with runs: each committed, or its failure reported."""
+            for outcome in outcomes:
+                if outcome.rows is not None:
+                    stored(outcome.key, outcome.rows)
+                else:
+                    assert outcome.error is not None
+                    failed(outcome.key, _message(outcome.key, outcome.error))
+
         # Every run is stored through one writer: the pool's in batches, the long ones as streams.
-        writer = RunWriter(stored=stored, failed=lambda job, exc: failed(job, _message(job, exc)),
-                           batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES)
+        writer = RunWriter(batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES)
 
         def tick(job: _Job) -> None:
             done["runs"] += 1
@@ -348,20 +349,20 @@ def ingest_tree(
             with context.Pool(workers, initializer=_init_worker, initargs=(ingester, started_queue)) as pool:
                 results = _pool_results(pool, pooled, started_queue, settings.PTB_INGEST_RUN_SECONDS)
                 for job in here:  # the large runs, read here while the workers read the rest
-                    _store_here(job, ingester, writer)
+                    settle([_store_here(job, ingester, writer)])
                     tick(job)
                 for index, outcome, value in results:
                     job = jobs[index]
                     if outcome == "rows":
                         assert isinstance(value, ParsedRun)
-                        writer.add(job, value, job.method_row)
+                        settle(writer.add(job, value, job.method_row))
                     else:
                         failed(job, str(value))
                     tick(job)
-                writer.flush()
+                settle(writer.flush())
         else:
             for job in here:
-                _store_here(job, ingester, writer)
+                settle([_store_here(job, ingester, writer)])
                 tick(job)
         for index in sorted(problems):
             report.problems += problems[index]

@@ -100,21 +100,27 @@ def test_a_parser_failing_mid_stream_keeps_the_steps_handed_on_and_shows_the_res
     from ingest import parsers
     from ingest.parsers import _builder, claude_code, stream_trace
 
-    def failing(lines, source, *, sink=None):
+    def failing(lines, source):
         def until_broken():
             for line in lines:
                 if line[0] == 12:
                     raise KeyError("bug")
                 yield line
-        return claude_code.parse(until_broken(), source, sink=sink)
+        return claude_code.parse(until_broken(), source)
 
     monkeypatch.setattr(_builder, "STREAM_WINDOW", 2)
-    monkeypatch.setattr(parsers, "STREAMED_FORMATS", {"claude_code": failing})
+    monkeypatch.setitem(parsers.PARSERS, "claude_code", failing)
     events = [f'{{"type":"assistant","message":{{"id":"m{i}","role":"assistant","content":[{{"type":"text",'
               f'"text":"step {i}"}}]}}}}' for i in range(14)]
     handed: list[Step] = []
-    trace = stream_trace([TRACE.splitlines(keepends=True)[2], *(e + "\n" for e in events)], on_step=handed.append,
-                         source="solve_out.txt", scaffold="claude")
+    stream = stream_trace([TRACE.splitlines(keepends=True)[2], *(e + "\n" for e in events)],
+                          source="solve_out.txt", scaffold="claude")
+    while True:  # the steps as the stream yields them, then the trace it returns
+        try:
+            handed.append(next(stream))
+        except StopIteration as stop:
+            trace = stop.value
+            break
     assert [s.index for s in handed] == list(range(len(handed)))
     # handed on before the failure: the steps of lines 1-9 (a window of 2 steps held back)
     assert [s.output for s in handed[:9]] == ["init"] + [f"step {i}" for i in range(8)]

@@ -104,7 +104,7 @@ def test_detection_accepts_bytes_and_file_lines():
 
 @pytest.mark.parametrize("fmt", ["claude_code", "codex_exec", "codex_protocol", "gemini", "opencode"])
 def test_events_of_unexpected_shape_never_raise(fmt):
-    from ingest.parsers import PARSERS
+    from ingest.parsers import PARSERS, collect
 
     odd = [
         '{"type":"assistant","message":{"id":[1],"content":7,"usage":"x"}}',
@@ -115,7 +115,7 @@ def test_events_of_unexpected_shape_never_raise(fmt):
         '{"type":"step_finish","sessionID":"s","part":{"cost":true,"tokens":[1]}}',
         '{"method":"m","response":{"candidates":4}}',
     ]
-    trace = PARSERS[fmt](frame_lines("\n".join(odd) + "\n"), "f")
+    trace = collect(PARSERS[fmt](frame_lines("\n".join(odd) + "\n"), "f"))  # the steps the generator yields
     assert [s.index for s in trace.steps] == list(range(len(trace.steps)))
     assert all(s.tool is None or isinstance(s.tool, str) for s in trace.steps)
     assert all(s.call_id is None or isinstance(s.call_id, str) for s in trace.steps)

@@ -13,7 +13,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.parsers import PARSERS, parse_trace
+from ingest.parsers import PARSERS, collect, parse_trace
 from ingest.parsers.framing import frame_lines
 
 EXAMPLES = 100  # per format: 7 formats x 100 traces x 3 parses (text, bytes, the format module alone) = 2,100 parses
@@ -137,7 +137,7 @@ def _property(fmt: str):
         trace = parse_trace(data[:at] + invalid + data[at:], scaffold=fmt)
         _check(trace, n_lines + invalid.count(b"\n"))
         # every format module on its own, whatever format detection says (no safety net, no repair pass)
-        direct = PARSERS[fmt](frame_lines(raw), "f")
+        direct = collect(PARSERS[fmt](frame_lines(raw), "f"))  # the steps the generator yields
         assert [s.index for s in direct.steps] == list(range(len(direct.steps)))
     return prop
 

@@ -237,6 +237,17 @@ class LateUsage:
 
 
 @dataclass(slots=True)
+class StepWrite:
+    """One step as a reader hands it to a writer: its ``row``, the ``texts`` rows of a field cut at
+    ``vocabulary.STEP_TEXT_CAP`` (its whole text), and ``size``, the characters of text the row holds (what a
+    writer's batch counts)."""
+
+    row: StepRow
+    texts: list[StepTextRow]
+    size: int
+
+
+@dataclass(slots=True)
 class ParsedRun:
     """One run directory read (``ingest.reader.Ingester.parse_run``): its rows, the steps not handed to a
     writer already (``steps``, ``texts``), the usage to set on steps written already (``late_usage``),

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from ptbsite import warehouse
 
 from . import records, search_index
 from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
-                      StepTextRow, VerdictRow)
+                      StepTextRow, StepWrite, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
 
 STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
@@ -69,7 +69,7 @@ def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow]) -> None:
 class StepWriter:
     """Step rows (and ``step_texts`` rows) of a run written in batches inside the caller's transaction, so that
     a long trace is never held whole: :meth:`add` rows in order, :meth:`flush` at the end. A batch is written
-    when it holds ``batch_rows`` steps or ``batch_bytes`` bytes of text."""
+    when it holds ``batch_rows`` steps or ``batch_bytes`` bytes of text: the writer's bounded batch."""
 
     def __init__(self, con, *, batch_rows: int | None = None, batch_bytes: int | None = None) -> None:
         self.con = con
@@ -80,10 +80,11 @@ class StepWriter:
         self.written = 0
         self._bytes = 0
 
-    def add(self, row: StepRow, size: int) -> None:
-        """One step row; ``size``: bytes of text it (and its texts rows) hold."""
-        self.steps.append(row)
-        self._bytes += size
+    def add(self, write: StepWrite) -> None:
+        """One step: its row, its whole texts (a field cut at the cap) and its size (characters of text)."""
+        self.steps.append(write.row)
+        self.texts.extend(write.texts)
+        self._bytes += write.size
         if len(self.steps) >= self.batch_rows or self._bytes >= self.batch_bytes:
             self.flush()
 
@@ -92,6 +93,27 @@ class StepWriter:
         _insert_steps(self.con, self.steps, self.texts)
         self.written += len(self.steps)
         self.steps, self.texts, self._bytes = [], [], 0
+
+
+class RunStream(Protocol):
+    """A run read as a stream (``ingest.reader.RunReading``): :meth:`steps` yields the agent trace's step rows as
+    they are read (each call reads the run again from the start), then :meth:`finish` gives its other rows."""
+
+    def steps(self) -> Iterator[StepWrite]:
+        """The agent trace's step rows, in order."""
+
+    def finish(self) -> ParsedRun:
+        """The run's other rows, once :meth:`steps` is exhausted."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a run given to a :class:`RunWriter`: committed (``rows``), or not (``error``); ``key``:
+    whatever the caller gave the run with."""
+
+    key: Any
+    rows: ParsedRun | None = None
+    error: Exception | None = None
 
 
 @dataclass(frozen=True)
@@ -113,31 +135,32 @@ class RunWriter:
     knows: the stored runs' ids and cells (method, benchmark, base model), read once by its first transaction and
     kept up to date with what it commits (one process ingests at a time), and the methods whose row it stored.
 
-    ``stored(key, rows)`` is called once a run is committed, ``failed(key, exc)`` for a run that could not be
-    (``key``: whatever the caller added the run with).
+    Each method returns the :class:`Outcome` of every run it committed or gave up on, in the order they were
+    given: the writer calls nothing of its caller's (control flows one way: walker -> reader -> writer).
     """
 
-    def __init__(self, *, stored: Callable[[Any, ParsedRun], None], failed: Callable[[Any, Exception], None],
-                 batch_runs: int = 1, batch_bytes: int = 1 << 62) -> None:
-        self._stored, self._failed = stored, failed
+    def __init__(self, *, batch_runs: int = 1, batch_bytes: int = 1 << 62) -> None:
         self.batch_runs, self.batch_bytes = max(1, batch_runs), batch_bytes
         self.pending: list[tuple[Any, RunWrite]] = []
         self.methods: set[str] = set()
         self._runs: dict[str, tuple[str, str, str]] | None = None  # stored run id -> its cell
         self._cells: Counter[tuple[str, str, str]] = Counter()  # stored runs per cell
 
-    def add(self, key: Any, rows: ParsedRun, method: MethodRow) -> None:
-        """Hold one run; the batch is stored once it is full. Raises nothing (failures go to ``failed``)."""
+    def add(self, key: Any, rows: ParsedRun, method: MethodRow) -> list[Outcome]:
+        """Hold one run; the batch is stored once it is full: the outcomes of its runs (none while it is held).
+        Raises nothing."""
         self.pending.append((key, RunWrite(rows, method)))
         if (len(self.pending) >= self.batch_runs
                 or sum(w.rows.run.trace_bytes for _, w in self.pending) >= self.batch_bytes):
-            self.flush()
+            return self.flush()
+        return []
 
-    def flush(self) -> None:
-        """Store the runs held, in one transaction; if it fails, each on its own. Raises nothing."""
+    def flush(self) -> list[Outcome]:
+        """Store the runs held, in one transaction; if it fails, each on its own. Returns their outcomes. Raises
+        nothing."""
         batch, self.pending = self.pending, []
         if not batch:
-            return
+            return []
         writes = [w for _, w in batch]
 
         def unit(con) -> None:
@@ -149,26 +172,28 @@ class RunWriter:
             warehouse.run_in_transaction(unit)
         except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
             if len(batch) == 1:
-                self._failed(batch[0][0], exc)
-                return
+                return [Outcome(batch[0][0], error=exc)]
+            outcomes = []
             for one in batch:
                 self.pending.append(one)
-                self.flush()
-            return
+                outcomes += self.flush()
+            return outcomes
         self._committed(writes)
-        for key, w in batch:
-            self._stored(key, w.rows)
+        return [Outcome(key, rows=w.rows) for key, w in batch]
 
-    def stream(self, key: Any, run_id: str, method: MethodRow, read: Callable[[StepWriter], ParsedRun]) -> None:
+    def stream(self, key: Any, run_id: str, method: MethodRow, run: RunStream) -> Outcome:
         """Store one run read as a stream, in a transaction of its own: its stored version (if any) deleted, then
-        ``read(step_writer)`` reads it, handing its steps to ``step_writer`` as they come, and its other rows
-        are written. ``read`` raising, or the write failing, is ``failed(key, exc)``. Raises nothing."""
+        its steps pulled from ``run`` as they are read and written in bounded batches (:class:`StepWriter`), and
+        its other rows written. ``run`` raising, or the write failing, is an outcome with the error. Raises
+        nothing."""
         def unit(con) -> ParsedRun:
             if run_id in self._known(con):
                 delete_run(con, run_id)  # before its new steps are written
             writer = StepWriter(con)
-            rows = read(writer)
+            for step in run.steps():
+                writer.add(step)
             writer.flush()
+            rows = run.finish()
             writes = [RunWrite(rows, method)]
             write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes))
             return rows
@@ -176,10 +201,9 @@ class RunWriter:
         try:
             rows = warehouse.run_in_transaction(unit)
         except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
-            self._failed(key, exc)
-            return
+            return Outcome(key, error=exc)
         self._committed([RunWrite(rows, method)])
-        self._stored(key, rows)
+        return Outcome(key, rows=rows)
 
     def _known(self, con) -> dict[str, tuple[str, str, str]]:
         """The stored runs' cells by id, read by the first transaction that needs them."""

@@ -118,15 +118,17 @@ PHASE_RULES: dict[str, re.Pattern[str]] = {"eval": _EVAL, "launch": _LAUNCH, "tr
                                            "train_name": _TRAIN_NAME, "data": _DATA}
 
 
+# The phase of a tool call: the first of these phases one of whose rules of PHASE_RULES matches it, else "other".
+PHASE_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("evaluation", ("eval",)), ("training", ("launch", "trainer_code", "train_name")), ("data", ("data",)))
+
+
 def phase_of(has: Callable[[str], bool]) -> str:
-    """The phase of a tool call, given ``has(name)``: whether the rule ``name`` of PHASE_RULES matches the call
-    (``eval`` in its head, the others in its text)."""
-    if has("eval"):
-        return "evaluation"
-    if has("launch") or has("trainer_code") or has("train_name"):
-        return "training"
-    if has("data"):
-        return "data"
+    """The phase of a tool call (:data:`PHASE_ORDER`), given ``has(name)``: whether the rule ``name`` of
+    PHASE_RULES matches the call (``eval`` in its head, the others in its text)."""
+    for phase, names in PHASE_ORDER:
+        if any(has(name) for name in names):
+            return phase
     return "other"
 
 

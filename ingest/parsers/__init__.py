@@ -1,28 +1,30 @@
 """Parsers of raw agent and judge traces: one module per format behind :func:`parse_trace` (spec section 2).
 
 Formats (module: id): ``claude_code``, ``codex_exec``, ``codex_protocol``, ``codex_text``, ``gemini``,
-``opencode``, ``text`` (fallback). Adding a scaffold means adding one module with
-``parse(lines, source) -> ParsedTrace`` and one entry in :data:`PARSERS` (and a rule in ``detect``).
+``opencode``, ``text`` (fallback). Each format module is a generator of steps,
+``parse(lines, source) -> Generator[Step, None, ParsedTrace]`` (the trace's totals and problems its return
+value); adding a scaffold means adding one such module and one entry in :data:`PARSERS` (and a rule in
+``detect``). One streaming path: every trace is pulled through :func:`stream_trace`, line by line.
 """
 from __future__ import annotations
 
 import logging
 import re
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from itertools import chain, islice
 
 from traces.steps import ParsedTrace, ParseProblem, Step
 
 from . import claude_code, codex_exec, codex_protocol, codex_text, gemini, opencode, text
 from .detect import FAR_WINDOW, detect_lines
-from .framing import Line, LineFramer, decode, frame_lines
+from .framing import HeldLines, Line, LineFramer, frame_lines
+from .utf8 import decode
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PARSERS", "StopReading", "detect_format", "parse_trace", "storable", "stream_trace"]
+__all__ = ["PARSERS", "StopReading", "collect", "detect_format", "parse_trace", "storable", "stream_trace"]
 
-PARSERS: dict[str, Callable[[Iterable[Line], str], ParsedTrace]] = {
+PARSERS: dict[str, Callable[[Iterable[Line], str], Generator[Step, None, ParsedTrace]]] = {
     "claude_code": claude_code.parse,
     "codex_exec": codex_exec.parse,
     "codex_protocol": codex_protocol.parse,
@@ -62,31 +64,25 @@ def parse_trace(text_or_lines: str | bytes | Iterable[str], *, source: str = "so
         pieces = [text_or_lines]
     else:
         pieces = text_or_lines
-    steps: list[Step] = []
-    trace = stream_trace(pieces, on_step=steps.append, source=source, scaffold=scaffold)
-    for index, (tokens_in, tokens_out) in trace.late_usage.items():  # set on steps already collected
-        steps[index].tokens_in, steps[index].tokens_out = tokens_in, tokens_out
-    trace.steps, trace.late_usage = steps, {}
+    trace = collect(stream_trace(pieces, source=source, scaffold=scaffold))
     trace.replaced_chars += replaced
     return trace
 
 
-def _parse_lines(lines: list[Line], fmt: str, source: str) -> ParsedTrace:
-    """``PARSERS[fmt](lines)``, else (the parser failed) the lines as plain text with a problem saying so."""
-    try:
-        return PARSERS[fmt](lines, source)
-    except Exception as exc:  # noqa: BLE001 - last line of defence, see parse_trace's docstring
-        log.exception("the %s parser failed on %s", fmt, source)
-        return _as_text(lines, fmt, source, exc)
-
-
-def _as_text(lines: list[Line], fmt: str, source: str, exc: Exception) -> ParsedTrace:
-    """``lines`` parsed as plain text, with a problem at the first saying that the ``fmt`` parser failed."""
-    trace = text.parse(lines, source)
-    trace.problems.insert(0, ParseProblem(source, lines[0][0] if lines else 1,
-                                          f"the {fmt} parser failed ({type(exc).__name__}: {str(exc)[:200]}): the "
-                                          "trace is shown as plain text" + (" from this line on" if lines and
-                                                                            lines[0][0] > 1 else "")))
+def collect(stream: Generator[Step, None, ParsedTrace]) -> ParsedTrace:
+    """The trace a generator of steps returns (:func:`stream_trace`, a format module of :data:`PARSERS`), with
+    its steps collected in ``steps`` and its ``late_usage`` set on them (then empty): the whole trace in memory,
+    for tests and small texts; the ingest pulls the steps one by one instead."""
+    steps: list[Step] = []
+    while True:
+        try:
+            steps.append(next(stream))
+        except StopIteration as stop:
+            trace: ParsedTrace = stop.value
+            break
+    for index, (tokens_in, tokens_out) in trace.late_usage.items():  # set on steps already collected
+        steps[index].tokens_in, steps[index].tokens_out = tokens_in, tokens_out
+    trace.steps, trace.late_usage = steps, {}
     return trace
 
 
@@ -103,68 +99,70 @@ class StopReading(RuntimeError):
     parser's failure (which falls back to plain text)."""
 
 
-STREAMED_FORMATS = {"claude_code": claude_code.parse}  # formats whose steps are final a window of steps later
-
-
-def stream_trace(pieces: Iterable[str], *, on_step: Callable[[Step], None], source: str = "solve_out.txt",
-                 scaffold: str | None = None) -> ParsedTrace:
-    """Parse the concatenated ``pieces`` (text, e.g. a file read in blocks) with every step handed to ``on_step``
-    in order, made storable, instead of kept: the result's ``steps`` is empty. The one way a trace is parsed
+def stream_trace(pieces: Iterable[str], *, source: str = "solve_out.txt",
+                 scaffold: str | None = None) -> Generator[Step, None, ParsedTrace]:
+    """Parse the concatenated ``pieces`` (text, e.g. a file read in blocks, pulled as they are needed): a generator
+    of the trace's steps in order (``steps[i].index == i``), each made storable, that returns the
+    :class:`ParsedTrace` (totals, problems, ``late_usage``; its ``steps`` empty). The one way a trace is parsed
     (:func:`parse_trace` collects the steps).
 
-    A Claude Code trace (:data:`STREAMED_FORMATS`) is parsed as it is read: at most a window of recent steps is
-    held, and a usage set on a step already handed on is in ``late_usage``; other formats are parsed whole,
-    then handed on. Should the format's parser fail, the lines from the one after the last step handed on are
-    parsed as plain text (all of them when none was), with a problem naming the failure: nothing handed on is
-    taken back.
+    Every format module is itself a generator of steps (``PARSERS``) that holds at most a window of recent steps
+    (``_builder.TraceBuilder``), so memory is bounded by that window, not by the trace; a usage set on a step
+    already yielded is in ``late_usage``. Should the format's parser fail, the lines from the one after the last
+    step yielded are parsed as plain text (all of them when none was), with a problem naming the failure: nothing
+    yielded is taken back. :class:`StopReading` raised by ``pieces`` passes through.
     """
     framer = LineFramer()
-
-    def framed() -> Iterator[Line]:
-        for piece in pieces:
-            yield from framer.feed(piece)
-        yield from framer.finish()
-
-    lines = framed()
+    lines = framer.lines(pieces)
     head = list(islice(lines, FAR_WINDOW))
     fmt = detect_lines(head, scaffold)
-    replaced = 0
-    handed = 0
-    unsettled: deque[Line] = deque()  # the lines read after the last step handed on began (a streamed format)
-
-    def hand_on(step: Step) -> None:
-        nonlocal replaced, handed
-        replaced += _make_step_storable(step)
-        handed += 1
-        on_step(step)
-        while unsettled and step.line is not None and unsettled[0][0] <= step.line:
-            unsettled.popleft()
-
-    unread = chain(head, lines)
-
-    def tracked() -> Iterator[Line]:
-        for line in unread:
-            unsettled.append(line)
-            yield line
-
-    if fmt in STREAMED_FORMATS:
+    held = HeldLines(chain(head, lines))
+    replaced = handed = 0
+    parser = PARSERS[fmt](held, source)
+    while True:
         try:
-            trace = STREAMED_FORMATS[fmt](tracked(), source, sink=hand_on)
+            step = next(parser)
+        except StopIteration as stop:
+            trace: ParsedTrace = stop.value
+            break
         except StopReading:
             raise
-        except Exception as exc:  # noqa: BLE001 - as _parse_lines, keeping the steps handed on
+        except Exception as exc:  # noqa: BLE001 - last line of defence, see parse_trace's docstring
             log.exception("the %s parser failed on %s", fmt, source)
-            trace = _as_text(list(unsettled) + list(unread), fmt, source, exc)
-            for step in trace.steps:
-                step.index += handed
-    else:
-        trace = _parse_lines(head + list(lines), fmt, source)
-    if trace.steps:
-        steps, trace.steps = trace.steps, []
-        for step in steps:
-            hand_on(step)
+            trace = yield from _as_text(held, fmt, source, exc, handed)
+            break
+        replaced += _make_step_storable(step)
+        handed += 1
+        held.settle(step.line)
+        yield step
     _cut_off(trace, framer.cut_line, source)
     trace.replaced_chars += replaced + _make_storable(trace)
+    return trace
+
+
+def _as_text(held: HeldLines, fmt: str, source: str, exc: Exception,
+             handed: int) -> Generator[Step, None, ParsedTrace]:
+    """The rest of a trace whose ``fmt`` parser failed (``held.rest()``: from the line after the last step handed
+    on) parsed as plain text, its steps numbered on from ``handed`` and made storable, with a problem at its first
+    line saying that the parser failed."""
+    lines = held.rest()
+    first = next(lines, None)
+    parser = text.parse(chain([first], lines) if first is not None else (), source)
+    replaced = 0
+    while True:
+        try:
+            step = next(parser)
+        except StopIteration as stop:
+            trace: ParsedTrace = stop.value
+            break
+        step.index += handed
+        replaced += _make_step_storable(step)
+        yield step
+    trace.replaced_chars += replaced
+    trace.problems.insert(0, ParseProblem(source, first[0] if first else 1,
+                                          f"the {fmt} parser failed ({type(exc).__name__}: {str(exc)[:200]}): the "
+                                          "trace is shown as plain text" + (" from this line on" if first and
+                                                                            first[0] > 1 else "")))
     return trace
 
 

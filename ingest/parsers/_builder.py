@@ -19,34 +19,66 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from traces.steps import ParsedTrace, ParseProblem, Step, StepKind
 
 from .framing import Line, TooDeep, loads
 
-STREAM_WINDOW = 128  # steps a streaming TraceBuilder holds back (an event may still change them)
+STREAM_WINDOW = 128  # steps a TraceBuilder holds back (an event may still change them)
+MAX_HELD = 16384  # steps a TraceBuilder holds at most while an event may still change the oldest (then released)
+RECENT = 1024  # keys a format module remembers (call ids -> tool names, message ids -> usage): the last set
 MAX_INJECTED_TRIES = 64  # candidate start columns tried when looking for an event written into a broken line
 
 
-class TraceBuilder:
-    """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas).
+K = TypeVar("K")
+V = TypeVar("V")
 
-    ``sink``: a trace read as a stream (``ingest.parsers.stream_trace``): between events (:meth:`checkpoint`),
-    steps more than ``window`` (:data:`STREAM_WINDOW`) steps old are handed to ``sink`` in order and dropped from ``trace.steps``, which
-    then holds the last steps only (:meth:`step_at` finds a step by index while it is held; :attr:`count` counts
-    them all). A format streams only when no event changes a step that far back but through :meth:`late_usage`.
+
+class Recent(dict[K, V]):
+    """A dict of the last ``limit`` (:data:`RECENT`) keys set, what a format module remembers of earlier events
+    (a call's tool name for its result, a message's first step for its usage): setting one more drops the key set
+    longest ago, so memory stays bounded whatever the trace's length. An event that refers to a key dropped so
+    (more than ``limit`` keys later) finds nothing, as if it were the first."""
+
+    def __init__(self, limit: int = RECENT) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: K, value: V) -> tuple[K, V] | None:
+        """Set ``key`` (now the most recent); returns the ``(key, value)`` dropped, if one was."""
+        self.pop(key, None)
+        super().__setitem__(key, value)
+        if len(self) > self.limit:
+            oldest = next(iter(self))
+            return oldest, self.pop(oldest)
+        return None
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.put(key, value)
+
+
+class TraceBuilder:
+    """Appends consecutively indexed steps to a :class:`ParsedTrace`, merging runs (text lines, deltas), and hands
+    them out as a stream: every format module is a generator of steps (``ingest.parsers.stream_trace``).
+
+    Between events the format module yields :meth:`released`: the steps more than ``window``
+    (:data:`STREAM_WINDOW`) steps old, in order, dropped from ``trace.steps``, which holds the last steps only
+    (:meth:`step_at` finds a step by index while it is held; :attr:`count` counts them all); :meth:`finish` gives
+    the rest. A step an event may still change (a codex item not completed, an OpenCode part or call still
+    growing) is :meth:`hold`-ed until :meth:`settle`: no step from it on is released, unless :data:`MAX_HELD` steps
+    are held (memory stays bounded; a later change to a step released so is a problem, not applied). A usage that
+    comes after its step was released is kept in ``trace.late_usage`` (:meth:`late_usage`).
     """
 
-    def __init__(self, fmt: str, source: str, sink: Callable[[Step], None] | None = None,
-                 window: int | None = None) -> None:
+    def __init__(self, fmt: str, source: str, window: int | None = None) -> None:
         self.trace = ParsedTrace(format=fmt)
         self.source = source
-        self.sink = sink
-        self.window = STREAM_WINDOW if window is None else window
+        self.window = max(1, STREAM_WINDOW if window is None else window)
         self.flushed = 0
+        self._open: set[int] = set()  # indexes of held steps an event may still change
         self._run_key: Hashable | None = None
         self._run_step: Step | None = None
         self._run_parts: list[str] = []
@@ -72,9 +104,22 @@ class TraceBuilder:
         return self._run_step
 
     def update(self, step: Step, **fields: Any) -> None:
-        """Overwrite fields of an earlier step with a newer version of its event (same rules as :meth:`add`)."""
+        """Overwrite fields of an earlier step with a newer version of its event (same rules as :meth:`add`). A step
+        released already (held past :data:`MAX_HELD`) is not changed: a problem at its line says so."""
+        if step.index < self.flushed:
+            self.problem(step.line or 0, f"a later version of this event came after its step {step.index} was "
+                                         f"handed on ({MAX_HELD} steps held at most): not applied")
+            return
         for name, value in _labels(fields).items():
             setattr(step, name, value)
+
+    def hold(self, *steps: Step | None) -> None:
+        """Keep ``steps`` (and every step after them) from being released: an event may still change them."""
+        self._open.update(s.index for s in steps if s is not None and s.index >= self.flushed)
+
+    def settle(self, *steps: Step | None) -> None:
+        """``steps`` will not change any more (:meth:`hold`)."""
+        self._open.difference_update(s.index for s in steps if s is not None)
 
     @property
     def run_key(self) -> Hashable | None:
@@ -115,28 +160,34 @@ class TraceBuilder:
 
     @property
     def count(self) -> int:
-        """Steps added so far, handed to the sink or not."""
+        """Steps added so far, released or not."""
         return self.flushed + len(self.trace.steps)
 
-    def checkpoint(self) -> None:
-        """Between two events: hand the steps older than ``window`` to the sink (none without a sink)."""
+    def released(self) -> list[Step]:
+        """Between two events: the steps older than ``window`` (none before the first held one, unless
+        :data:`MAX_HELD` are held), in order, dropped from ``trace.steps``; the format module yields them."""
         steps = self.trace.steps
-        if self.sink is None or len(steps) <= 2 * self.window:
-            return
+        if len(steps) <= 2 * self.window:
+            return []
         n = len(steps) - self.window
+        if self._open and len(steps) <= MAX_HELD:
+            n = min(n, min(self._open) - self.flushed)
+        if n <= 0:
+            return []
         old = steps[:n]
         del steps[:n]
         self.flushed += n
-        for step in old:
-            self.sink(step)
+        if self._open and min(self._open) < self.flushed:
+            self._open = {i for i in self._open if i >= self.flushed}
+        return old
 
     def step_at(self, index: int) -> Step | None:
-        """The step ``index`` while it is held, else None (handed to the sink)."""
+        """The step ``index`` while it is held, else None (released)."""
         i = index - self.flushed
         return self.trace.steps[i] if 0 <= i < len(self.trace.steps) else None
 
     def late_usage(self, index: int, tokens: tuple[int | None, int | None]) -> None:
-        """Set a step's ``(tokens_in, tokens_out)``; for a step already handed to the sink, the change is kept in
+        """Set a step's ``(tokens_in, tokens_out)``; for a step already released, the change is kept in
         ``trace.late_usage`` for the caller to apply to what it stored."""
         step = self.step_at(index)
         if step is None:
@@ -144,15 +195,14 @@ class TraceBuilder:
         else:
             step.tokens_in, step.tokens_out = tokens
 
-    def finish(self) -> ParsedTrace:
-        """Close the open run and return the trace (with a sink: every step handed to it, ``steps`` empty)."""
+    def finish(self) -> list[Step]:
+        """Close the open run; the steps still held, in order (``trace.steps`` is then empty). The format module
+        yields them and returns :attr:`trace`."""
         self.close_run()
-        if self.sink is not None:
-            steps, self.trace.steps = self.trace.steps, []
-            self.flushed += len(steps)
-            for step in steps:
-                self.sink(step)
-        return self.trace
+        steps, self.trace.steps = self.trace.steps, []
+        self.flushed += len(steps)
+        self._open.clear()
+        return steps
 
 
 def _labels(fields: dict[str, Any]) -> dict[str, Any]:
@@ -167,6 +217,7 @@ def _labels(fields: dict[str, Any]) -> dict[str, Any]:
 
 def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, datetime | None, dict[str, Any]]]:
     """Yield ``(line_no, time, event)`` for each JSON-object line; other lines go to ``b`` as text or problems.
+    The format module yields ``b.released()`` between events.
 
     Broken lines are repaired where the damage has a known shape (module docstring): an event injected into the
     middle of another, or an event broken over two lines; what cannot be repaired is a problem and a text step.
@@ -174,7 +225,6 @@ def json_events(lines: Iterable[Line], b: TraceBuilder) -> Iterator[tuple[int, d
     it = iter(lines)
     peeked: Line | None = None
     while True:
-        b.checkpoint()  # the previous event is done with
         if peeked is not None:
             no, time, text = peeked
             peeked = None

@@ -30,14 +30,14 @@ Usage: ``tokens_in = input_tokens + cache_creation_input_tokens + cache_read_inp
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Generator, Iterable
 from datetime import datetime
 from typing import Any
 
 from traces.steps import ParsedTrace, Step
 
-from ._builder import (TraceBuilder, as_list, as_text, compact, epoch_ms_time, int_or_none, iso_time, json_events,
-                       tool_input, usd)
+from ._builder import (Recent, TraceBuilder, add_tokens, as_list, as_text, compact, epoch_ms_time, int_or_none,
+                       iso_time, json_events, tool_input, usd)
 from .framing import Line
 
 _INIT_KEYS = ("model", "cwd", "permissionMode", "apiKeySource", "claude_code_version", "session_id")
@@ -68,18 +68,18 @@ def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
     return (sum(known) if known else None), int_or_none(usage.get("output_tokens"))
 
 
-def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | None = None) -> ParsedTrace:
-    """Parse framed lines of a Claude Code stream-json trace into a :class:`ParsedTrace` (spec 2.2).
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines of a Claude Code stream-json trace (spec 2.2): a generator of its steps, in order, that
+    returns the :class:`ParsedTrace` (totals, problems; ``steps`` empty).
 
     ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`; ``source`` names the file in
-    problems. ``sink``: read as a stream (``TraceBuilder``): steps go to ``sink`` and ``steps`` is empty; a
-    message's usage set on a step already handed on is in ``late_usage``. Raises nothing: broken lines become
-    problems plus text steps.
+    problems. At most a window of recent steps is held (``TraceBuilder``); a message's usage set on a step
+    already yielded is in ``late_usage``. Raises nothing: broken lines become problems plus text steps.
     """
-    b = TraceBuilder("claude_code", source, sink=sink)
-    first_step_of: dict[str, int] = {}  # message.id -> index of the step carrying that message's usage
-    usage_of: dict[str, tuple[int | None, int | None]] = {}  # message.id -> its (last) usage
-    tool_names: dict[str, str] = {}
+    b = TraceBuilder("claude_code", source)
+    first_step_of: Recent[str, int] = Recent()  # message.id -> index of the step carrying that message's usage
+    usage_of = _Usage()  # message.id -> its (last) usage
+    tool_names: Recent[str, str] = Recent()
     last_result: dict[str, Any] | None = None
     for no, time, event in json_events(lines, b):
         kind = event.get("type")
@@ -110,21 +110,22 @@ def parse(lines: Iterable[Line], source: str, *, sink: Callable[[Step], None] | 
         else:
             b.unknown(f"system {event.get('subtype')}" if kind == "system" else kind)
             b.add("system", no, time, output=compact(event))
+        yield from b.released()  # between events: the steps that can no longer change
     if last_result is None and b.count:
         b.incomplete("no final result event")
-    trace = b.finish()
+    yield from b.finish()
+    trace = b.trace
     if last_result is not None:
         trace.tokens_in, trace.tokens_out = usage_tokens(last_result.get("usage"))
         trace.cost_usd = usd(last_result.get("total_cost_usd"))
     else:
-        trace.tokens_in = _sum(t[0] for t in usage_of.values())
-        trace.tokens_out = _sum(t[1] for t in usage_of.values())
+        trace.tokens_in = add_tokens(usage_of.dropped_in, _sum(t[0] for t in usage_of.values()))
+        trace.tokens_out = add_tokens(usage_of.dropped_out, _sum(t[1] for t in usage_of.values()))
     return trace
 
 
 def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],
-               first_step_of: dict[str, int], usage_of: dict[str, tuple[int | None, int | None]],
-               tool_names: dict[str, str]) -> None:
+               first_step_of: Recent[str, int], usage_of: _Usage, tool_names: Recent[str, str]) -> None:
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else as_list(content)
     steps: list[Step] = []
@@ -148,14 +149,17 @@ def _assistant(b: TraceBuilder, no: int, time: datetime | None, message: dict[st
         return
     tokens = usage_tokens(message["usage"])
     if isinstance(msg_id, str):
-        usage_of[msg_id] = tokens
-        b.late_usage(first_step_of.setdefault(msg_id, steps[0].index), tokens)
+        usage_of.record(msg_id, tokens)
+        first = first_step_of.get(msg_id)
+        if first is None:
+            first = first_step_of[msg_id] = steps[0].index
+        b.late_usage(first, tokens)
     else:
         steps[0].tokens_in, steps[0].tokens_out = tokens
 
 
 def _user(b: TraceBuilder, no: int, time: datetime | None, message: dict[str, Any],
-          tool_names: dict[str, str]) -> None:
+          tool_names: Recent[str, str]) -> None:
     content = message.get("content")
     if isinstance(content, str):
         b.add("text", no, time, output=content)
@@ -205,6 +209,23 @@ def _summary(values: dict[str, Any], keys: tuple[str, ...]) -> str:
             value = moment.strftime("%Y-%m-%d %H:%M UTC") if moment else value
         parts.append(f"{key}: {value if isinstance(value, str) else compact(value)}")
     return "; ".join(parts)
+
+
+class _Usage(Recent[str, tuple[int | None, int | None]]):
+    """The last usage of each recent message (``Recent``), and the sums of those dropped (a run's totals without a
+    result event: the sum over messages)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped_in: int | None = None
+        self.dropped_out: int | None = None
+
+    def record(self, msg_id: str, tokens: tuple[int | None, int | None]) -> None:
+        """The message's usage, as its latest line says."""
+        dropped = self.put(msg_id, tokens)
+        if dropped is not None:
+            self.dropped_in = add_tokens(self.dropped_in, dropped[1][0])
+            self.dropped_out = add_tokens(self.dropped_out, dropped[1][1])
 
 
 def _sum(values: Iterable[int | None]) -> int | None:

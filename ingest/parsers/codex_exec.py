@@ -22,7 +22,7 @@ Mapping of events to steps:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,7 @@ from ._builder import TraceBuilder, add_tokens, as_text, compact, int_or_none, j
 from .framing import Line
 
 _FINISHED = ("completed", "failed", "declined")
+FORGET_AT = 1024  # items kept before those completed and released are dropped (then at twice those left)
 
 
 @dataclass(slots=True)
@@ -42,8 +43,10 @@ class _Item:
     done: bool = False
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
-    """Parse framed lines of a ``codex exec --json`` trace into a :class:`ParsedTrace` (spec 2.3 format 3).
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines of a ``codex exec --json`` trace (spec 2.3 format 3): a generator of its steps, in
+    order, that returns the :class:`ParsedTrace` (totals, problems; ``steps`` empty). An item's steps are held
+    until it completes (or its thread ends), as a later version of the item changes them.
 
     ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
@@ -52,6 +55,7 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
     thread: str | None = None
     snapshots: dict[str | None, tuple[int | None, int | None]] = {}  # thread id -> last usage snapshot
     open_turn: int | None = None  # line of a turn.started not yet completed
+    forget_at = FORGET_AT
     for no, time, event in json_events(lines, b):
         etype = event.get("type")
         if etype == "session.created":  # older codex exec --json
@@ -67,6 +71,13 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
                     items[key] = state
             _apply(b, no, time, _current_names(item), state)
             state.done = state.done or etype == "item.completed"
+            if key is not None:
+                (b.settle if state.done else b.hold)(state.main, state.result)
+            if len(items) > forget_at:  # drop the completed items whose steps were released: memory stays bounded
+                for old in [k for k, s in items.items() if s.done and all(
+                        step is None or step.index < b.flushed for step in (s.main, s.result))]:
+                    del items[old]
+                forget_at = max(2 * len(items), FORGET_AT)
         elif etype == "turn.completed":
             open_turn = None
             usage = value if isinstance(value := event.get("usage"), dict) else {}
@@ -86,18 +97,21 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             open_turn = no
         else:
             if etype == "thread.started":
+                b.settle(*(step for state in items.values() for step in (state.main, state.result)))
                 items.clear()
                 thread_id = event.get("thread_id")
                 thread = thread_id if isinstance(thread_id, str) else thread
             else:
                 b.unknown(etype)
             b.add("system", no, time, output=compact(event))
+        yield from b.released()  # between events: the steps that can no longer change
     for tokens_in, tokens_out in snapshots.values():
         b.trace.tokens_in = add_tokens(b.trace.tokens_in, tokens_in)
         b.trace.tokens_out = add_tokens(b.trace.tokens_out, tokens_out)
     if open_turn is not None:
         b.incomplete(f"the turn started at line {open_turn} has no turn.completed")
-    return b.finish()
+    yield from b.finish()
+    return b.trace
 
 
 def _delta(now: int | None, before: int | None) -> int | None:

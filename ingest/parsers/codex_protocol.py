@@ -22,13 +22,13 @@ Mapping of ``msg.type`` to steps:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from datetime import datetime
 from typing import Any
 
-from traces.steps import ParsedTrace, StepKind
+from traces.steps import ParsedTrace, Step, StepKind
 
-from ._builder import TraceBuilder, add_tokens, as_text, compact, int_or_none, json_events, tool_input
+from ._builder import Recent, TraceBuilder, add_tokens, as_text, compact, int_or_none, json_events, tool_input
 from .framing import Line
 
 _DELTAS: dict[str, tuple[str, StepKind]] = {
@@ -41,13 +41,14 @@ _FULL: dict[str, tuple[str, StepKind]] = {"agent_message": ("message", "assistan
 _SESSION_KEYS = ("session_id", "model", "model_provider_id", "cwd", "approval_policy", "sandbox_policy")
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
-    """Parse framed lines of a legacy codex protocol trace into a :class:`ParsedTrace` (spec 2.3 format 2).
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines of a legacy codex protocol trace (spec 2.3 format 2): a generator of its steps, in
+    order, that returns the :class:`ParsedTrace` (totals, problems; ``steps`` empty).
 
     ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("codex_protocol", source)
-    tools: dict[str, str] = {}  # call_id -> tool of the begin event
+    tools: Recent[str, str] = Recent()  # call_id -> tool of the begin event
     chunks: dict[str, list[str]] = {}  # call_id -> streamed output
     cumulative: tuple[int | None, int | None] | None = None
     open_task: int | None = None  # line of a task_started not yet completed
@@ -74,16 +75,18 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             if mtype in ("task_complete", "turn_complete"):
                 open_task = None
             _event(b, no, time, mtype, msg, tools, chunks)
+        yield from b.released()  # between events: the steps that can no longer change
     if open_task is not None:
         b.incomplete(f"the task started at line {open_task} has no task_complete")
-    trace = b.finish()
+    yield from b.finish()
+    trace = b.trace
     if cumulative is not None:
         trace.tokens_in, trace.tokens_out = cumulative
     return trace
 
 
 def _event(b: TraceBuilder, no: int, time: datetime | None, mtype: Any, msg: dict[str, Any],
-           tools: dict[str, str], chunks: dict[str, list[str]]) -> None:
+           tools: Recent[str, str], chunks: dict[str, list[str]]) -> None:
     call_id = msg.get("call_id")
     if mtype in _DELTAS:
         full_type, kind = _DELTAS[mtype]

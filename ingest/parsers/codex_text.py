@@ -22,11 +22,11 @@ A session (from its banner) that never prints ``tokens used`` makes the trace ``
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from datetime import datetime, timezone
 
 from ptbsite.query import ascii_int
-from traces.steps import ParsedTrace, StepKind
+from traces.steps import ParsedTrace, Step, StepKind
 
 from ._builder import TraceBuilder, add_tokens
 from .framing import Line
@@ -53,8 +53,9 @@ class _Block:
         return "\n".join(self.lines).strip("\n")
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
-    """Parse framed lines of a plain-text codex transcript into a :class:`ParsedTrace` (spec 2.3 format 1).
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines of a plain-text codex transcript (spec 2.3 format 1): a generator of its steps, in
+    order, that returns the :class:`ParsedTrace` (totals, problems; ``steps`` empty).
 
     ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
@@ -114,12 +115,14 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
                 block = None
         else:
             block.lines.append(text)
+        yield from b.released()  # between events: the steps that can no longer change
     if block is not None and block.kind == "result":
         session_done = True  # "tokens used" was the last line: its number is missing, not the session's end
     _flush(b, block)
     if session_line is not None and not session_done:
         b.incomplete(f"the session started at line {session_line} never printed tokens used")
-    return b.finish()
+    yield from b.finish()
+    return b.trace
 
 
 def _close_banner(b: TraceBuilder, banner: list[str]) -> None:

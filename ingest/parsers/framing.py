@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 import re2
+
+from .utf8 import decode as decode  # framing decodes bytes; the trace's blocks are decoded there too (ingest.blocks)
 
 Line = tuple[int, datetime | None, str]
 
@@ -102,46 +106,21 @@ class Framed:
     replaced: int = 0
 
 
-def decode(data: bytes) -> tuple[str, int]:
-    """``(text, replaced)``: UTF-8 ``data`` decoded with every invalid byte sequence replaced by U+FFFD, and how
-    many were replaced (U+FFFD already encoded in ``data`` not counted). Raises nothing."""
-    text = data.decode("utf-8", errors="replace")
-    return text, text.count("\ufffd") - data.count("\ufffd".encode())
-
-
 def frame_trace(source: str | bytes | Iterable[str]) -> Framed:
-    """Frame a raw trace (:func:`frame_lines`) and say what framing dropped or repaired (:class:`Framed`)."""
+    """Frame a raw trace (:func:`frame_lines`) and say what framing dropped or repaired (:class:`Framed`): the
+    lines a :class:`LineFramer` gives for it (the one framing, whole text or pieces)."""
     replaced = 0
+    pieces: Iterable[str]
     if isinstance(source, bytes):
         text, replaced = decode(source)
+        pieces = [text]
     elif isinstance(source, str):
-        text = source
+        pieces = [source]
     else:
-        text = "".join(source)
-    if not text:
-        return Framed([], None, replaced)
-    raws = text.split("\n")
-    cut = None
-    if raws[-1] == "":
-        raws.pop()  # the file ends in "\n": no partial line
-    elif _is_cut_off_event(raws[-1]):
-        raws.pop()
-        cut = len(raws) + 1
-
-    lines: list[Line] = []
-    cache: dict[str, datetime | None] = {}
-    for no, raw in enumerate(raws, 1):
-        if raw.endswith("\r"):
-            raw = raw[:-1]
-        if raw.startswith("[") and len(raw) >= _PREFIX_LEN:
-            head = raw[:_PREFIX_LEN]
-            if head not in cache:
-                cache[head] = parse_prefix(head)[0]
-            time = cache[head]
-            lines.append((no, time, raw[_PREFIX_LEN:] if time is not None else raw))
-        else:
-            lines.append((no, None, raw))
-    return Framed(lines, cut, replaced)
+        pieces = source
+    framer = LineFramer()
+    lines = list(framer.lines(pieces))
+    return Framed(lines, framer.cut_line, replaced)
 
 
 def frame_lines(source: str | bytes | Iterable[str]) -> list[Line]:
@@ -216,3 +195,41 @@ class LineFramer:
             self.cut_line = self._no + 1
             return []
         return [self._frame(raw)]
+
+    def lines(self, pieces: Iterable[str]) -> Iterator[Line]:
+        """The framed lines of the concatenated ``pieces``, pulled from them as they are needed (:meth:`feed`,
+        then :meth:`finish`). Raises what iterating ``pieces`` raises."""
+        for piece in pieces:
+            yield from self.feed(piece)
+        yield from self.finish()
+
+
+class HeldLines:
+    """The framed lines a format parser reads, remembering those read since the last step handed on began
+    (:meth:`settle`): should the parser fail, they and the lines not read yet are the rest of the trace
+    (:meth:`rest`, ``ingest.parsers.stream_trace``). Holds as many lines as the parser's held steps span."""
+
+    def __init__(self, lines: Iterable[Line]) -> None:
+        self._lines = iter(lines)
+        self._read: deque[Line] = deque()
+
+    def __iter__(self) -> Iterator[Line]:
+        return self
+
+    def __next__(self) -> Line:
+        line = next(self._lines)
+        self._read.append(line)
+        return line
+
+    def settle(self, line_no: int | None) -> None:
+        """A step that began at line ``line_no`` was handed on: the lines up to it are let go."""
+        if line_no is None:
+            return
+        read = self._read
+        while read and read[0][0] <= line_no:
+            read.popleft()
+
+    def rest(self) -> Iterator[Line]:
+        """The lines read since the last step handed on began, then those not read yet."""
+        held, self._read = list(self._read), deque()
+        return chain(held, self._lines)

@@ -21,24 +21,25 @@ Time: the line prefix, else the event's ISO ``timestamp``.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from datetime import datetime
 from typing import Any
 
 from traces.steps import ParsedTrace, Step, StepKind
 
-from ._builder import (TraceBuilder, add_tokens, as_list, as_text, compact, int_or_none, iso_time, json_events,
+from ._builder import (Recent, TraceBuilder, add_tokens, as_list, as_text, compact, int_or_none, iso_time, json_events,
                        tool_input)
 from .framing import Line
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
-    """Parse framed lines of a Gemini CLI trace into a :class:`ParsedTrace` (spec 2.4).
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines of a Gemini CLI trace (spec 2.4): a generator of its steps, in order, that returns the
+    :class:`ParsedTrace` (totals, problems; ``steps`` empty).
 
     ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
     b = TraceBuilder("gemini", source)
-    tools: dict[str, str] = {}
+    tools: Recent[str, str] = Recent()  # tool_id -> tool_name
     last_stats: dict[str, Any] | None = None
     streaming = False  # a stream-json trace (not the API-log shape): it should end with a result event
     for no, time, event in json_events(lines, b):
@@ -79,9 +80,11 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
             b.unknown(etype)
             b.add("system", no, time, output=compact(event))
         streaming = streaming or etype in ("init", "message", "tool_use", "tool_result")
+        yield from b.released()  # between events: the steps that can no longer change
     if streaming and last_stats is None:
         b.incomplete("no final result event")
-    trace = b.finish()
+    yield from b.finish()
+    trace = b.trace
     if last_stats is not None:
         trace.tokens_in = int_or_none(last_stats.get("input_tokens"))
         trace.tokens_out = int_or_none(last_stats.get("output_tokens"))

@@ -29,7 +29,7 @@ Time: the line prefix, else the times inside the event (epoch ms).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -48,8 +48,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
-    """Parse framed lines of an OpenCode JSON trace into a :class:`ParsedTrace` (spec 2.5).
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines of an OpenCode JSON trace (spec 2.5): a generator of its steps, in order, that returns
+    the :class:`ParsedTrace` (totals, problems; ``steps`` empty). A part's step is held until its step finishes,
+    a call's until it has its result, as a later snapshot changes them.
 
     ``lines`` as produced by :func:`ingest.parsers.framing.frame_lines`. Raises nothing.
     """
@@ -79,6 +81,8 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         elif etype == "step_finish":
             open_step = None
             compacting = False
+            b.settle(*parts.values())
+            _forget_released(b, parts, calls)
             _step_finish(b, no, time, part)
         elif etype == "error":
             error = _dict(event.get("error"))
@@ -88,10 +92,22 @@ def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
         else:
             b.unknown(etype)
             b.add("system", no, time, output=compact(event))
+        yield from b.released()  # between events: the steps that can no longer change
     if open_step is not None:
         b.problem(open_step, "the last step has no step_finish")
         b.incomplete(f"the last step (line {open_step}) has no step_finish")
-    return b.finish()
+    yield from b.finish()
+    return b.trace
+
+
+def _forget_released(b: TraceBuilder, parts: dict[str, Step], calls: dict[str, tuple[Step, Step | None]]) -> None:
+    """Drop the parts and finished calls whose steps were released (memory stays bounded by the steps held): a
+    later snapshot of one is then a new part or call."""
+    for key in [key for key, step in parts.items() if step.index < b.flushed]:
+        del parts[key]
+    for key in [key for key, (call, result) in calls.items()
+                if result is not None and call.index < b.flushed and result.index < b.flushed]:
+        del calls[key]
 
 
 def _text_part(b: TraceBuilder, no: int, time: datetime | None, etype: str, part: dict[str, Any],
@@ -112,12 +128,12 @@ def _text_part(b: TraceBuilder, no: int, time: datetime | None, etype: str, part
     part_id = part.get("id")
     known = parts.get(part_id) if isinstance(part_id, str) else None
     if known is not None:
-        b.update(known, output=text, label=label)
-        known.kind = kind
+        b.update(known, output=text, label=label, kind=kind)
     else:
         step = b.add(kind, no, time, output=text, label=label)
         if isinstance(part_id, str):
             parts[part_id] = step
+            b.hold(step)
     return compacting
 
 
@@ -144,6 +160,7 @@ def _tool_use(b: TraceBuilder, no: int, time: datetime | None, prefix_time: date
             b.update(known_result, **result_fields)
     if key is not None:
         calls[key] = (known_call, known_result)
+        (b.hold if known_result is None else b.settle)(known_call, known_result)
 
 
 def _step_finish(b: TraceBuilder, no: int, time: datetime | None, part: dict[str, Any]) -> None:

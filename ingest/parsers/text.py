@@ -5,17 +5,20 @@ of the run's first line); blank lines separate runs and are not steps. Nothing i
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 
-from traces.steps import ParsedTrace
+from traces.steps import ParsedTrace, Step
 
 from ._builder import TraceBuilder
 from .framing import Line
 
 
-def parse(lines: Iterable[Line], source: str) -> ParsedTrace:
-    """Parse framed lines as plain text into a :class:`ParsedTrace` of ``text`` steps. Raises nothing."""
+def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTrace]:
+    """Parse framed lines as plain text: a generator of its ``text`` steps, in order, that returns the
+    :class:`ParsedTrace` (``steps`` empty). Raises nothing."""
     b = TraceBuilder("text", source)
     for no, time, text in lines:
         b.text_line(no, time, text)
-    return b.finish()
+        yield from b.released()  # between events: the steps that can no longer change
+    yield from b.finish()
+    return b.trace
