@@ -316,8 +316,8 @@ def rows_from_runs(
         tree = tree_base.get(root)
         bases[root] = {}
         for cell_key in grid:
-            own = tree.scores.get(cell_key) if tree is not None else None
-            bases[root][cell_key] = own if own is not None else base_scores.get(cell_key, 0.0)
+            score = tree.scores.get(cell_key) if tree is not None else None
+            bases[root][cell_key] = score if score is not None else base_scores.get(cell_key, 0.0)
 
     rows = []
     for key, info in agents.items():
