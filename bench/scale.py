@@ -11,7 +11,8 @@ Usage: .venv/bin/python bench/scale.py [--small 9] [--large 90] [--trace-scale 0
    suites, ``manage.py ingest`` of the tree on all cores, ``compact_warehouse`` (as ``make setup``). Printed: the ingest's CPU seconds (this process and its
    reaped worker processes, ``resource.getrusage``) per run. A warehouse already in the work folder is reused
    (its ingest figures read back from ``ingest.json``), so a second run of the bench costs only the pages.
-3. In one process, page cache off (``PTB_PAGE_CACHE=0``), one DuckDB thread (``PTB_DUCKDB_THREADS=1``), Django's test
+3. In one process, page cache off (``PTB_PAGE_CACHE=0``), one DuckDB thread (``PTB_DUCKDB_THREADS=1``), ``DJANGO_DEBUG=0``
+   unless set (as ``manage.py serve`` runs the site), Django's test
    client GETs each public page and twin on K=9 and K=90 in turn, ``--repeat`` rounds after a warm-up round; before
    each GET the in-process memos that a new warehouse version would empty are emptied (``warehouse.memo.forget``),
    so each figure is a cache miss. Printed: median CPU ms (``time.process_time``) and wall ms per page and K, and the
@@ -37,6 +38,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 os.environ["PTB_PAGE_CACHE"] = "0"  # time the pages computed, not served from the page cache
 os.environ["PTB_PAGE_WARM"] = "0"
 os.environ["PTB_DUCKDB_THREADS"] = "1"
+os.environ.setdefault("DJANGO_DEBUG", "0")  # as `manage.py serve` runs the site (DEBUG on renders templates slower)
 
 
 def cpu_with_children() -> float:
@@ -97,7 +99,8 @@ def pages() -> list[str]:
     deep = list_runs(limit=None)[0]
     deep_after = deep[len(deep) // 2].id
     plot_pages = ["time-vs-score", "usage-vs-score", "time-spent", "per-benchmark", "budget-and-effort"]
-    return ["/", "/?source=runs", "/?source=all", "/runs/", "/runs/?latest=1", "/analysis/", "/plots/",
+    return ["/", "/?source=runs", "/?source=all", "/runs/", "/runs/?latest=1", "/analysis/", "/analysis/calibration.json",
+            "/plots/",
             *[f"/plots/{p}/" for p in plot_pages],
             f"/runs/{run.id}/", f"/runs/{run.id}/steps", f"/runs/{run.id}/timeline.json",
             "/api/leaderboard", "/api/leaderboard?source=runs", "/api/runs", f"/api/runs?after={first}",

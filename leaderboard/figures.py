@@ -45,6 +45,11 @@ OTHER_REFERENCE_STYLES = [("#4b5563", "dot"), ("#9ca3af", "longdashdot")]
 FRONTIER_STYLE = dict(shape="hv", color="#111827", width=1.6, dash="dot")
 BUDGET_COLOUR = "#b91c1c"
 REFERENCE_GROUP = "Reference lines"
+VALIDATE_TRACES = False
+"""Whether plotly validates each trace as it is built. Off: the traces are written as plotly writes them already
+(plain lists, numbers and text), and its validation cost ~1 CPU ms per trace (the usage chart at K=90: 122 -> 63 ms
+for its 64 traces, issue 24); the figure itself is still validated, which expands the layout's template.
+``tests/test_figure_dicts.py`` checks that every figure is the same with it on."""
 # Where a point's label may go, most preferred first (plotly's ``textposition`` values).
 LABEL_POSITIONS = ("top left", "top right", "bottom right", "bottom left", "middle right", "middle left",
                    "top center", "bottom center")
@@ -170,7 +175,7 @@ def _horizontal_line(fig: go.Figure, *, x0: float, x1: float, y: float, name: st
     """A reference line as a trace (named in the legend), with points every few percent of its length so that
     hovering anywhere along it names it."""
     xs = [x0 + (x1 - x0) * i / 40 for i in range(41)]
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
         x=xs, y=[y] * len(xs), mode="lines", name=name, legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP,
         line=dict(color=colour, width=1.4, dash=dash), hovertemplate=f"{hover}<extra></extra>", **kwargs,
     ))
@@ -180,7 +185,7 @@ def _budget_line(fig: go.Figure, budget_hours: float, *, y: tuple[float, float],
                  **kwargs) -> None:
     """The time budget as a vertical line trace named in the legend."""
     name = f"Time budget ({plots.clock(budget_hours)})"
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
         x=[budget_hours, budget_hours], y=list(y), mode="lines", name=name, legendgroup="reference",
         legendgrouptitle_text=group_title, line=dict(color=BUDGET_COLOUR, width=1.4),
         hovertemplate=f"{name} (h:mm)<extra></extra>", **kwargs,
@@ -224,7 +229,7 @@ def time_vs_score(data: plots.TimeVsScore, *, scaffolds: Sequence[str] = ()) -> 
     tops = [100 * (p.score + (p.score_std or 0)) for p in data.points] + [100 * b.score for b in data.baselines]
     y_max = max(tops, default=10) * 1.06
     for p in _by_family(data.points, lambda p: p.scaffold, families):
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
             x=[p.hours], y=[100 * p.score], mode="markers+text", name=escape(p.label),
             legendgroup=p.scaffold or "other", legendgrouptitle_text=escape(p.scaffold or "other"),
             marker=dict(color=colours[p.key], size=12, symbol=symbols[p.key], line=dict(width=1, color="white")),
@@ -233,7 +238,7 @@ def time_vs_score(data: plots.TimeVsScore, *, scaffolds: Sequence[str] = ()) -> 
             meta=_labelled(order.index(p.key)),
             customdata=[_agent_customdata(p)], hovertemplate=_AGENT_HOVER,
         ))
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
         x=[p.hours for p in data.frontier], y=[100 * p.score for p in data.frontier], mode="lines",
         line=FRONTIER_STYLE, name="Pareto frontier", legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP,
         hoverinfo="skip",
@@ -266,17 +271,17 @@ def time_spent(data: plots.TimeSpent, *, scaffolds: Sequence[str] = ()) -> dict:
     for family in _families(ranked, scaffolds):
         if any((s or "other") == family for _, s in ranked):
             # The family's legend entry: draws nothing, shows and hides the family's bars.
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=escape(family), legendgroup=family,
+            fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES, x=[None], y=[None], mode="markers", name=escape(family), legendgroup=family,
                                      marker=dict(color=family_colour(hues[family]), symbol="square", size=12),
                                      legendrank=1))
     for p in data.agents:
-        fig.add_trace(go.Bar(
+        fig.add_trace(go.Bar(_validate=VALIDATE_TRACES,
             y=[p.label], x=[p.hours], orientation="h", name=escape(p.label), showlegend=False,
             legendgroup=p.scaffold or "other", marker_color=colours[p.key], error_x=_std_array([p.hours_std]),
             customdata=[_agent_customdata(p)], hovertemplate=_AGENT_HOVER,
         ))
     column = max([data.budget_hours, *(p.hours + (p.hours_std or 0) for p in data.agents)]) + 0.12
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
         x=[column] * len(data.agents), y=[p.label for p in data.agents], mode="text", showlegend=False,
         text=[p.clock + (f" ± {p.clock_std}" if p.clock_std else "") for p in data.agents],
         textposition="middle right", textfont=_LABEL_FONT, cliponaxis=False, hoverinfo="skip",
@@ -308,7 +313,7 @@ def per_benchmark(data: plots.PerBenchmark, *, scaffolds: Sequence[str] = ()) ->
     ranked = [(a.key, a.scaffold) for a in data.agents]
     colours, families = palette(ranked, scaffolds), _families(ranked, scaffolds)
     for agent in _by_family(data.agents, lambda a: a.scaffold, families):
-        fig.add_trace(go.Bar(
+        fig.add_trace(go.Bar(_validate=VALIDATE_TRACES,
             x=positions, y=[100 * agent.scores[b.id] for b in data.benchmarks], name=escape(agent.label),
             legendgroup=agent.scaffold or "other", legendgrouptitle_text=escape(agent.scaffold or "other"),
             marker_color=colours[agent.key],
@@ -324,7 +329,7 @@ def per_benchmark(data: plots.PerBenchmark, *, scaffolds: Sequence[str] = ()) ->
             xs += [position - 0.46, position + 0.46, None]
             ys += [100 * reference.scores[b.id]] * 2 + [None]
         colour, dash = _reference_style(reference.key, i)
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
             x=xs, y=ys, mode="lines", name=escape(reference.agent), legendgroup="reference",
             legendgrouptitle_text=REFERENCE_GROUP, line=dict(color=colour, width=2, dash=dash),
             hovertemplate=f"{escape(reference.agent)}: %{{y:.1f}} %<extra></extra>",
@@ -342,7 +347,7 @@ def time_budget(data: plots.BudgetAndEffort) -> dict:
     fig = go.Figure()
     budgets = sorted({p.budget_hours for s in data.time_budget for p in s.points})
     for i, series in enumerate(data.time_budget):
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
             x=[p.budget_hours for p in series.points], y=[100 * p.score for p in series.points], mode="lines+markers",
             name=series.label, marker=dict(size=10, color=FAMILY_COLOURS[i % len(FAMILY_COLOURS)]),
             customdata=[plots.clock(p.budget_hours) for p in series.points],
@@ -359,7 +364,7 @@ def time_budget(data: plots.BudgetAndEffort) -> dict:
 def reasoning_effort(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) per reasoning effort with ± std whiskers; hover adds hours used and tokens per run."""
     points = data.reasoning_effort
-    fig = go.Figure(go.Bar(
+    fig = go.Figure(go.Bar(_validate=VALIDATE_TRACES,
         x=[p.effort for p in points], y=[100 * p.score for p in points], marker_color=FAMILY_COLOURS[1],
         error_y=_std_array(_pct(p.score_std) for p in points), name=points[0].label if points else "",
         customdata=[[p.label, "" if p.hours is None else plots.clock(p.hours),
@@ -375,7 +380,7 @@ def reasoning_effort(data: plots.BudgetAndEffort) -> dict:
 
 def model_size(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) of the models of one family, smallest first (the paper's model-size comparison)."""
-    fig = go.Figure(go.Bar(
+    fig = go.Figure(go.Bar(_validate=VALIDATE_TRACES,
         x=[p.label for p in data.model_size], y=[100 * p.score for p in data.model_size], marker_color=FAMILY_COLOURS[0],
         hovertemplate="<b>%{x}</b><br>score: %{y:.1f} %<extra></extra>",
     ))
@@ -413,7 +418,7 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str, scaffolds: Sequence[s
     order = [p.key for p in frontier] + [p.key for p in points if p not in frontier]
     fig = go.Figure()
     for p in _by_family(points, lambda p: p.scaffold, families):
-        fig.add_trace(go.Scatter(
+        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
             x=[value(p)], y=[100 * p.score], mode="markers+text", name=label[p.key],
             legendgroup=p.scaffold or "other", legendgrouptitle_text=escape(p.scaffold or "other"),
             marker=dict(size=12, symbol=symbols[p.key], color=colours[p.key], line=dict(width=1, color="white")),
@@ -427,7 +432,7 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str, scaffolds: Sequence[s
                            + ("tokens per run" if axis == "tokens" else "cost per run")
                            + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
         ))
-    fig.add_trace(go.Scatter(
+    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
         x=[value(p) for p in frontier], y=[100 * p.score for p in frontier], mode="lines", line=FRONTIER_STYLE,
         name="Pareto frontier", legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP, hoverinfo="skip",
     ))

@@ -197,7 +197,7 @@ def _labels(rows: list[selectors.Row]) -> dict[str, str]:
 @warehouse.retrying
 def _agent_times(suite: str) -> tuple[float, list[AgentTime], list[Reference]]:
     """Budget (hours), every agent that has a reported time (rank order), and the baselines' scores."""
-    with warehouse.connect() as con:
+    with warehouse.snapshot() as con:
         board = selectors.read_leaderboard(con, suite=suite)
         budget = con.execute("SELECT budget_hours FROM suites WHERE id = ?", [suite]).fetchone()
         times = {
@@ -247,7 +247,7 @@ def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None
     Raises:
         selectors.UnknownBaseModel: ``base_model`` is not one of the suite's.
     """
-    with warehouse.connect() as con:  # one unit of work for both views
+    with warehouse.snapshot() as con:  # one unit of work for both views
         board = selectors.read_leaderboard(con, suite=suite, base_model=base_model)
         overall = board if base_model is None else selectors.read_leaderboard(con, suite=suite)
 
@@ -268,7 +268,7 @@ def per_benchmark(*, suite: str = settings.DEFAULT_SUITE, base_model: str | None
 def budget_and_effort(*, suite: str = settings.DEFAULT_SUITE) -> BudgetAndEffort:
     """The paper's ablation series as stored by the importer (``reported_series``), scores as fractions (percent in
     JSON)."""
-    with warehouse.connect() as con:
+    with warehouse.snapshot() as con:
         rows = con.execute(
             "SELECT series, label, agent, budget_hours, reasoning_effort, score, score_std, hours, hours_std, tokens "
             "FROM reported_series WHERE suite = ? ORDER BY series, position",
@@ -359,32 +359,28 @@ def usage_vs_score(*, suite: str = settings.DEFAULT_SUITE, verdicts: str = "era"
     Usage comes from the runs' traces (Claude Code ``result`` totals, OpenCode ``step_finish`` sums, Codex turn
     usage, Gemini stats); runs whose trace has no such numbers are counted in ``missing`` by reason.
     """
-    with warehouse.connect() as con:  # one unit of work: the board and the usage of the same runs
+    with warehouse.snapshot() as con:  # one unit of work: the board and the usage of the same runs
         board = selectors.read_leaderboard(con, suite=suite, source="runs", verdicts=verdicts, reviews=reviews)
-        run_usages = traces_selectors.read_latest_usage(con, suite)
+        usage = traces_selectors.read_usage_by_agent(con, suite)
     rows = {r.key: r for r in board.rows if r.source == "runs"}
     # Only agents on the runs leaderboard have a score to plot (a warehouse with runs but without its suite's
     # published rows, e.g. a bare ``manage.py ingest``, has none).
-    run_usages = [u for u in run_usages if u.agent_key in rows]
-    by_agent: dict[str, list[traces_selectors.RunUsage]] = {}
     missing: dict[str, int] = {}
-    for usage in run_usages:
-        by_agent.setdefault(usage.agent_key, []).append(usage)
-        if usage.tokens is None or usage.cost_usd is None:
-            if usage.trace_format in ("claude_code", "opencode"):
-                reason = f"the trace ends without its usage totals ({usage.state.replace('_', ' ')})"
-            elif usage.tokens is None and usage.trace_format in ("codex_exec", "codex_protocol", "gemini"):
-                reason = f"the agent produced no usage events ({usage.state.replace('_', ' ')})"
-            else:
-                reason = USAGE_GAPS.get(usage.trace_format or "none", f"{usage.trace_format} traces carry no usage")
-            missing[reason] = missing.get(reason, 0) + 1
     points = []
-    for key, usages in by_agent.items():
-        row = rows[key]
-        tokens = [u.tokens for u in usages if u.tokens is not None]
-        costs = [u.cost_usd for u in usages if u.cost_usd is not None]
+    for key, used in usage.items():
+        if key not in rows:
+            continue
+        for (trace_format, state, no_tokens), count in used.gaps.items():
+            if trace_format in ("claude_code", "opencode"):
+                reason = f"the trace ends without its usage totals ({state.replace('_', ' ')})"
+            elif no_tokens and trace_format in ("codex_exec", "codex_protocol", "gemini"):
+                reason = f"the agent produced no usage events ({state.replace('_', ' ')})"
+            else:
+                reason = USAGE_GAPS.get(trace_format or "none", f"{trace_format} traces carry no usage")
+            missing[reason] = missing.get(reason, 0) + count
+        row, tokens, costs = rows[key], used.tokens, used.costs
         points.append(AgentUsage(
-            key, row.agent, row.scaffold, row.synthetic, row.average, row.std, len(usages),
+            key, row.agent, row.scaffold, row.synthetic, row.average, row.std, used.runs,
             sum(tokens) / len(tokens) if tokens else None, len(tokens),
             sum(costs) / len(costs) if costs else None, len(costs),
         ))

@@ -309,10 +309,15 @@ def rows_from_runs(
         info.overridden = info.overridden or cell.overridden
         info.synthetic = info.synthetic and cell.synthetic
 
-    def base_of(method: str, model: str, benchmark: str) -> float:
-        tree = tree_base.get(roots[method])
-        own = tree.scores.get((model, benchmark)) if tree is not None else None
-        return own if own is not None else base_scores.get((model, benchmark), 0.0)
+    # Each results root's fallback score per cell of the view, once (not once per cell of every method).
+    grid = [(m, t) for m in view_models for t in weights]
+    bases: dict[str, dict[tuple[str, str], float]] = {}
+    for root in set(roots.values()):
+        tree = tree_base.get(root)
+        bases[root] = {}
+        for cell_key in grid:
+            score = tree.scores.get(cell_key) if tree is not None else None
+            bases[root][cell_key] = score if score is not None else base_scores.get(cell_key, 0.0)
 
     rows = []
     for key, info in agents.items():
@@ -320,19 +325,21 @@ def rows_from_runs(
         finals: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {}
         n_runs = n_scored = 0
         for method in methods:
-            finals[method] = {}
-            for m in view_models:
-                for t in weights:
-                    run = by_method[method].get((m, t))
-                    base = base_of(method, m, t)
-                    if run is not None and keep is not None and run.run_id not in keep:
-                        finals[method][(m, t)] = (base, "facet")
-                        continue
-                    n_runs += run is not None
-                    finals[method][(m, t)] = aggregation.final_cell(
-                        accuracy=getattr(run, "accuracy", None), state=getattr(run, "state", None),
-                        flags=_cell_flags(run, verdicts, reviews), base=base)
-                    n_scored += run is not None and finals[method][(m, t)][1] is None
+            finals[method] = final = {}
+            of_method, base_of = by_method[method], bases[roots[method]]
+            for cell_key in grid:
+                run = of_method.get(cell_key)
+                base = base_of[cell_key]
+                if run is None:
+                    final[cell_key] = aggregation.final_cell(accuracy=None, state=None, flags=None, base=base)
+                    continue
+                if keep is not None and run.run_id not in keep:
+                    final[cell_key] = (base, "facet")
+                    continue
+                n_runs += 1
+                final[cell_key] = value = aggregation.final_cell(
+                    accuracy=run.accuracy, state=run.state, flags=_cell_flags(run, verdicts, reviews), base=base)
+                n_scored += value[1] is None
         metrics = [
             aggregation.mean(aggregation.weighted_score({t: finals[me][(m, t)][0] for t in weights}, weights)
                              for m in view_models)

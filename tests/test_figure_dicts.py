@@ -39,3 +39,29 @@ def test_the_calibration_dicts_equal_plotlys_figure(demo_ingested):
     assert sum(len(t["x"]) for t in built["data"]) >= 3  # the demo has runs with a ratio
     assert built == plotly_calibration(runs)
     assert figures.calibration([]) == plotly_calibration([])
+
+
+def test_the_plot_figures_are_the_same_with_plotlys_trace_validation(demo_ingested, monkeypatch):
+    """leaderboard.figures builds its traces without plotly's validation (VALIDATE_TRACES); each figure of every
+    plot page, on the demo's runs and the published data, equals the one built with it."""
+    from leaderboard import figures as board_figures
+    from leaderboard import plots
+
+    usage = plots.usage_vs_score(suite="posttrainbench")
+    budget = plots.budget_and_effort(suite="posttrainbench")
+    builders = [
+        lambda: board_figures.time_vs_score(plots.time_vs_score(suite="posttrainbench")),
+        lambda: board_figures.time_spent(plots.time_spent(suite="posttrainbench")),
+        lambda: board_figures.per_benchmark(plots.per_benchmark(suite="posttrainbench")),
+        lambda: board_figures.per_benchmark(plots.per_benchmark(suite="posttrainbench", base_model="Qwen3-4B-Base")),
+        lambda: board_figures.time_budget(budget), lambda: board_figures.reasoning_effort(budget),
+        lambda: board_figures.model_size(budget),
+        lambda: board_figures.usage_vs_score(usage, axis="tokens"), lambda: board_figures.usage_vs_score(usage, axis="cost"),
+    ]
+    assert len(usage.points) >= 3  # the demo's agents are plotted
+    fast = [build() for build in builders]
+    monkeypatch.setattr(board_figures, "VALIDATE_TRACES", True)
+    checked = [build() for build in builders]
+    for built, reference in zip(fast, checked):
+        assert json.dumps(built, sort_keys=True) == json.dumps(reference, sort_keys=True)
+    assert sum(len(f["data"]) for f in fast) >= 20

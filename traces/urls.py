@@ -81,6 +81,9 @@ def compare_file(params: Params, run: RunContext | None) -> str:
 urlpatterns = [
     distill_path("runs/", views.runs_list, name="runs", distill_file=runs_file, distill_query=RUNS_FILTERS),
     distill_path("analysis/", views.analysis, name="analysis", distill_file="analysis/index.html"),
+    # The analysis page's chart, loaded after first paint (the static export inlines it in the page).
+    distill_path("analysis/calibration.json", views.analysis_calibration, name="analysis_calibration",
+                 distill_live_only=True),
     distill_path("runs/<str:run_id>/", views.run_detail, name="run", distill_scope="run", distill_func=run_pages,
                  distill_file=run_file, distill_query=("trace", "step", "limit")),
     distill_path("runs/<str:run_id>/steps", views.run_steps, name="steps", distill_scope="run",

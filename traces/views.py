@@ -259,14 +259,27 @@ def analysis(request: HttpRequest) -> HttpResponse:
     (``selectors.analysis``), the one its JSON twin ``/api/analysis`` serves."""
     suite = _suite(request)
     data = selectors.analysis(suite)
+    static_export = getattr(request, "static_export", False)
     return render(request, "traces/analysis.html", {
         "reported": data.reported_by_topic, "reported_source": data.reported[0].source if data.reported else "",
         "data": data, "suite": suite, "suites": suite_ids(), "suite_display": suite_name(suite),
         "suite_names": [(s, suite_name(s)) for s in suite_ids()], "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
-        "phases": PHASES, "calibration_figure": figures.calibration(data.runs), "idle_gap_minutes": int(IDLE_GAP_S // 60),
+        # The chart's points (one per run with a ratio) load after first paint from analysis_calibration, so the
+        # page's bytes grow with the agents, not the runs; the static export has no server and inlines them.
+        "phases": PHASES, "calibration_figure": figures.calibration(data.runs) if static_export else None,
+        "idle_gap_minutes": int(IDLE_GAP_S // 60),
         # A chart point's run page ("{0}" = its run id): in the static export, the file beside analysis/index.html.
-        "run_link": "../runs/{0}/index.html" if getattr(request, "static_export", False) else "/runs/{0}/",
+        "run_link": "../runs/{0}/index.html" if static_export else "/runs/{0}/",
     })
+
+
+@page_inputs(query=("suite",))
+def analysis_calibration(request: HttpRequest) -> JsonResponse:
+    """``/analysis/calibration.json?suite=``: the analysis page's overoptimism chart as a plotly figure
+    (``figures.calibration``: one point per latest run with a defined ratio and a base-model score), from the same
+    selector as the page and its twin (``selectors.analysis``, computed once per warehouse version). The page
+    fetches it after first paint (``static/js/plots.js``, ``data-figure-src``)."""
+    return JsonResponse(figures.calibration(selectors.analysis(_suite(request)).runs))
 
 
 @page_inputs()

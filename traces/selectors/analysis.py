@@ -2,6 +2,7 @@
 (facts of a suite's latest runs and the per-agent tables built from them). Scores are fractions."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -306,23 +307,28 @@ def run_facts(suite: str) -> list[RunFacts]:
 
 def read_run_facts(con, suite: str) -> list[RunFacts]:
     """:func:`run_facts` on an open connection. The runs are read with what the page shows of them
-    (:class:`FactRun`: no verdicts, which the analysis does not count), agent names resolved once per method."""
-    shown, names, runs = display_suite(suite), {}, []
-    # Ordered by the stored agent name, then id (the page's agent order: each agent's first run opens its row).
-    for run_id, method, key, stored, benchmark, model, synthetic, score, taken, budget in sorted(con.execute(
-            f"SELECT r.id, r.method, m.agent_key, m.agent_name, r.benchmark, r.base_model, r.synthetic, {SCORE_SQL}, "
-            f"r.time_taken_s, r.budget_hours FROM runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? "
-            f"AND r.is_latest AND {AGENT_RUN}", [suite]).fetchall(), key=lambda row: ((row[3] or "").lower(), row[0])):
-        if (method, stored) not in names:
-            names[(method, stored)] = (agent_display(shown, method, stored) if shown else stored) or method
-        runs.append(FactRun(run_id, key, names[(method, stored)], benchmark, model, synthetic, score,
-                            None if taken is None or not budget else taken / (budget * 3600)))
-    facet_rows = con.execute(
-        "SELECT f.run_id, f.facet, f.value_num FROM facets f JOIN runs r ON r.id = f.run_id "
-        "WHERE r.suite = ? AND r.is_latest", [suite]).fetchall()
-    phase_rows = con.execute(
-        "SELECT p.run_id, p.phase, sum(p.end_s - p.start_s), count(*) FROM phases p JOIN runs r ON r.id = p.run_id "
-        "WHERE r.suite = ? AND r.is_latest GROUP BY p.run_id, p.phase", [suite]).fetchall()
+    (:class:`FactRun`: no verdicts, which the analysis does not count), agent names resolved once per method.
+
+    One query: each run's method facets, self-reported score, seconds per phase and idle gaps are aggregated per
+    run in SQL (joins on the suite's latest runs, no list of ids), so Python sees one row per run, not one per facet
+    and phase row (K=90: ~20,000 facet and ~9,000 phase rows for 2,520 runs). The latest runs are materialized
+    once for the three joins (K=90: 94 -> 61 CPU ms for the query, bench/RESULTS.md)."""
+    shown, names = display_suite(suite), {}
+    phase_sums = ", ".join(f"sum(p.end_s - p.start_s) FILTER (WHERE p.phase = '{p}')" for p in PHASES)
+    methods_in = ", ".join(f"'{m}'" for m in METHOD_FACETS)
+    rows = con.execute(f"""
+        WITH latest AS MATERIALIZED (SELECT r.id, r.method, r.benchmark, r.base_model, r.synthetic, r.time_taken_s,
+                               r.budget_hours, {SCORE_SQL} AS score
+                        FROM runs r WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN}),
+        own AS (SELECT f.run_id, list(DISTINCT f.facet) FILTER (WHERE f.facet IN ({methods_in})) AS methods,
+                       max(f.value_num) FILTER (WHERE f.facet = 'self_score') AS self_score
+                FROM facets f JOIN latest l ON l.id = f.run_id GROUP BY f.run_id),
+        timed AS (SELECT p.run_id, {phase_sums}, count(*) FILTER (WHERE p.phase = 'idle') AS idle
+                  FROM phases p JOIN latest l ON l.id = p.run_id GROUP BY p.run_id)
+        SELECT l.id, l.method, m.agent_key, m.agent_name, l.benchmark, l.base_model, l.synthetic, l.score,
+               l.time_taken_s, l.budget_hours, o.methods, o.self_score, t.run_id IS NOT NULL, t.idle, t.* EXCLUDE (run_id, idle)
+        FROM latest l JOIN methods m ON m.id = l.method LEFT JOIN own o ON o.run_id = l.id
+        LEFT JOIN timed t ON t.run_id = l.id""", [suite]).fetchall()
     base = {(m, t): v for m, t, v in con.execute(
         "SELECT base_model, benchmark, value FROM reported_cells WHERE suite = ? AND agent = 'base-zeroshot'",
         [suite]).fetchall()}
@@ -332,28 +338,17 @@ def read_run_facts(con, suite: str) -> list[RunFacts]:
             "AND r.is_latest", [suite]).fetchall():
         if v is not None:
             base.setdefault((m, t), v)
-    methods: dict[str, set[str]] = {}
-    self_scores: dict[str, float] = {}
-    for run_id, facet, value in facet_rows:
-        if facet in METHOD_FACETS:
-            methods.setdefault(run_id, set()).add(facet)
-        elif facet == "self_score":
-            self_scores[run_id] = value
-    splits: dict[str, dict[str, float]] = {}
-    idle: dict[str, int] = {}
-    for run_id, phase, seconds, count in phase_rows:
-        if run_id not in splits:
-            splits[run_id] = dict.fromkeys(PHASES, 0.0)
-        splits[run_id][phase] = seconds
-        if phase == "idle":
-            idle[run_id] = count
     facts = []
-    for run in runs:
-        verified = run.score
-        own = self_scores.get(run.id)
-        facts.append(RunFacts(run, methods.get(run.id, set()), own, verified, overoptimism(own, verified),
-                              base.get((run.base_model, run.benchmark)), splits.get(run.id) or dict.fromkeys(PHASES, 0.0),
-                              idle.get(run.id, 0), run.id in splits))
+    # Ordered by the stored agent name, then id (the page's agent order: each agent's first run opens its row).
+    for (run_id, method, key, stored, benchmark, model, synthetic, score, taken, budget, methods, own, timed, idle,
+         *seconds) in sorted(rows, key=lambda row: ((row[3] or "").lower(), row[0])):
+        if (method, stored) not in names:
+            names[(method, stored)] = (agent_display(shown, method, stored) if shown else stored) or method
+        run = FactRun(run_id, key, names[(method, stored)], benchmark, model, synthetic, score,
+                      None if taken is None or not budget else taken / (budget * 3600))
+        facts.append(RunFacts(run, set(methods or ()), own, score, overoptimism(own, score),
+                              base.get((model, benchmark)), dict(zip(PHASES, (s or 0.0 for s in seconds))),
+                              idle or 0, timed))
     return facts
 
 
@@ -382,10 +377,12 @@ def read_analysis(con, suite: str) -> Analysis:
     for f in facts:
         agents.setdefault(f.run.agent_key, []).append(f)
     mix, calibration, time_use = [], [], []
-    for key, items in agents.items():
+    for key, items in agents.items():  # one pass per agent's runs for each table (K=90: 63 agents, 2,520 runs)
         name = items[0].run.agent
-        mix.append(MethodMix(key=key, agent=name, runs=len(items),
-                             counts={m: sum(m in f.methods for f in items) for m in METHOD_FACETS}))
+        counts: Counter[str] = Counter()
+        for f in items:
+            counts.update(f.methods)
+        mix.append(MethodMix(key=key, agent=name, runs=len(items), counts={m: counts[m] for m in METHOD_FACETS}))
         rated = [f for f in items if f.ratio is not None]
         # A defined ratio has both scores (traces.vocabulary.overoptimism), so no rated run lacks one.
         best = max(rated, key=lambda f: f.verified if f.verified is not None else -1.0) if rated else None
@@ -399,12 +396,15 @@ def read_analysis(con, suite: str) -> Analysis:
             key=key, agent=name, runs=len(items), runs_timed=len(timed), budget_fraction=_mean(timed),
             runs_traced=len(traced), hours={p: (_mean([f.split[p] / 3600 for f in traced]) or 0.0) for p in PHASES},
             idle_gaps=_mean([float(f.idle_gaps) for f in traced])))
-    scored = [f for f in facts if f.verified is not None]
-    by_method = []
-    for m in METHOD_FACETS:
-        with_m = _known(f.verified for f in scored if m in f.methods)
-        without = _known(f.verified for f in scored if m not in f.methods)
-        by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m), runs_without=len(without),
-                                     mean_without=_mean(without)))
+    # Per method facet, the verified scores of the runs with it and without it, in the runs' order (one pass).
+    with_m: dict[str, list[float]] = {m: [] for m in METHOD_FACETS}
+    without_m: dict[str, list[float]] = {m: [] for m in METHOD_FACETS}
+    for f in facts:
+        if f.verified is None:
+            continue
+        for m in METHOD_FACETS:
+            (with_m if m in f.methods else without_m)[m].append(f.verified)
+    by_method = [MethodScore(facet=m, runs=len(with_m[m]), mean_score=_mean(with_m[m]), runs_without=len(without_m[m]),
+                             mean_without=_mean(without_m[m])) for m in METHOD_FACETS]
     return Analysis(suite, facts, mix, by_method, calibration, time_use, reported)
 
