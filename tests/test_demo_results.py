@@ -140,9 +140,13 @@ def test_verdict_files_hold_the_exact_strings(small: DemoReport) -> None:
             model = (d / "disallowed_model_judgement.txt").read_text().strip()
             assert model == (FLAGGED_MODEL if r.flagged_model else CLEAN_MODEL)
         if "judgement_gpt5_4.json" in r.verdict_files:
-            verdict = json.loads((d / "judgement_gpt5_4.json").read_text())
-            assert verdict["contamination"] == r.flagged_contamination
-            assert "justification_contamination" in verdict
+            for judge, said in r.judge_flags.items():  # each judge's own answers; judge_result.json their OR
+                verdict = json.loads((d / f"judgement_{judge}.json").read_text())
+                assert {k: verdict[k] for k in said} == said, (r.run_dir, judge)
+                assert all(f"justification_{k}" in verdict for k in said)
+            result = json.loads((d / "judge_result.json").read_text())
+            assert result["contamination"] == r.flagged_contamination == any(
+                j["contamination"] for k, j in r.judge_flags.items() if k != "api")
         if r.verdict_note == "judge_crashed":
             assert not (d / "contamination_judgement.txt").exists()
 

@@ -104,7 +104,7 @@ def test_suspicious_traces_have_evidence_steps(demo_ingested):
             continue
         rules = {r for s in selectors.evidence_steps(_run_id(demo)) for r in s.rules}
         expected = {"benchmark_dataset", "test_data"} if demo.flagged_contamination or demo.verdict_note == "manual_flip" \
-            else {"non_base_model"}
+            else {"outside_llm_api"} if demo.outside_api else {"non_base_model"}
         assert rules & expected, (demo.run_dir, rules)
 
 
