@@ -85,4 +85,8 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     assert '<tr data-judge="kimi" data-benchmark="gsm8k">' in page and "0.20" in page
     assert '<td>gpt5_4 / kimi</td><td data-kind="disallowed_model">Disallowed model</td>' in page  # in words
     assert f'href="/runs/{_run("healthbench").id}/?step=1#step-1">step 1</a>' in page
-    assert eras.JUDGES in page and 'id="judge-contested"' in page and "Kimi is right" in page
+    assert 'id="judge-contested"' in page and "Kimi is right" in page
+    # Rows are titled as every run is (agent on benchmark with base model), not by their folder.
+    title = client.get(f"/api/runs/{aime}").json()["title"]
+    assert [c["title"] for c in report["contested"]] == [title] and f">{title}</a>" in page
+    assert all(d["title"] == client.get(f"/api/runs/{d['run_id']}").json()["title"] for d in report["disagreements"])

@@ -15,7 +15,7 @@ from ptbsite import warehouse
 from ptbsite.suites import display_suite
 
 from ..verdicts import AGGREGATE_JUDGE, MIGRATION_JUDGE, SCORED_KINDS, Verdict, judges_answers
-from .runs import AGENT_RUN, read_verdicts
+from .runs import AGENT_RUN, read_run, read_verdicts
 
 DISAGREEMENTS_SHOWN = 200
 # The benchmark's reward-hacking modes, the evidence rules (ingest.evidence.RULE_TEXT) that find each in the agent's
@@ -202,9 +202,16 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
              for (ja, jb, kind), (a, b) in sorted(pair_answers.items())]
     order = {"found": 0, "none": 1}
     found.sort(key=lambda d: (order[d.rules], d.judges != "clean", d.run_id, d.mode))
+    disagreement_count = len(found)
+    found = found[:DISAGREEMENTS_SHOWN]
+    # The rows shown are titled as every run is ("<agent> on <benchmark> with <base model>"), read for them only.
+    titles = {rid: run.title for rid in {d.run_id for d in found} | {c.run_id for c in contested}
+              if (run := read_run(con, rid)) is not None}
+    for shown_row in (*found, *contested):
+        shown_row.title = titles.get(shown_row.run_id, shown_row.title)
     return JudgeReport(stats=sorted(stats.values(), key=lambda s: (s.judge, s.benchmark)), contested=contested,
                        pairs=pairs,
-                       disagreements=found[:DISAGREEMENTS_SHOWN], disagreement_count=len(found),
+                       disagreements=found, disagreement_count=disagreement_count,
                        modes={k: v[0] for k, v in MODES.items()})
 
 
