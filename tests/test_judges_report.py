@@ -23,7 +23,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tests import judge_eras_tree as eras
 from tests.test_judge_eras import _eras_warehouse, _run, eras_tree  # noqa: F401 (fixtures)
 from traces.selectors.judges import cohen_kappa
 
