@@ -65,39 +65,43 @@ def _words_sql(words: list[tuple[str, list[bool]]], terms: int) -> tuple[str, li
             [[w for w, _ in words], *[[marks[i] for _, marks in words] for i in range(terms)]])
 
 
-def candidate_runs(con: duckdb.DuckDBPyConnection, plans: Sequence[Plan], where: str, params: list,
+def listed_runs(con: duckdb.DuckDBPyConnection, where: str, params: list) -> list[tuple[str, bool]]:
+    """``[(run id, indexed)]``: the runs matching ``where`` (a condition on ``runs r`` / ``methods m`` with its
+    ``params``), ordered by id; ``indexed``: the run's word index is current (``search_index.current``). What
+    :func:`candidate_runs` narrows; it depends on the warehouse only (callers may keep it per warehouse
+    version). Raises duckdb.Error."""
+    return [(r[0], bool(r[1])) for r in con.execute(
+        f"SELECT r.id, {_CURRENT} FROM runs r JOIN methods m ON m.id = r.method WHERE {where} ORDER BY r.id",
+        [search_index.version(), *params]).fetchall()]
+
+
+def candidate_runs(con: duckdb.DuckDBPyConnection, plans: Sequence[Plan], listed: Sequence[tuple[str, bool]],
                    ) -> tuple[list[tuple[str, bool]], bool, list[tuple[str, list[bool]]]]:
-    """``([(run id, indexed)], exact, words)``: the runs matching ``where`` (a condition on ``runs r`` /
-    ``methods m`` with its ``params``) that can hold the query, ordered by id. ``indexed``: the run's index is
-    current, and the words of every term occur in it (the run is listed because of them); a run whose index is
-    not current is listed with ``indexed`` False (it is scanned). Without any term (``"->"``) every run matching
-    ``where`` is listed, as not indexed. ``exact``: every listed run holds the query (a single word, every run
-    indexed). ``words``: the stored words that can hold some term, each with ``[holds term i]`` for the terms
-    in :func:`_conditions` order (what :func:`lookup_many` looks up). One statement, one scan of ``word_runs``'
-    words (its rows fit in a row group or two: no zone map would skip them). Raises duckdb.Error."""
+    """``([(run id, indexed)], exact, words)``: the runs of ``listed`` (:func:`listed_runs`) that can hold the
+    query, in its order. A run is listed with ``indexed`` True when its index is current and the words of every
+    term occur in it (the run is listed because of them); a run whose index is not current is listed with
+    ``indexed`` False (it is scanned). Without any term (``"->"``) every run is listed, as not indexed.
+    ``exact``: every listed run holds the query (a single word, every run indexed). ``words``: the stored words
+    that can hold some term, each with ``[holds term i]`` for the terms in :func:`_conditions` order (what
+    :func:`lookup_many` looks up). One statement, one scan of ``word_runs``' words (its rows fit in a row group
+    or two: no zone map would skip them). Raises duckdb.Error."""
     conditions = _conditions(plans)
-    version = search_index.version()
     if not conditions:
-        rows = con.execute(f"SELECT r.id FROM runs r JOIN methods m ON m.id = r.method WHERE {where} ORDER BY r.id",
-                           params).fetchall()
-        return [(r[0], False) for r in rows], False, []
+        return [(rid, False) for rid, _ in listed], False, []
     marks = ", ".join(f"{c} AS t{i}" for i, (c, _) in enumerate(conditions))
     every = " AND ".join(f"bool_or(t{i})" for i in range(len(conditions)))
     terms = ", ".join(f"t{i}" for i in range(len(conditions)))
     values = [v for _, vs in conditions for v in vs]
     rows = con.execute(
         f"WITH m AS MATERIALIZED (SELECT word, runs, {marks} FROM word_runs "
-        f"  WHERE {' OR '.join(c for c, _ in conditions)}), "
-        f"hit AS (SELECT run FROM (SELECT unnest(runs) AS run, {terms} FROM m) GROUP BY run HAVING {every}), "
-        f"listed AS (SELECT r.id, {_CURRENT} AS indexed FROM runs r JOIN methods m ON m.id = r.method WHERE {where}) "
-        f"SELECT 0 AS part, word AS id, NULL AS indexed, [{terms}] AS marks FROM (SELECT DISTINCT word, {terms} "
-        "FROM m) UNION ALL "
-        f"SELECT 1, id, indexed, NULL FROM listed WHERE NOT indexed OR {search_index.RUN_KEY.format('id')} IN "
-        "(SELECT run FROM hit) ORDER BY part, id",
-        [*values, *values, version, *params]).fetchall()
-    words = [(r[1], [bool(t) for t in r[3]]) for r in rows if r[0] == 0]
-    listed = [(r[1], bool(r[2])) for r in rows if r[0] == 1]
-    return listed, one_word(plans) and all(indexed for _, indexed in listed), words
+        f"  WHERE {' OR '.join(c for c, _ in conditions)}) "
+        f"SELECT word, [{terms}], NULL FROM (SELECT DISTINCT word, {terms} FROM m) UNION ALL "
+        f"SELECT NULL, NULL, run FROM (SELECT unnest(runs) AS run, {terms} FROM m) GROUP BY run HAVING {every}",
+        [*values, *values]).fetchall()
+    words = [(r[0], [bool(t) for t in r[1]]) for r in rows if r[2] is None]
+    hit = {r[2] for r in rows if r[2] is not None}
+    found = [(rid, indexed) for rid, indexed in listed if not indexed or int(rid, 16) in hit]  # RUN_KEY in Python
+    return found, one_word(plans) and all(indexed for _, indexed in found), words
 
 
 def lookup_many(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], plans: Sequence[Plan],

@@ -150,6 +150,8 @@ def _file_cursor(path: str) -> duckdb.DuckDBPyConnection:
         instance = _file_instances.get(key[1])
         if instance is None:
             instance = _file_instances[key[1]] = duckdb.connect(":memory:")
+            if settings.PTB_DUCKDB_THREADS:  # as the DuckLake instance (_attach)
+                instance.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
         if not _file_users.get(key):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             instance.execute(f"ATTACH {_quote(path)} AS {alias}")
