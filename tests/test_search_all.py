@@ -338,3 +338,24 @@ def test_reindex_sorts_step_words_left_unsorted(planted):
     assert words == sorted(words)
     _check("zanzibar_quokka_marker")
     _check('"plain words"')
+
+
+def test_the_ingest_command_sorts_step_words_once_done(tmp_path, fresh_warehouse, monkeypatch):
+    from django.core.management import call_command
+
+    from traces import search_across
+
+    # The batches never sort (a huge spread), the end of the command does (any table size).
+    monkeypatch.setattr(search_across, "SORT_SPREAD", 10.0 ** 9)
+    monkeypatch.setattr(search_across, "SORT_MIN_ROWS", 0)
+    root = tmp_path / "results"
+    for method, run, lines in ((METHOD, RUN, [UNICODE, "the plain words"]), (METHOD_B, RUN_B, ["x->y and more"])):
+        (root / method / run).mkdir(parents=True)
+        (root / method / run / "solve_out.txt").write_text(_claude(lines))
+    call_command("ingest", str(root), quiet=True)
+    with warehouse.connect() as con:
+        rows = con.execute("SELECT count(*) FROM step_words").fetchone()[0]
+        assert con.execute("SELECT sorted_rows FROM step_words_sorted").fetchall() == [(rows,)]
+        words = [r[2] for r in _step_word_rows(con)]
+    assert words == sorted(words) and rows > 10
+    _check("plain")

@@ -137,15 +137,18 @@ def lookup_many(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], plans: S
     return out
 
 
-def sort_step_words(con: duckdb.DuckDBPyConnection, *, spread: float = SORT_SPREAD,
-                    min_rows: int = SORT_MIN_ROWS) -> bool:
+def sort_step_words(con: duckdb.DuckDBPyConnection, *, spread: float | None = None,
+                    min_rows: int | None = None) -> bool:
     """Rewrite ``step_words`` sorted by (word, run) when it holds more than ``spread`` times the rows the last
     rewrite sorted (``step_words_sorted``; and at least ``min_rows``), inside the caller's transaction; returns
-    whether it did. Rows written since follow unsorted, and a search reads them all (the sorted ones by their
+    whether it did (``spread`` and ``min_rows``: :data:`SORT_SPREAD` and :data:`SORT_MIN_ROWS` unless given).
+    Rows written since follow unsorted, and a search reads them all (the sorted ones by their
     zone maps): a rewrite once they are as many as the sorted ones costs about twice the table's final size over
     an ingest (2.5 s of CPU for each rewrite of the K=90 tree's 2.1 M rows) and leaves at most half the table to
     read whole. ``spread=1``: whenever some row is unsorted (the end of ``manage.py reindex``). Raises
     duckdb.Error."""
+    spread = SORT_SPREAD if spread is None else spread
+    min_rows = SORT_MIN_ROWS if min_rows is None else min_rows
     rows = _one(con, "SELECT count(*) FROM step_words")
     done = _one(con, "SELECT coalesce(max(sorted_rows), 0) FROM step_words_sorted")
     if rows < min_rows or rows <= spread * done or rows == done:
