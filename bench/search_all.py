@@ -10,7 +10,8 @@ unless given: the rare one a word of 6+ letters in the fewest runs, at least 1; 
 most runs; the phrase two adjacent words of a stored step found in several runs) prints, warm (median of
 ``--repeat`` after one warm-up):
 
-- ours: ``GET /search/?q=`` in-process (Django's test client, page cache off): the first page of grouped
+- ours: ``GET /search/?q=`` in-process (Django's test client, page cache off, one DuckDB thread as served:
+  ``PTB_DUCKDB_THREADS=1`` unless set): the first page of grouped
   results (20 runs with their counts and excerpts), wall ms and CPU ms of this process, and its bytes; and
   ``sel``: its selector alone on a warehouse held open (the part that depends on the tree);
 - rg: ``rg -c -i -F <query>`` over the agent trace files of every ingested run (the files named in
@@ -33,6 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 os.environ.setdefault("PTB_PAGE_CACHE", "0")
+# One DuckDB thread, as `serve` runs its workers (ptbsite/management/commands/serve.py; bench/scale.py does the
+# same); PTB_DUCKDB_THREADS=0 on the command line measures DuckDB's default (one thread per core).
+os.environ.setdefault("PTB_DUCKDB_THREADS", "1")
 
 from benchlib import Timing, timed_cpu  # noqa: E402 (bench/benchlib.py, beside this script)
 
@@ -138,7 +142,8 @@ def main() -> None:
             files[str(path)] = run_id
     size = sum(Path(f).stat().st_size for f in files)
     print(f"{len(files)} agent trace files, {size / 1e6:.1f} MB; step_words: {words[0]:,} rows, {words[1]:,} words; "
-          f"load average {os.getloadavg()[0]:.2f}; ms are medians of {args.repeat}, warm")
+          f"load average {os.getloadavg()[0]:.2f}; DuckDB threads {os.environ['PTB_DUCKDB_THREADS'] or 'default'}; "
+          f"ms are medians of {args.repeat}, warm")
     print(f"{'query':>8} {'text':>22} {'page ms':>8} {'cpu':>6} {'bytes':>7} {'sel ms':>7} {'cpu':>6} {'rg ms':>7} "
           f"{'cpu':>6} {'page/rg':>8} {'sel/rg':>7} {'cpu/rg':>8} {'rg runs':>7} {'recall':>7} {'ours only':>9}")
     for label, q in picks.items():

@@ -9,7 +9,9 @@ result is what a fresh ingest of the same files stores. Each run is one transact
 
 Families: ``facets`` (the facets and phases tables), ``evidence`` (the steps' ``suspicious`` column), ``search``
 (the word index ``step_words`` of every trace of the run, ``traces.search_index``, whose version is that module's;
-a run without it, such as one stored before migration 0017, is searched by a scan). The evidence rules also read
+a run without it, such as one stored before migration 0017, is searched by a scan; and at the end, ``step_words``
+sorted by word when some of its rows are not, such as every row of a warehouse migrated to 0020:
+``traces.search_across.sort_step_words``). The evidence rules also read
 the suite's dataset names and instruct models; an edited suite file is not a version change: run
 ``reindex --all``.
 """
@@ -27,7 +29,7 @@ import pyarrow as pa
 
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
-from traces import search_index, vocabulary
+from traces import search_across, search_index, vocabulary
 from traces.records import FacetRow, PhaseRow
 from traces.services import insert_records
 from traces.vocabulary import STEP_TEXT_CAP
@@ -229,10 +231,28 @@ def reindex(*, families: Iterable[str] = FAMILIES, force: bool = False, run_ids:
                     ([f"{len(found.marks)} marked steps"] if "evidence" in todo else []) + \
                     (["word index rebuilt"] if "search" in todo else [])
                 progress(f"{run_id}: {', '.join(todo)}: {', '.join(done)}")
-        if report.reindexed:  # each run re-indexed added rows of its own words to the inverted index
-            warehouse.run_in_transaction(search_index.merge_word_runs)
+        # Each run re-indexed added rows of its own words to both indexes, unsorted; and a warehouse migrated to
+        # 0020 has step_words unsorted: the search family's reindex sorts it.
+        if report.reindexed or ("search" in wanted and _unsorted()):
+            warehouse.run_in_transaction(_merge_and_sort)
     report.seconds = time.monotonic() - started
     return report
+
+
+@warehouse.retrying
+def _unsorted() -> bool:
+    """Whether some rows of ``step_words`` are not sorted (``search_across.sort_step_words``)."""
+    with warehouse.connect() as con:
+        row = con.execute("SELECT (SELECT count(*) FROM step_words) <> (SELECT coalesce(max(sorted_rows), 0) "
+                          "FROM step_words_sorted)").fetchone()
+        return bool(row and row[0])
+
+
+def _merge_and_sort(con) -> None:
+    """The end of a reindex: ``word_runs`` merged once its rows spread too far (``search_index.merge_word_runs``)
+    and ``step_words`` sorted by word whenever a row is not (``search_across.sort_step_words``)."""
+    search_index.merge_word_runs(con)
+    search_across.sort_step_words(con, spread=1.0, min_rows=0)
 
 
 def suite_contexts(suite_id: str) -> dict[str, evidence.EvidenceContext]:

@@ -289,3 +289,73 @@ def test_every_page_has_the_header_search_box(client, demo_ingested):
         assert '<form class="site-search" method="get" action="/search/" role="search">' in body, path
     assert 'name="q" aria-label="Search every trace" placeholder="Search every trace" value="import"' in \
         client.get("/search/?q=import").content.decode()
+
+
+# --- step_words kept sorted by word (migration 0020, search_across.sort_step_words) ------------------------------
+
+def _step_word_rows(con) -> list[tuple]:
+    """step_words' rows in storage order (row id), each step list sorted."""
+    return con.execute("SELECT run_id, trace, word, list_sort(steps) FROM step_words ORDER BY rowid").fetchall()
+
+
+def test_sorting_step_words_by_word_keeps_every_row_and_every_answer(demo_ingested, tmp_path, settings):
+    import shutil
+
+    from traces import search_across
+
+    copy = tmp_path / "sorted.duckdb"
+    shutil.copy(demo_ingested[2], copy)
+    settings.PTB_WAREHOUSE = str(copy)
+    warehouse.reset_migration_cache()
+    with warehouse.connect() as con:
+        before = _step_word_rows(con)
+    assert len(before) < search_across.SORT_MIN_ROWS  # the demo is too small to be sorted at ingest
+    assert [r[2] for r in before] != sorted(r[2] for r in before)
+    assert not warehouse.run_in_transaction(lambda con: search_across.sort_step_words(con))
+    assert warehouse.run_in_transaction(lambda con: search_across.sort_step_words(con, min_rows=0))
+    with warehouse.connect() as con:
+        after = _step_word_rows(con)
+        sorted_rows = con.execute("SELECT sorted_rows FROM step_words_sorted").fetchall()
+    assert sorted(after) == sorted(before) and sorted_rows == [(len(before),)]
+    assert [(r[2], r[0]) for r in after] == sorted((r[2], r[0]) for r in after)  # by word, then run
+    # Nothing unsorted since: nothing to do, until as many rows again are written (spread 2).
+    assert not warehouse.run_in_transaction(lambda con: search_across.sort_step_words(con, min_rows=0))
+    for q in ("import", '"pip install"', "the model", "learning_rate", "->", "naïve"):
+        _check(q)
+
+
+def test_reindex_sorts_step_words_left_unsorted(planted):
+    from ingest.reindex import reindex
+
+    with warehouse.connect() as con:
+        assert con.execute("SELECT count(*) FROM step_words_sorted").fetchone() == (0,)
+        rows = con.execute("SELECT count(*) FROM step_words").fetchone()[0]
+    report = reindex(families=["search"])
+    assert report.reindexed == 0 and report.up_to_date == 2  # every run's index was current: only the sort ran
+    with warehouse.connect() as con:
+        assert con.execute("SELECT sorted_rows FROM step_words_sorted").fetchall() == [(rows,)]
+        words = [r[2] for r in _step_word_rows(con)]
+    assert words == sorted(words)
+    _check("zanzibar_quokka_marker")
+    _check('"plain words"')
+
+
+def test_the_ingest_command_sorts_step_words_once_done(tmp_path, fresh_warehouse, monkeypatch):
+    from django.core.management import call_command
+
+    from traces import search_across
+
+    # The batches never sort (a huge spread), the end of the command does (any table size).
+    monkeypatch.setattr(search_across, "SORT_SPREAD", 10.0 ** 9)
+    monkeypatch.setattr(search_across, "SORT_MIN_ROWS", 0)
+    root = tmp_path / "results"
+    for method, run, lines in ((METHOD, RUN, [UNICODE, "the plain words"]), (METHOD_B, RUN_B, ["x->y and more"])):
+        (root / method / run).mkdir(parents=True)
+        (root / method / run / "solve_out.txt").write_text(_claude(lines))
+    call_command("ingest", str(root), quiet=True)
+    with warehouse.connect() as con:
+        rows = con.execute("SELECT count(*) FROM step_words").fetchone()[0]
+        assert con.execute("SELECT sorted_rows FROM step_words_sorted").fetchall() == [(rows,)]
+        words = [r[2] for r in _step_word_rows(con)]
+    assert words == sorted(words) and rows > 10
+    _check("plain")

@@ -136,3 +136,33 @@ def test_the_search_index_answers_as_the_scan_does(kind, small_tree):
                 assert found == read_matches(con, run_id, q=q, limit=10 ** 6, use_index=False), (demo.run_dir, q)
                 answered += bool(found) and search_index.plan(con, q).terms is not None
     assert answered > 10  # matches found through the index, not only absences
+
+
+def test_the_search_of_every_trace_answers_on_every_kind(kind, small_tree):
+    """The search of every trace (its candidates statement, the sorted step_words, steps read by row id in one
+    snapshot) on each kind of warehouse: every run whose agent trace holds the query is listed, each with its
+    matches' excerpts holding it."""
+    from traces import search_across
+    from traces.selectors import search
+    from traces.selectors.steps import read_matches
+
+    warehouse.run_in_transaction(lambda con: search_across.sort_step_words(con, min_rows=0))
+    found = 0
+    for q in ("import", '"the model"', '"pip install"', "loss"):
+        needle = q.strip('"').lower()
+        listed, after = {}, None
+        while True:
+            page = search.search_page(q, after=after, limit=3)
+            listed.update({r.run.id: r for r in page.runs})
+            if page.next is None:
+                break
+            after = page.next
+        with warehouse.connect() as con:
+            holding = {rid for rid in (layout.run_id(*d.run_dir.split("/")) for d in small_tree.runs)
+                       if read_matches(con, rid, q=needle, limit=1, use_index=False)}
+        assert holding <= set(listed), (kind, q)
+        found += len(holding)
+        for result in listed.values():
+            assert result.count >= 1 and result.matches, (kind, q)
+            assert all(needle in m.excerpt.lower() for m in result.matches), (kind, q)
+    assert found > 10

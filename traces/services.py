@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from ptbsite import warehouse
 
-from . import records, search_index
+from . import records, search_across, search_index
 from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
                       StepTextRow, StepWrite, VerdictRow)
 from .verdicts import SCORED_KINDS, Verdict, effective_flags
@@ -266,8 +266,10 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
     insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
     insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
-    # Each batch adds a row per word of its own to the inverted index: merged once they spread too far.
+    # Each batch adds a row per word of its own to the inverted index: merged once they spread too far; and
+    # unsorted rows to step_words, sorted once they are as many as the sorted ones.
     search_index.merge_word_runs(con)
+    search_across.sort_step_words(con)
     in_batch = Counter(_cell(w.rows.run) for w in batch)
     cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
     if not cells:

@@ -1,8 +1,11 @@
-"""Opening the warehouse: a plain DuckDB file per unit of work, or one in-memory DuckDB per process with the
-DuckLake extension loaded (offline, from the ``duckdb-extension-*`` packages) and the catalog attached as ``wh``,
-each unit of work getting its own cursor on it."""
+"""Opening the warehouse: one in-memory DuckDB per process, each unit of work getting its own cursor on it. A
+DuckLake warehouse: the DuckLake extension loaded (offline, from the ``duckdb-extension-*`` packages) and the
+catalog attached as ``wh`` for the life of the process. A plain DuckDB file: attached while some unit of this
+process uses it (:func:`_file_cursor`), detached, and so unlocked for other processes, when the last one closes
+(:func:`close`)."""
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import sqlite3
@@ -20,6 +23,10 @@ ALIAS = "wh"
 
 _instances: dict[tuple[str, int], duckdb.DuckDBPyConnection] = {}
 _instances_lock = threading.Lock()
+# Plain files: the process's in-memory instance they are attached to (by pid), and per (file, pid) the units of
+# work using it now (the file is attached while there is one).
+_file_instances: dict[int, duckdb.DuckDBPyConnection] = {}
+_file_users: dict[tuple[str, int], int] = {}
 
 
 def _quote(text: str) -> str:
@@ -123,16 +130,75 @@ def close_connections() -> None:
         forget_instance(key[0])
 
 
+def _file_alias(path: str) -> str:
+    """The name a plain file is attached under: one per file, as a process may use several (tests)."""
+    return "wh_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+
+
+def _file_cursor(path: str) -> duckdb.DuckDBPyConnection:
+    """A cursor on the plain DuckDB file ``path`` (absolute), attached to this process's in-memory instance
+    unless some unit of this process has it already; the caller releases it with :func:`close`.
+
+    Why not ``duckdb.connect(path)`` per unit: a new DuckDB instance per request (its thread pool, its memory)
+    cost a web request 7 ms of CPU to open and made its first queries 2-3x slower than the same queries on a
+    file attached to an instance that lives on (on the K=90 tree: ``bench/search_all.py``, bench/RESULTS.md).
+    The file is still detached when no unit uses it, so that another process (an ingest) can open it, as before.
+    Raises duckdb.Error (the file is locked by another process: the caller retries)."""
+    key = (path, os.getpid())
+    alias = _file_alias(path)
+    with _instances_lock:
+        instance = _file_instances.get(key[1])
+        if instance is None:
+            instance = _file_instances[key[1]] = duckdb.connect(":memory:")
+            if settings.PTB_DUCKDB_THREADS:  # as the DuckLake instance (_attach)
+                instance.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
+        if not _file_users.get(key):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            instance.execute(f"ATTACH {_quote(path)} AS {alias}")
+        _file_users[key] = _file_users.get(key, 0) + 1
+        cursor = instance.cursor()
+    try:
+        cursor.execute(f"USE {alias}")
+    except BaseException:
+        _release_file(path, cursor)
+        raise
+    return cursor
+
+
+def _release_file(path: str, con: duckdb.DuckDBPyConnection) -> None:
+    """Close a cursor of :func:`_file_cursor`; the last unit of the process using the file detaches it (DuckDB
+    checkpoints it then, as on closing a connection)."""
+    key = (path, os.getpid())
+    with _instances_lock:
+        try:
+            con.close()
+        finally:
+            _file_users[key] -= 1
+            if not _file_users[key]:
+                del _file_users[key]
+                _file_instances[key[1]].execute(f"DETACH {_file_alias(path)}")
+
+
 def _open(text: str) -> duckdb.DuckDBPyConnection:
-    """A new connection (a file) or cursor (DuckLake) on the warehouse ``text``; callers call it as
-    ``connections._open`` so that a test may configure the engine by patching it here."""
+    """A cursor on the warehouse ``text`` (DuckLake: :func:`_ducklake_cursor`; a plain file: :func:`_file_cursor`;
+    ``:memory:``: a new database), to be released with :func:`close`; callers call it as ``connections._open``
+    so that a test may configure the engine by patching it here."""
     spec = parse_spec(text)
     if spec.is_ducklake:
         return _ducklake_cursor(text, spec)
+    if text == ":memory:":
+        return duckdb.connect(text)
     # Always read-write: DuckDB refuses a read-only and a read-write connection to one file in one process.
-    if text != ":memory:":
-        Path(text).parent.mkdir(parents=True, exist_ok=True)
-    return duckdb.connect(text)
+    return _file_cursor(os.path.abspath(text))
+
+
+def close(text: str, con: duckdb.DuckDBPyConnection) -> None:
+    """Release a connection :func:`_open` gave for the warehouse ``text``: close it, and for a plain file detach
+    the file once no unit of this process uses it."""
+    if text == ":memory:" or parse_spec(text).is_ducklake:
+        con.close()
+    else:
+        _release_file(os.path.abspath(text), con)
 
 
 def rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -146,8 +212,8 @@ def rollback(con: duckdb.DuckDBPyConnection) -> None:
 @contextmanager
 def hold_open() -> Iterator[None]:
     """Hold a plain-file warehouse open for a while (one web request, one ingest), so that the units of work
-    inside reuse the open database (DuckDB shares one instance per file within a process) instead of opening the
-    file again and checkpointing it on close, 15-40 ms each. A file that cannot be opened right now (another
+    inside reuse the attached file (:func:`_file_cursor`) instead of attaching it again and checkpointing it on
+    detach, 15-40 ms each. A file that cannot be opened right now (another
     process holds it) is not held: each unit then retries on its own. DuckLake warehouses already keep one
     attached catalog per process."""
     text = warehouse_spec()
@@ -162,4 +228,4 @@ def hold_open() -> Iterator[None]:
     try:
         yield
     finally:
-        con.close()
+        close(text, con)

@@ -85,7 +85,7 @@ def migrate_now() -> list[str]:
         try:
             return migrate(con)
         finally:
-            con.close()
+            connections.close(text, con)
 
     return with_retries(unit)
 

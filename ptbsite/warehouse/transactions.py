@@ -34,7 +34,7 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
             if not migrations.is_migrated(text):
                 migrations.migrate(con)
         except BaseException:
-            con.close()
+            connections.close(text, con)
             raise
         return con
 
@@ -42,7 +42,7 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
     try:
         yield con
     finally:
-        con.close()
+        connections.close(text, con)
 
 
 @contextmanager
