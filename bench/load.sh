@@ -11,6 +11,9 @@
 # TIMEOUT (wrk --timeout, default 10s: a request slower than that is counted as a timeout, not as a latency),
 # WORKERS (3), NAMES (the pages measured, default all: leaderboard api plot plot-bench plot-api run steps), PORT (8765), PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
 # `make_demo_results --runs 40 --seed 7` (a ~50 MB, 20,000-step long run), generated once, ingested per kind.
+# TREE: another results tree to ingest instead (e.g. the real shape, `make_demo_results DIR --methods 90 --seed 7
+# --no-long-run --trace-scale 0.05`); OUT (default bench/out): where each kind's data folder goes. The deep steps
+# page is the run with the most steps, from step min(19000, its steps - 200) on.
 # Prints requests/s, p50 and p99 latency (ms), non-2xx answers, socket errors (connect/read/write) and timeouts per
 # URL, and the ratio of each page's requests/s to its static twin. Between two wrk runs the server is drained: the
 # next run starts only once a static file answers within 1 s again (a backlog left by one run must not be billed
@@ -21,11 +24,14 @@ PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3
 DURATION=${DURATION:-10s} CONNECTIONS=${CONNECTIONS:-8 64} THREADS=${THREADS:-2} WORKERS=${WORKERS:-3}
 PORT=${PORT:-8765} TIMEOUT=${TIMEOUT:-10s}
 KINDS=${*:-file ducklake}
-OUT=bench/out
-TREE=$OUT/results-40-7
+OUT=${OUT:-bench/out}
+TREE=${TREE:-}
 command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
 mkdir -p "$OUT"
-[ -f "$TREE/SYNTHETIC" ] || "$PY" manage.py make_demo_results "$TREE" --runs 40 --seed 7 >/dev/null
+if [ -z "$TREE" ]; then
+    TREE=$OUT/results-40-7
+    [ -f "$TREE/SYNTHETIC" ] || "$PY" manage.py make_demo_results "$TREE" --runs 40 --seed 7 >/dev/null
+fi
 
 SERVER=
 stop() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; SERVER=; }
@@ -67,12 +73,13 @@ for KIND in $KINDS; do
     "$PY" manage.py migrate --noinput -v0
     "$PY" manage.py import_published >/dev/null
     /usr/bin/time -f "ingest: %e s" "$PY" manage.py ingest "$TREE" --quiet 2>&1 | tail -1
-    LONG=$("$PY" manage.py shell -c "
+    read -r LONG AFTER <<<"$("$PY" manage.py shell -c "
 from traces import selectors
-runs, _ = selectors.list_runs(limit=500)
-print(max(runs, key=lambda r: r.step_count).id)" | tail -n1)
+runs, _ = selectors.list_runs(limit=None)
+long = max(runs, key=lambda r: r.step_count)
+print(long.id, max(0, min(19000, long.step_count - 200)))" | tail -n1)"
     declare -A PAGES=([leaderboard]=/ [api]=/api/leaderboard [plot]=/plots/time-vs-score/ [plot-bench]=/plots/per-benchmark/
-                      [plot-api]=/api/plots/per-benchmark [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
+                      [plot-api]=/api/plots/per-benchmark [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=$AFTER)
     NAMES=${NAMES:-leaderboard api plot plot-bench plot-api run steps}
     # Capture each page's bytes, then restart so WhiteNoise (which indexes files at start) serves them.
     start "$N"

@@ -456,6 +456,32 @@ def test_the_comparisons_a_run_page_links_to_are_exported(exported):
     assert len(list((exported / "compare").glob("*/index.html"))) == written
 
 
+def test_a_run_fingerprint_covers_the_runs_its_page_offers_not_its_whole_cell(export_warehouse, monkeypatch):
+    """Issue 24: at the real size a cell holds ~90 runs and a run page ~15 peers; a change to a run of the cell
+    that the page does not offer to compare with must not re-export the page (nor its comparisons)."""
+    from traces.selectors import compare
+
+    fingerprints = selectors.run_fingerprints()
+    runs = [r for r in selectors.list_runs(limit=None)[0] if r.id in fingerprints]
+    pairs = [(a, b) for a in runs for b in runs if (a.suite, a.benchmark, a.base_model) == (b.suite, b.benchmark,
+             b.base_model) and b.is_latest and b.agent_key != a.agent_key]
+    assert pairs, "the demo tree has a cell with two agents' runs"
+    run, other = pairs[0]
+    assert other.id in [p.run.id for p in selectors.cell_peers(run.id)]
+    _write(export_warehouse, ("UPDATE runs SET state_detail = 'changed once' WHERE id = ?", [other.id]))
+    once = selectors.run_fingerprints()
+    assert once[other.id] != fingerprints[other.id] and once[run.id] != fingerprints[run.id]  # its peer changed
+    assert {k for k in once if once[k] != fingerprints[k]} == {
+        r.id for r in runs if r.id == other.id or other.id in [p.run.id for p in selectors.cell_peers(r.id)]}
+
+    monkeypatch.setattr(compare, "PEERS_SHOWN", 0)  # other agents' runs are no longer on the page
+    assert other.id not in [p.run.id for p in selectors.cell_peers(run.id)]
+    hidden = selectors.run_fingerprints()
+    _write(export_warehouse, ("UPDATE runs SET state_detail = 'changed twice' WHERE id = ?", [other.id]))
+    twice = selectors.run_fingerprints()
+    assert twice[other.id] != hidden[other.id] and twice[run.id] == hidden[run.id]
+
+
 def _mtimes(outdir: Path) -> dict[str, int]:
     return {p.relative_to(outdir).as_posix(): p.stat().st_mtime_ns for p in outdir.rglob("*") if p.is_file()}
 

@@ -19,7 +19,8 @@ lengths.
 """
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import Field
 
@@ -347,24 +348,52 @@ class Peer(Model):
     relation: Literal["attempt", "repeat", "other"]
 
 
-def read_cell_peers(con, run: Run) -> list[Peer]:
-    """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with: every other attempt of its
-    method, the latest run of each of its agent's other methods (repeats), and the latest runs of up to
-    PEERS_SHOWN other agents' methods; one query."""
-    rows = read_runs(con, f"r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND r.id <> ? AND {AGENT_RUN} "
-                          "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id,
-                                                                run.method])
-    peers, others = [], 0
+class PeerKey(Protocol):
+    """What choosing a run's peers reads of a run (:func:`pick_peers`): a ``Run`` has it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def agent_key(self) -> str: ...
+    @property
+    def cluster_id(self) -> int: ...
+    @property
+    def is_latest(self) -> bool: ...
+
+
+P = TypeVar("P", bound=PeerKey)
+Relation = Literal["attempt", "repeat", "other"]
+
+
+def pick_peers(run: PeerKey, cell: Iterable[P]) -> list[tuple[P, Relation]]:
+    """The runs of ``run``'s cell it is compared with, from every agent run of the cell (``cell``, ``run`` itself
+    included or not), in the order its page lists them: every other attempt of its method, the latest run of each
+    of its agent's other methods (repeats), and the latest runs of up to PEERS_SHOWN other agents' methods (by
+    method name). :func:`read_cell_peers` for a run page; ``run_fingerprints`` for what a run's pages depend on."""
+    rows = [r for r in cell if r.id != run.id and (r.method == run.method or r.is_latest)]
+    peers: list[tuple[P, Relation]] = []
+    others = 0
     for r in sorted(rows, key=lambda r: (r.method != run.method, r.agent_key != run.agent_key, r.method,
                                          -r.cluster_id)):
-        relation: Literal["attempt", "repeat", "other"] = (
+        relation: Relation = (
             "attempt" if r.method == run.method else "repeat" if r.agent_key == run.agent_key else "other")
         if relation == "other":
             others += 1
             if others > PEERS_SHOWN:
                 continue
-        peers.append(Peer(run=r, relation=relation))
+        peers.append((r, relation))
     return peers
+
+
+def read_cell_peers(con, run: Run) -> list[Peer]:
+    """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with (:func:`pick_peers`); one
+    query."""
+    rows = read_runs(con, f"r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND r.id <> ? AND {AGENT_RUN} "
+                          "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id,
+                                                                run.method])
+    return [Peer(run=r, relation=relation) for r, relation in pick_peers(run, rows)]
 
 
 @warehouse.retrying
