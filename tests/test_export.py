@@ -554,6 +554,32 @@ def test_each_run_costs_a_bounded_number_of_files(shared_site):
     assert len(shared) < steps / 20, (len(shared), steps)
 
 
+def test_a_changed_run_rewrites_only_the_files_of_other_runs_that_show_it(site_copy):
+    """Issue 24: a run's change re-renders, of each run whose page offers it to compare with, that page and the
+    comparison with it (``runs_refreshed``), not their step pages, twins or other comparisons."""
+    outdir = site_copy.outdir
+    export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
+    fingerprints = selectors.run_fingerprints()
+    offered = {r: [p.run.id for p in selectors.cell_peers(r)] for r in fingerprints}
+    listing = {r: [o for o in fingerprints if r in offered[o]] for r in fingerprints}
+    run = max(fingerprints, key=lambda r: (len(listing[r]), r))
+    assert listing[run], "a run of the demo tree is offered by another run's page"
+    before = _mtimes(outdir)
+    _write(site_copy.warehouse, ("INSERT INTO evaluations VALUES ('rerun-2', ?, 'rerun', 0.625, '{}', '{\"by\": "
+                                 "\"test\"}', TIMESTAMP '2031-01-01 00:00:00')", [run]))
+    changed = export_site(outdir)
+    assert (changed.runs_written, changed.runs_refreshed) == (1 + len(listing[run]), len(listing[run]))
+    written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
+    for other in listing[run]:
+        theirs = {n for n in written if n.startswith((f"runs/{other}/", f"api/runs/{other}/", f"api/runs/{other}.",
+                                                      f"compare/{other}-"))}
+        assert theirs == {f"runs/{other}/index.html", f"compare/{other}-{run}/index.html"}, theirs
+        assert "62.5" in (outdir / f"runs/{other}/index.html").read_text()
+        assert "62.5" in (outdir / f"compare/{other}-{run}/index.html").read_text()
+    assert set(before) - set(_mtimes(outdir)) == set()  # nothing removed
+    assert_no_broken_link(outdir)
+
+
 def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):
     outdir, added = site_copy.outdir, site_copy.added
     _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.deep_run]))

@@ -21,7 +21,8 @@ from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analy
                        MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
                        run_facts, run_timeline)
 from .feeds import (CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_latest_usage, read_tree_baselines,
-                    run_content_hashes, run_fingerprints, tree_baselines)
+                    run_content_hashes, run_fingerprints, tree_baselines,
+                    combined_fingerprints, run_fingerprint_parts)
 from .compare import ComparePage, Peer, cell_peers, compare_page
 from .pages import (MAX_PAGE_SIZE, PAGE_SIZE, RunPage, RunQuery, RunsPage, RunStepsPage, open_run, parse_time_jump,
                     run_page, run_steps, runs_page, timeline_page)
@@ -48,7 +49,7 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "field_chars", "read_latest_cells", "read_latest_usage", "read_runs_with_facet", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
-    "run_fingerprints",
+    "run_fingerprints", "combined_fingerprints", "run_fingerprint_parts",
     "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",

@@ -166,15 +166,29 @@ def read_latest_usage(con, suite: str) -> list[RunUsage]:
 
 
 
-@warehouse.retrying
 def run_fingerprints() -> dict[str, str]:
-    """{run id: sha256 hex} for every non-baseline run, over what its pages show beyond the trace itself: the run's
-    content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
-    and overrides, and the same of each run its page offers to compare with (its peers,
+    """{run id: sha256 hex} for every non-baseline run, over what its pages show beyond the trace itself: its own
+    part (:func:`run_fingerprint_parts`) and the own part of each run its page offers to compare with (its peers,
     ``traces.selectors.compare.pick_peers``): the comparisons it links to are written with its pages. Other runs
     of its cell are not on its pages, so a change to one of them leaves its fingerprint as it was (at the real
     benchmark's size a cell holds ~90 runs, a run page ~15 peers). A run whose fingerprint did not change renders
-    to the same bytes. One query, then the peers chosen per cell in Python."""
+    to the same bytes."""
+    owns, peers = run_fingerprint_parts()
+    return combined_fingerprints(owns, peers)
+
+
+def combined_fingerprints(owns: dict[str, str], peers: dict[str, list[str]]) -> dict[str, str]:
+    """:func:`run_fingerprints` from :func:`run_fingerprint_parts`' two maps."""
+    return {run_id: hashlib.sha256(";".join([f"{run_id}:{own}", *sorted(f"{p}:{owns[p]}" for p in peers[run_id])])
+                                   .encode()).hexdigest() for run_id, own in owns.items()}
+
+
+@warehouse.retrying
+def run_fingerprint_parts() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """({run id: md5 hex of what its own pages show}, {run id: its peers' ids, in its page's order}) for every
+    non-baseline run, sorted by id. The own part covers the run's content hash (its files, hence its steps), latest
+    flag and state, its method's names, its evaluations, verdicts and overrides. One query, then the peers chosen
+    per cell in Python."""
     with warehouse.connect() as con:
         rows = con.execute(f"""
             SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest, r.suite, r.benchmark, r.base_model,
@@ -193,12 +207,13 @@ def run_fingerprints() -> dict[str, str]:
     for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own in rows:
         cells.setdefault((suite, benchmark, base_model), []).append(
             _Cellmate(run_id, method, agent_key, cluster_id, is_latest, own))
-    out: dict[str, str] = {}
+    owns: dict[str, str] = {}
+    peers: dict[str, list[str]] = {}
     for cell in cells.values():
         for run in cell:
-            peers = sorted(f"{p.id}:{p.own}" for p, _ in pick_peers(run, cell))
-            out[run.id] = hashlib.sha256(";".join([f"{run.id}:{run.own}", *peers]).encode()).hexdigest()
-    return dict(sorted(out.items()))
+            owns[run.id] = run.own
+            peers[run.id] = [p.id for p, _ in pick_peers(run, cell)]
+    return dict(sorted(owns.items())), dict(sorted(peers.items()))
 
 
 @dataclass(frozen=True, slots=True)
