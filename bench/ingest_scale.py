@@ -20,11 +20,16 @@ Usage: .venv/bin/python bench/ingest_scale.py --tree DIR --work DIR [--kind duck
   one Parquet file per table; the word index's tables (``step_words``, ``word_runs``, built by SQL at ingest) read as
   Arrow and written the same way: CPU seconds, in a process of its own.
 
+``--small DIR``: a second tree of the same shape with smaller traces (``--trace-scale 0.05``: each at its
+one-training-cycle floor), ingested the same way after the first; the two ingests' CPU above the start-up, as
+``runs x F + trace MB x B``, give the fixed cost per run ``F`` and the cost per MB ``B`` (two equations, two
+unknowns: both trees have the same runs, so their difference is the bytes').
+
 Printed: each part's CPU and wall, the floor (start-up + loop + columns + write) in CPU seconds, the ratio ingest /
 floor (CPU; and wall against start-up + the 2-process loop + columns + write), and the ingest's CPU per run above
 the floor: everything a run costs beyond decoding its lines and storing its rows, so an upper bound of its fixed
-cost. ``--keep``: the ingested warehouse stays in ``WORK/lake-tree`` (or ``WORK/warehouse-tree.duckdb``) for the
-export and load benches; its data folder is ``WORK/data-tree``.
+cost. The ingested warehouse stays in ``WORK/lake-tree`` (or ``WORK/warehouse-tree.duckdb``) for the export and
+load benches; its data folder is ``WORK/data-tree``.
 """
 from __future__ import annotations
 
@@ -133,6 +138,7 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--kind", choices=("ducklake", "file"), default="ducklake")
+    parser.add_argument("--small", type=Path, help="the same shape with smaller traces: fixed cost per run")
     args = parser.parse_args()
     ingest_bench.KIND = args.kind
     args.work.mkdir(parents=True, exist_ok=True)
@@ -162,6 +168,16 @@ def main() -> None:
           f"{floor_wall:.1f} s = {i_wall / floor_wall:.2f}x")
     print(f"ingest CPU per run above the floor: {(i_cpu - floor_cpu) / runs:.3f} s ({runs} runs; an upper bound of "
           f"the fixed cost per run, target <= 0.05); above the start-up alone: {(i_cpu - s_cpu) / runs:.3f} s")
+    if args.small:
+        small_mb = sum(p.stat().st_size for p in ingest_bench.trace_files(args.small)) / 1e6
+        small_runs = sum(1 for p in args.small.glob("*/*") if p.is_dir() and not p.parent.name.startswith(("_", ".")))
+        assert small_runs == runs, f"--small has {small_runs} run dirs, the tree {runs}"
+        w_wall, _, w_summary, w_cpu = ingest_bench.timed_ingest(args.work, "small", args.small)
+        per_mb = ((i_cpu - s_cpu) - (w_cpu - s_cpu)) / (megabytes - small_mb)
+        fixed = ((w_cpu - s_cpu) - per_mb * small_mb) / runs
+        print(f"  ingest of --small ({small_mb:.1f} MB): {w_cpu:.2f} CPU s {w_wall:.2f} wall s | {w_summary}")
+        print(f"fit of the two ingests above the start-up: {fixed:.3f} CPU s per run (target <= 0.05) + "
+              f"{per_mb:.3f} CPU s per MB of trace (the loop: {l_cpu / megabytes:.4f})")
 
 
 if __name__ == "__main__":
