@@ -76,17 +76,13 @@ def main() -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-@contextlib.contextmanager
 def _no_memo(selectors):
     """The export as before the memo: ``compare_pages_memo`` a no-op for the block."""
+    from unittest import mock
+
     from export import exporter
 
-    real = exporter.runs.compare_pages_memo
-    exporter.runs.compare_pages_memo = lambda memo: contextlib.nullcontext()  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        exporter.runs.compare_pages_memo = real  # type: ignore[assignment]
+    return mock.patch.object(exporter.runs, "compare_pages_memo", lambda memo: contextlib.nullcontext())
 
 
 if __name__ == "__main__":

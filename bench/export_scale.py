@@ -127,7 +127,7 @@ def main() -> None:
     owner = {n: run_of(n) for n in written}
     own_files = [n for n in written if owner[n] == run_id]
     other_runs = [n for n in written if owner[n] not in (None, run_id)]
-    others = sorted({owner[n] for n in other_runs})
+    others = sorted({run for n in other_runs if (run := owner[n]) is not None})
     share = full_cpu / runs
     own = changed_cpu - changed.site_pages_cpu
     print(f"  one run changed: {changed_cpu:.2f} CPU s = the site pages {changed.site_pages_cpu:.2f} (measured in that "

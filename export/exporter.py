@@ -345,7 +345,7 @@ class Exporter:
                 self.write_manifest(None, site, {k: fingerprints[k] for k in untouched},
                                     {k: owns[k] for k in untouched}, previous.get("search"))
             read = self.read_runs(touched, len(fingerprints))
-            self.write_runs(touched, read, refresh)
+            self.write_runs(touched, read, refresh, peers)
             changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
             search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
@@ -366,15 +366,20 @@ class Exporter:
         return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
 
     def write_runs(self, changed: list[str], everything: dict[str, runs.Run],
-                   refresh: dict[str, list[str]] | None = None) -> None:
+                   refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None) -> None:
         """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
-        ``everything``, {run id: Run}); of a run in ``refresh`` ({run id: its peers that changed}), only the files
-        its peers are on (:meth:`refresh_peers`); a tqdm bar of runs and pages (on a terminal unless ``bar``
-        says)."""
+        ``everything``, {run id: Run}; its comparisons with the reads of its ``peers`` there, {run id: peer ids},
+        and each run's side of a comparison and its first steps read once for the whole export:
+        ``traces.selectors.compare_pages_memo``); of a run in ``refresh`` ({run id: its peers that changed}), only
+        the files its peers are on (:meth:`refresh_peers`); a tqdm bar of runs and pages (on a terminal unless
+        ``bar`` says)."""
         refresh = refresh or {}
+        peers = peers or {}
+        memo: dict = {}
 
         def one(run_id: str) -> None:
-            with runs.runs_read_once([everything[run_id]] if run_id in everything else []):
+            read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
+            with runs.runs_read_once(read), runs.compare_pages_memo(memo):
                 if run_id in refresh:
                     self.refresh_peers(run_id, refresh[run_id])
                 else:
