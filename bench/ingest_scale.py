@@ -91,6 +91,8 @@ with warehouse.connect() as con:
                 out["rows"][name] = out["rows"].get(name, 0) + batch.num_rows
                 yield pa.Table.from_batches([batch])
         write(name, tables())
+import shutil
+shutil.rmtree(folder)
 print(json.dumps(out))
 """
 
