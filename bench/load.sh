@@ -11,6 +11,11 @@
 # TIMEOUT (wrk --timeout, default 10s: a request slower than that is counted as a timeout, not as a latency),
 # WORKERS (3), NAMES (the pages measured, default all: leaderboard api plot plot-bench plot-api run steps), PORT (8765), PYTHON (default .venv/bin/python or python3). Data and the generated tree go to bench/out/ (ignored by git):
 # `make_demo_results --runs 40 --seed 7` (a ~50 MB, 20,000-step long run), generated once, ingested per kind.
+# TREE: another results tree to ingest instead (e.g. the real shape, `make_demo_results DIR --methods 90 --seed 7
+# --no-long-run --trace-scale 0.05`); OUT (default bench/out): where each kind's data folder goes. The deep steps
+# page is the run with the most steps, from step min(19000, its steps - 200) on. WAREHOUSE: for the ducklake kind, a
+# warehouse spec ingested already (published data included) to serve instead of ingesting TREE. START_SECONDS (60):
+# how long the server may take to answer after it starts (it computes the most visited pages first).
 # Prints requests/s, p50 and p99 latency (ms), non-2xx answers, socket errors (connect/read/write) and timeouts per
 # URL, and the ratio of each page's requests/s to its static twin. Between two wrk runs the server is drained: the
 # next run starts only once a static file answers within 1 s again (a backlog left by one run must not be billed
@@ -19,13 +24,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 DURATION=${DURATION:-10s} CONNECTIONS=${CONNECTIONS:-8 64} THREADS=${THREADS:-2} WORKERS=${WORKERS:-3}
-PORT=${PORT:-8765} TIMEOUT=${TIMEOUT:-10s}
+PORT=${PORT:-8765} TIMEOUT=${TIMEOUT:-10s} START_SECONDS=${START_SECONDS:-60}
 KINDS=${*:-file ducklake}
-OUT=bench/out
-TREE=$OUT/results-40-7
+OUT=${OUT:-bench/out}
+TREE=${TREE:-}
 command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
 mkdir -p "$OUT"
-[ -f "$TREE/SYNTHETIC" ] || "$PY" manage.py make_demo_results "$TREE" --runs 40 --seed 7 >/dev/null
+if [ -z "$TREE" ] && { [ -z "${WAREHOUSE:-}" ] || [[ " $KINDS " == *" file "* ]]; }; then  # a kind ingests it
+    TREE=$OUT/results-40-7
+    [ -f "$TREE/SYNTHETIC" ] || "$PY" manage.py make_demo_results "$TREE" --runs 40 --seed 7 >/dev/null
+fi
 
 SERVER=
 stop() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; SERVER=; }
@@ -33,7 +41,7 @@ trap stop EXIT
 start() {  # start the server for this kind, wait until it answers
     "$PY" manage.py serve --workers "$1" --bind "127.0.0.1:$PORT" >"$DATA/serve.log" 2>&1 &
     SERVER=$!
-    for _ in $(seq 120); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/runs?limit=1" && return; sleep 0.5; done
+    for _ in $(seq $((START_SECONDS * 2))); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/runs?limit=1" && return; sleep 0.5; done
     cat "$DATA/serve.log" >&2; exit 1
 }
 drain() {  # wait until the server answers a static file within 1 s (at most 60 s), so runs do not overlap
@@ -64,15 +72,20 @@ for KIND in $KINDS; do
         ducklake) unset PTB_WAREHOUSE; N=$WORKERS ;;  # the default: DuckLake, SQLite catalog under $DATA
         *) echo "unknown kind $KIND" >&2; exit 2 ;;
     esac
-    "$PY" manage.py migrate --noinput -v0
-    "$PY" manage.py import_published >/dev/null
-    /usr/bin/time -f "ingest: %e s" "$PY" manage.py ingest "$TREE" --quiet 2>&1 | tail -1
-    LONG=$("$PY" manage.py shell -c "
+    if [ "$KIND" = ducklake ] && [ -n "${WAREHOUSE:-}" ]; then
+        export PTB_WAREHOUSE=$WAREHOUSE  # ingested already (with the published data): only read here
+    else
+        "$PY" manage.py migrate --noinput -v0
+        "$PY" manage.py import_published >/dev/null
+        /usr/bin/time -f "ingest: %e s" "$PY" manage.py ingest "$TREE" --quiet 2>&1 | tail -1
+    fi
+    read -r LONG AFTER <<<"$("$PY" manage.py shell -c "
 from traces import selectors
-runs, _ = selectors.list_runs(limit=500)
-print(max(runs, key=lambda r: r.step_count).id)" | tail -n1)
+runs, _ = selectors.list_runs(limit=None)
+long = max(runs, key=lambda r: r.step_count)
+print(long.id, max(0, min(19000, long.step_count - 200)))" | tail -n1)"
     declare -A PAGES=([leaderboard]=/ [api]=/api/leaderboard [plot]=/plots/time-vs-score/ [plot-bench]=/plots/per-benchmark/
-                      [plot-api]=/api/plots/per-benchmark [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=19000)
+                      [plot-api]=/api/plots/per-benchmark [run]=/runs/$LONG/ [steps]=/runs/$LONG/steps?after=$AFTER)
     NAMES=${NAMES:-leaderboard api plot plot-bench plot-api run steps}
     # Capture each page's bytes, then restart so WhiteNoise (which indexes files at start) serves them.
     start "$N"

@@ -36,7 +36,7 @@ from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, 
 
 STEPS_PER_PAGE = 200
 MANIFEST = ".export-manifest.json"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
 SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
 SEARCH_SHARDS = f"{SEARCH_DIR}/shards.json"  # the search page's list of indexes to merge and base records to hide
@@ -73,9 +73,10 @@ class ExportReport:
     ``search_seconds``, ``search_rebuilt`` whether the base bundle was built again whole."""
 
     outdir: str
-    runs_written: int = 0
+    runs_written: int = 0  # runs whose files were rendered: whole, or (``runs_refreshed`` of them) their peers' part
     runs_skipped: int = 0
     runs_removed: int = 0
+    runs_refreshed: int = 0
     files: int = 0
     bytes: int = 0
     files_written: int = 0
@@ -313,7 +314,8 @@ class Exporter:
         # database instead of opening the file again (~15 ms each).
         with warehouse.connect():
             code = self.code_fingerprint()
-            fingerprints = runs.run_fingerprints()
+            owns, peers = runs.run_fingerprint_parts()
+            fingerprints = runs.combined_fingerprints(owns, peers)
             inputs = self.inputs_fingerprint(code, fingerprints)
             if previous.get("inputs") != inputs or not (self.outdir / "index.html").is_file():
                 self.progress("rendering the site pages (leaderboard views, plots, runs list, analysis)")
@@ -323,23 +325,32 @@ class Exporter:
                 self.report.global_pages = True
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
+            known_own = previous.get("own", {}) if known else {}
             for run_id in sorted(set(previous.get("runs", {})) - set(fingerprints)):
                 self.remove_run(run_id)
                 self.report.runs_removed += 1
-            changed = [run_id for run_id, fingerprint in sorted(fingerprints.items())
+            touched = [run_id for run_id, fingerprint in sorted(fingerprints.items())
                        if known.get(run_id) != fingerprint or not (self.outdir / f"runs/{run_id}/index.html").is_file()]
-            untouched = set(fingerprints) - set(changed)
-            self.report.runs_skipped = len(fingerprints) - len(changed)
+            # A run whose own part is as exported and whose peers changed (a run its page offers to compare with
+            # changed, came or went): its page and the comparisons with the changed peers are rendered again.
+            refresh = {run_id: [p for p in peers[run_id] if known_own.get(p) != owns[p]
+                                or not (self.outdir / f"compare/{run_id}-{p}/index.html").is_file()]
+                       for run_id in touched if known_own.get(run_id) == owns[run_id]
+                       and (self.outdir / f"runs/{run_id}/index.html").is_file()}
+            untouched = set(fingerprints) - set(touched)
+            self.report.runs_skipped = len(fingerprints) - len(touched)
             # Until this export finishes, the manifest vouches only for the runs it does not touch (and for the
             # search it found): a crash midway leaves the changed runs to be written again next time.
-            if changed or self.report.runs_removed:
-                self.write_manifest(None, site, {k: fingerprints[k] for k in untouched}, previous.get("search"))
-            changed_runs = self.read_runs(changed, len(fingerprints))
-            self.write_runs(changed, changed_runs)
+            if touched or self.report.runs_removed:
+                self.write_manifest(None, site, {k: fingerprints[k] for k in untouched},
+                                    {k: owns[k] for k in untouched}, previous.get("search"))
+            read = self.read_runs(touched, len(fingerprints))
+            self.write_runs(touched, read, refresh, peers)
+            changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
             search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(inputs, site, fingerprints, search)
+        self.write_manifest(inputs, site, fingerprints, owns, search)
         self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
@@ -354,18 +365,32 @@ class Exporter:
         wanted = set(run_ids)
         return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
 
-    def write_runs(self, changed: list[str], everything: dict[str, runs.Run]) -> None:
+    def write_runs(self, changed: list[str], everything: dict[str, runs.Run],
+                   refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None) -> None:
         """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
-        ``everything``, {run id: Run}); a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
+        ``everything``, {run id: Run}; its comparisons with the reads of its ``peers`` there, {run id: peer ids},
+        and each run's side of a comparison and its first steps read once for the whole export:
+        ``traces.selectors.compare_pages_memo``); of a run in ``refresh`` ({run id: its peers that changed}), only
+        the files its peers are on (:meth:`refresh_peers`); a tqdm bar of runs and pages (on a terminal unless
+        ``bar`` says)."""
+        refresh = refresh or {}
+        peers = peers or {}
+        memo: dict = {}
+
         def one(run_id: str) -> None:
-            with runs.runs_read_once([everything[run_id]] if run_id in everything else []):
-                self.rewrite_run(run_id)
+            read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
+            with runs.runs_read_once(read), runs.compare_pages_memo(memo):
+                if run_id in refresh:
+                    self.refresh_peers(run_id, refresh[run_id])
+                else:
+                    self.rewrite_run(run_id)
 
         self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
                    smoothing=0.1) as bar, ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):
                 self.report.runs_written = n
+                self.report.runs_refreshed += changed[n - 1] in refresh
                 bar.update()
                 bar.set_postfix(pages=self.pages_written, refresh=False)
                 if n % 100 == 0:
@@ -409,17 +434,36 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, inputs: str | None, site: str, fingerprints: dict[str, str], search: dict | None) -> None:
+    def write_manifest(self, inputs: str | None, site: str, fingerprints: dict[str, str], owns: dict[str, str],
+                       search: dict | None) -> None:
         """``.export-manifest.json``: {"version", "inputs": the site pages' inputs (:meth:`inputs_fingerprint`),
-        "site": fingerprint, "runs": {run id: fingerprint}, "search": what the search indexes
-        (:meth:`update_search`)}; written only when its bytes change."""
+        "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
+        (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`)};
+        written only when its bytes change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "inputs": inputs, "site": site,
-                                         "runs": fingerprints, "search": search}, indent=1, sort_keys=True).encode(),
-                   count=False)
+                                         "runs": fingerprints, "own": owns, "search": search},
+                                        indent=1, sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
         self.run_pages(run_id)
+
+    def refresh_peers(self, run_id: str, changed_peers: list[str]) -> None:
+        """The files of a run that show its peers, for a run whose own part did not change: its page (it lists
+        them) and its comparisons with ``changed_peers``; its comparisons with runs no longer among its peers are
+        removed. Files whose bytes did not change are not written (:meth:`write`)."""
+        pages, _ = self.run_layout(run_id)
+        page = self.routes["traces:run"]
+        if page.pages:
+            self.export_pages("traces:run", page, page.pages(pages), pages)
+        compare = self.routes["traces:compare"]
+        offered = compare.pages(pages) if compare.pages else []
+        wanted = {f"{run_id},{peer}" for peer in changed_peers}
+        self.export_pages("traces:compare", compare, [p for p in offered if p["runs"] in wanted], pages)
+        keep = {f"{p['runs'].replace(',', '-')}" for p in offered}
+        for path in (self.outdir / "compare").glob(f"{run_id}-*"):
+            if path.is_dir() and path.name not in keep:
+                shutil.rmtree(path)
 
     @staticmethod
     def run_layout(run_id: str) -> tuple[RunPages, list[runs.IndexedStep]]:

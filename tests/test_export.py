@@ -487,6 +487,32 @@ def test_the_comparisons_a_run_page_links_to_are_exported(exported):
     assert len(list((exported / "compare").glob("*/index.html"))) == written
 
 
+def test_a_run_fingerprint_covers_the_runs_its_page_offers_not_its_whole_cell(export_warehouse, monkeypatch):
+    """Issue 24: at the real size a cell holds ~90 runs and a run page ~15 peers; a change to a run of the cell
+    that the page does not offer to compare with must not re-export the page (nor its comparisons)."""
+    from traces.selectors import compare
+
+    fingerprints = selectors.run_fingerprints()
+    runs = [r for r in selectors.list_runs(limit=None)[0] if r.id in fingerprints]
+    pairs = [(a, b) for a in runs for b in runs if (a.suite, a.benchmark, a.base_model) == (b.suite, b.benchmark,
+             b.base_model) and b.is_latest and b.agent_key != a.agent_key]
+    assert pairs, "the demo tree has a cell with two agents' runs"
+    run, other = pairs[0]
+    assert other.id in [p.run.id for p in selectors.cell_peers(run.id)]
+    _write(export_warehouse, ("UPDATE runs SET state_detail = 'changed once' WHERE id = ?", [other.id]))
+    once = selectors.run_fingerprints()
+    assert once[other.id] != fingerprints[other.id] and once[run.id] != fingerprints[run.id]  # its peer changed
+    assert {k for k in once if once[k] != fingerprints[k]} == {
+        r.id for r in runs if r.id == other.id or other.id in [p.run.id for p in selectors.cell_peers(r.id)]}
+
+    monkeypatch.setattr(compare, "PEERS_SHOWN", 0)  # other agents' runs are no longer on the page
+    assert other.id not in [p.run.id for p in selectors.cell_peers(run.id)]
+    hidden = selectors.run_fingerprints()
+    _write(export_warehouse, ("UPDATE runs SET state_detail = 'changed twice' WHERE id = ?", [other.id]))
+    twice = selectors.run_fingerprints()
+    assert twice[other.id] != hidden[other.id] and twice[run.id] == hidden[run.id]
+
+
 def _mtimes(outdir: Path) -> dict[str, int]:
     return {p.relative_to(outdir).as_posix(): p.stat().st_mtime_ns for p in outdir.rglob("*") if p.is_file()}
 
@@ -557,6 +583,32 @@ def test_each_run_costs_a_bounded_number_of_files(shared_site):
     shared = [p for p in (outdir / "pagefind").rglob("*") if p.is_file() and "fragment" not in p.parts]
     steps = sum(r.step_count for r in selectors.list_runs(limit=None)[0])
     assert len(shared) < steps / 20, (len(shared), steps)
+
+
+def test_a_changed_run_rewrites_only_the_files_of_other_runs_that_show_it(site_copy):
+    """Issue 24: a run's change re-renders, of each run whose page offers it to compare with, that page and the
+    comparison with it (``runs_refreshed``), not their step pages, twins or other comparisons."""
+    outdir = site_copy.outdir
+    export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
+    fingerprints = selectors.run_fingerprints()
+    offered = {r: [p.run.id for p in selectors.cell_peers(r)] for r in fingerprints}
+    listing = {r: [o for o in fingerprints if r in offered[o]] for r in fingerprints}
+    run = max(fingerprints, key=lambda r: (len(listing[r]), r))
+    assert listing[run], "a run of the demo tree is offered by another run's page"
+    before = _mtimes(outdir)
+    _write(site_copy.warehouse, ("INSERT INTO evaluations VALUES ('rerun-2', ?, 'rerun', 0.625, '{}', '{\"by\": "
+                                 "\"test\"}', TIMESTAMP '2031-01-01 00:00:00')", [run]))
+    changed = export_site(outdir)
+    assert (changed.runs_written, changed.runs_refreshed) == (1 + len(listing[run]), len(listing[run]))
+    written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
+    for other in listing[run]:
+        theirs = {n for n in written if n.startswith((f"runs/{other}/", f"api/runs/{other}/", f"api/runs/{other}.",
+                                                      f"compare/{other}-"))}
+        assert theirs == {f"runs/{other}/index.html", f"compare/{other}-{run}/index.html"}, theirs
+        assert "62.5" in (outdir / f"runs/{other}/index.html").read_text()
+        assert "62.5" in (outdir / f"compare/{other}-{run}/index.html").read_text()
+    assert set(before) - set(_mtimes(outdir)) == set()  # nothing removed
+    assert_no_broken_link(outdir)
 
 
 def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):

@@ -19,14 +19,18 @@ lengths.
 """
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
+from typing import Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import Field
 
 from ptbsite import units, warehouse
 
 from ..schemas import Evaluation, Facet, JudgeVerdict, Model, Percent, Run
-from .runs import AGENT_RUN, read_evaluations, read_run_facets, read_runs
+from .runs import AGENT_RUN, read_evaluations, read_run, read_run_facets, read_runs_by_id
 from .verdicts import read_judge_panel
 from ..vocabulary import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
 
@@ -234,8 +238,40 @@ def _facet_rows(runs: list[CompareRun]) -> list[CompareRow]:
     return [_row(n, FACET_NAME.get(n, n), [_facet_value(c.facets, n) for c in runs]) for n in names]
 
 
+# compare_pages_memo: {("side", run id, budget s): CompareRun, ("window", run id, after, limit): rows}
+_MEMO: ContextVar[dict | None] = ContextVar("compare_pages_memo", default=None)
+
+
+@contextmanager
+def compare_pages_memo(memo: dict) -> Iterator[None]:
+    """Within the block (in this thread's context), :func:`compare_page` takes each run's side and its window of
+    steps from ``memo`` when there, and puts them there when not: the static export renders ~13 comparisons per
+    run at the real benchmark's size, most with the same few peers, from one warehouse version (a memo shared by
+    its threads, for one export)."""
+    token = _MEMO.set(memo)
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def _memo(key: tuple, compute: Callable[[], T]) -> T:
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 def read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
-    """One run's side of a comparison (:class:`CompareRun`) on an open connection."""
+    """One run's side of a comparison (:class:`CompareRun`) on an open connection (from
+    :func:`compare_pages_memo` when it holds it: a copy)."""
+    side = _memo(("side", run.id, budget_s), partial(_read_compare_run, con, run, budget_s))
+    return side.model_copy(update={"run": run}, deep=True)
+
+
+def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
     facets = read_run_facets(con, run.id)
     own = next((f.value_num for f in facets if f.facet == "self_score"), None)
     split, bins = _phases(con, run, budget_s)
@@ -272,7 +308,8 @@ def read_aligned(con, runs: list[Run], after: list[int], limit: int) -> Aligned:
     start), ``limit`` steps per run at most."""
     after = (after + [-1] * len(runs))[:len(runs)]
     mode: Literal["time", "index"] = "time" if all(r.started_at is not None for r in runs) else "index"
-    windows = [_window(con, r.id, a, limit) for r, a in zip(runs, after, strict=True)]
+    windows = [list(_memo(("window", r.id, a, limit), partial(_window, con, r.id, a, limit)))
+               for r, a in zip(runs, after, strict=True)]
     steps = [[_step(row) for row in w if row[0] > a] for w, a in zip(windows, after, strict=True)]
     if mode == "index":
         shown = [s[:limit] for s in steps]
@@ -315,7 +352,7 @@ def compare_page(run_ids: list[str], *, after: list[int] | None = None, limit: i
     with warehouse.connect() as con:
         con.execute("BEGIN TRANSACTION")
         try:
-            found = {r.id: r for r in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [run_ids])}
+            found = {r.id: r for r in read_runs_by_id(con, run_ids)}
             runs = [found[i] for i in run_ids if i in found]
             if not runs:
                 return None
@@ -347,29 +384,72 @@ class Peer(Model):
     relation: Literal["attempt", "repeat", "other"]
 
 
-def read_cell_peers(con, run: Run) -> list[Peer]:
-    """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with: every other attempt of its
-    method, the latest run of each of its agent's other methods (repeats), and the latest runs of up to
-    PEERS_SHOWN other agents' methods; one query."""
-    rows = read_runs(con, f"r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND r.id <> ? AND {AGENT_RUN} "
-                          "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id,
-                                                                run.method])
-    peers, others = [], 0
+class PeerKey(Protocol):
+    """What choosing a run's peers reads of a run (:func:`pick_peers`): a ``Run`` has it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def agent_key(self) -> str: ...
+    @property
+    def cluster_id(self) -> int: ...
+    @property
+    def is_latest(self) -> bool: ...
+
+
+P = TypeVar("P", bound=PeerKey)
+T = TypeVar("T")
+Relation = Literal["attempt", "repeat", "other"]
+
+
+def pick_peers(run: PeerKey, cell: Iterable[P]) -> list[tuple[P, Relation]]:
+    """The runs of ``run``'s cell it is compared with, from every agent run of the cell (``cell``, ``run`` itself
+    included or not), in the order its page lists them: every other attempt of its method, the latest run of each
+    of its agent's other methods (repeats), and the latest runs of up to PEERS_SHOWN other agents' methods (by
+    method name). :func:`read_cell_peers` for a run page; ``run_fingerprints`` for what a run's pages depend on."""
+    rows = [r for r in cell if r.id != run.id and (r.method == run.method or r.is_latest)]
+    peers: list[tuple[P, Relation]] = []
+    others = 0
     for r in sorted(rows, key=lambda r: (r.method != run.method, r.agent_key != run.agent_key, r.method,
                                          -r.cluster_id)):
-        relation: Literal["attempt", "repeat", "other"] = (
+        relation: Relation = (
             "attempt" if r.method == run.method else "repeat" if r.agent_key == run.agent_key else "other")
         if relation == "other":
             others += 1
             if others > PEERS_SHOWN:
                 continue
-        peers.append(Peer(run=r, relation=relation))
+        peers.append((r, relation))
     return peers
+
+
+class _CellRun(NamedTuple):
+    """What :func:`pick_peers` reads of a run of the cell."""
+
+    id: str
+    method: str
+    agent_key: str
+    cluster_id: int
+    is_latest: bool
+
+
+def read_cell_peers(con, run: Run) -> list[Peer]:
+    """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with (:func:`pick_peers`): the cell's
+    runs read as the choice needs them (a cell holds ~90 runs at the real benchmark's size), then the chosen ones
+    whole (``read_runs_by_id``: the static export's one read of each run when it holds it); two queries at most."""
+    cell = [_CellRun(*row) for row in con.execute(
+        f"SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest FROM runs r JOIN methods m ON m.id = r.method "
+        f"WHERE r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND r.id <> ? AND {AGENT_RUN} "
+        "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id, run.method]).fetchall()]
+    chosen = pick_peers(run, cell)
+    found = {r.id: r for r in read_runs_by_id(con, [c.id for c, _ in chosen])}
+    return [Peer(run=found[c.id], relation=relation) for c, relation in chosen if c.id in found]
 
 
 @warehouse.retrying
 def cell_peers(run_id: str) -> list[Peer]:
     """:func:`read_cell_peers` of one run in its own unit of work ([] for an unknown run)."""
     with warehouse.connect() as con:
-        found = read_runs(con, "r.id = ?", [run_id])
-        return read_cell_peers(con, found[0]) if found else []
+        run = read_run(con, run_id)
+        return read_cell_peers(con, run) if run is not None else []

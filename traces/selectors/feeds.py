@@ -2,6 +2,7 @@
 static export's run fingerprints. Scores are fractions."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
@@ -10,6 +11,7 @@ from ..layout import BASELINE_FALLBACK_DIR
 from ..verdicts import Verdict
 from ptbsite.suites import display_suite
 
+from .compare import pick_peers
 from .runs import AGENT_RUN, SCORE_SQL, agent_display, fetch_dicts, verdict_outcome, verdicts_of
 
 @dataclass
@@ -195,16 +197,32 @@ def read_usage_by_agent(con, suite: str) -> dict[str, AgentRunsUsage]:
     return out
 
 
-@warehouse.retrying
 def run_fingerprints() -> dict[str, str]:
-    """{run id: md5 hex} for every non-baseline run, over what its pages show beyond the trace itself: the run's
-    content hash (its files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts
-    and overrides, and those of every other run of its cell (suite, benchmark, base model): its page lists them to
-    compare with, and the comparisons it links to are written with its pages (``traces.selectors.compare``). A
-    run whose fingerprint did not change renders to the same bytes."""
+    """{run id: sha256 hex} for every non-baseline run, over what its pages show beyond the trace itself: its own
+    part (:func:`run_fingerprint_parts`) and the own part of each run its page offers to compare with (its peers,
+    ``traces.selectors.compare.pick_peers``): the comparisons it links to are written with its pages. Other runs
+    of its cell are not on its pages, so a change to one of them leaves its fingerprint as it was (at the real
+    benchmark's size a cell holds ~90 runs, a run page ~15 peers). A run whose fingerprint did not change renders
+    to the same bytes."""
+    owns, peers = run_fingerprint_parts()
+    return combined_fingerprints(owns, peers)
+
+
+def combined_fingerprints(owns: dict[str, str], peers: dict[str, list[str]]) -> dict[str, str]:
+    """:func:`run_fingerprints` from :func:`run_fingerprint_parts`' two maps."""
+    return {run_id: hashlib.sha256(";".join([f"{run_id}:{own}", *sorted(f"{p}:{owns[p]}" for p in peers[run_id])])
+                                   .encode()).hexdigest() for run_id, own in owns.items()}
+
+
+@warehouse.retrying
+def run_fingerprint_parts() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """({run id: md5 hex of what its own pages show}, {run id: its peers' ids, in its page's order}) for every
+    non-baseline run, sorted by id. The own part covers the run's content hash (its files, hence its steps), latest
+    flag and state, its method's names, its evaluations, verdicts and overrides. One query, then the peers chosen
+    per cell in Python."""
     with warehouse.connect() as con:
-        return dict(con.execute(f"""
-            WITH own AS (SELECT r.id, r.suite, r.benchmark, r.base_model,
+        rows = con.execute(f"""
+            SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest, r.suite, r.benchmark, r.base_model,
                 md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
                 m.agent_name, m.agent_key, m.scaffold,
                 (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
@@ -213,12 +231,33 @@ def run_fingerprints() -> dict[str, str]:
                         v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
                    FROM verdicts v WHERE v.run_id = r.id),
                 (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
-                   FROM verdict_overrides o WHERE o.run_id = r.id))) AS fingerprint
-            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN})
-            SELECT a.id, md5(string_agg(b.id || ':' || b.fingerprint, ';' ORDER BY b.id)) FROM own a
-            JOIN own b ON (b.suite, b.benchmark, b.base_model) = (a.suite, a.benchmark, a.base_model)
-            GROUP BY a.id ORDER BY a.id
-        """).fetchall())
+                   FROM verdict_overrides o WHERE o.run_id = r.id)))
+            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN}
+        """).fetchall()
+    cells: dict[tuple[str, str, str], list[_Cellmate]] = {}
+    for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own in rows:
+        cells.setdefault((suite, benchmark, base_model), []).append(
+            _Cellmate(run_id, method, agent_key, cluster_id, is_latest, own))
+    owns: dict[str, str] = {}
+    peers: dict[str, list[str]] = {}
+    for cell in cells.values():
+        for run in cell:
+            owns[run.id] = run.own
+            peers[run.id] = [p.id for p, _ in pick_peers(run, cell)]
+    return dict(sorted(owns.items())), dict(sorted(peers.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Cellmate:
+    """An agent run as :func:`run_fingerprints` reads it: what choosing peers reads, and ``own``, the md5 of what
+    its own page shows."""
+
+    id: str
+    method: str
+    agent_key: str
+    cluster_id: int
+    is_latest: bool
+    own: str
 
 
 @warehouse.retrying

@@ -433,6 +433,15 @@ def read_run(con, run_id: str) -> Run | None:
     return found[0] if found else None
 
 
+def read_runs_by_id(con, run_ids: list[str]) -> list[Run]:
+    """The runs of ``run_ids`` that exist, in no particular order: those :func:`runs_read_once` holds as copies, the
+    others in one query."""
+    known = _READ_ONCE.get() or {}
+    found = [known[i].model_copy(deep=True) for i in run_ids if i in known]
+    rest = [i for i in run_ids if i not in known]
+    return found + (read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [rest]) if rest else [])
+
+
 @warehouse.retrying
 def get_run(run_id: str) -> Run | None:
     """One run with its verdicts, overrides and effective flags, or None."""
