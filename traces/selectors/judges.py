@@ -207,8 +207,10 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
     # The rows shown are titled as every run is ("<agent> on <benchmark> with <base model>"), read for them only.
     titles = {rid: run.title for rid in {d.run_id for d in found} | {c.run_id for c in contested}
               if (run := read_run(con, rid)) is not None}
-    for shown_row in (*found, *contested):
-        shown_row.title = titles.get(shown_row.run_id, shown_row.title)
+    for d in found:
+        d.title = titles.get(d.run_id, d.title)
+    for c in contested:
+        c.title = titles.get(c.run_id, c.title)
     return JudgeReport(stats=sorted(stats.values(), key=lambda s: (s.judge, s.benchmark)), contested=contested,
                        pairs=pairs,
                        disagreements=found, disagreement_count=disagreement_count,
