@@ -1,13 +1,34 @@
 """WSGI entry point (gunicorn ptbsite.wsgi)."""
+import importlib.abc
 import os
 import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 # DuckDB's Python client (1.5) imports pandas the first time it binds a query parameter whenever pandas is importable:
 # ~125 MB of RSS in every web worker. No page uses pandas (it is not a requirement of the site; inspect-ai brings it
-# for the workers), so a web worker marks it absent and DuckDB takes plain Python values (bench/web_memory.py).
-sys.modules.setdefault("pandas", None)  # type: ignore[arg-type]
+# for the workers), so a web worker refuses to import it and DuckDB takes plain Python values (bench/web_memory.py).
+# A finder that raises ImportError, not a `sys.modules["pandas"] = None` mark: Cython modules read that None as the
+# module, and pyarrow's pandas check then fails every Arrow table a web worker writes (a judge re-run's or a rerun's
+# results, traces.records.arrow_table: tests/test_wsgi.py).
 
-from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the pandas mark)
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """Refuses ``pandas`` and its submodules, as if it were not installed."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {fullname!r} (a web worker does without pandas)",
+                                      name=fullname)
+        return None
+
+
+if "pandas" not in sys.modules:
+    sys.meta_path.insert(0, _NoPandas())
+
+from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the pandas rule)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 application = get_wsgi_application()

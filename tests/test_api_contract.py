@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from django.core.wsgi import get_wsgi_application
 from traces import layout
 
-# Django's WSGI application, not ptbsite.wsgi's module: that one marks pandas absent for web workers
+# Django's WSGI application, not ptbsite.wsgi's module: that one refuses pandas for web workers
 # (bench/web_memory.py), which would hold for this whole test process (transformers and datasets need pandas).
 application = get_wsgi_application()
 
