@@ -153,3 +153,21 @@ def test_triage_accept_reject_resolve_and_the_audit(client, run_id, staff_client
     staff_page = staff_client.get("/challenges/?status=resolved").content.decode()
     assert "the run&#x27;s override log" in staff_page or "the run's override log" in staff_page
     assert client.get("/challenges/").status_code == 403
+
+
+def test_a_challenge_of_the_api_question_is_resolved_with_an_override(client, run_id, staff_client):
+    """The API judge's flag makes a run fall back (README "Judging rules"), so a reviewer can override it: from a
+    resolved challenge of "External API usage" and from the run page's override form (found by a new user: the
+    triage answered "kind must be one of contamination, disallowed_model")."""
+    from traces import selectors
+
+    made = _post(client, run_id, question="disallowed_api_usage",
+                 claim="Step 5 calls the OpenAI API for worked solutions; the API judge missed it.").json()["id"]
+    answer = staff_client.post(f"/challenges/{made}/triage", {"action": "resolved", "reason": "step 5 calls it",
+                                                             "flagged": "true"})
+    assert answer.status_code == 302, answer.content.decode()[-600:]
+    assert selectors.get_run(run_id).flags["disallowed_api_usage"] == "flagged"
+    (override,) = selectors.override_log(run_id)
+    assert (override.kind, override.flagged) == ("disallowed_api_usage", True)
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert '<option value="disallowed_api_usage">External API usage</option>' in page.split('id="override-form"')[1]

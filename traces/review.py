@@ -60,7 +60,7 @@ def record_override(*, run_id: str, kind: str, flagged: bool, reason: str, user:
     a "Verdict override", ``traces.models``, no table, named after its run and kind, with the reason).
 
     Raises:
-        services.UnknownRun: no such run. ValueError: an unscored kind, or an empty reason.
+        services.UnknownRun: no such run. ValueError: a kind no override applies to, or an empty reason.
     """
     row = services.override_verdict(run_id=run_id, kind=kind, flagged=flagged, reason=reason,
                                     reviewer=user.get_username())
@@ -97,8 +97,8 @@ def run_override(request: HttpRequest, run_id: str) -> HttpResponse:
 
 @router.post("/runs/{run_id}/overrides", response={201: OverrideOut}, summary="Override a run's verdict")
 def override(request, run_id: str, payload: OverrideIn):
-    """A reviewer's verdict (``kind`` contamination | disallowed_model, ``flagged``, a written ``reason``), as
-    the run page's form records it (:func:`record_override`, the admin's history included): 201 with the stored
+    """A reviewer's verdict (``kind`` contamination | disallowed_model | disallowed_api_usage, ``flagged``, a
+    written ``reason``), as the run page's form records it (:func:`record_override`, the admin's history included): 201 with the stored
     override, 400 for a value the service refuses, 404 for an unknown run."""
     try:
         row = record_override(run_id=run_id, kind=payload.kind, flagged=payload.flagged, reason=payload.reason,

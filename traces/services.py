@@ -22,7 +22,7 @@ from ptbsite import warehouse
 from . import records, search_across, search_index
 from .records import (EvaluationRow, FacetRow, MethodRow, MonitorRow, ParsedRun, PhaseRow, RunRow, StepRow,
                       StepTextRow, StepWrite, VerdictRow)
-from .verdicts import SCORED_KINDS, Verdict, effective_flags
+from .verdicts import OVERRIDABLE_KINDS, Verdict, effective_flags
 
 STEP_BATCH_ROWS = 4096      # step rows a StepWriter writes at a time ...
 STEP_BATCH_BYTES = 16 * 1024 * 1024  # ... or fewer, holding this many bytes of text
@@ -380,7 +380,8 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
 
 
 def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, reviewer: str) -> dict:
-    """Record a reviewer's verdict on one scored kind (contamination or disallowed_model) of a run.
+    """Record a reviewer's verdict on one question of a run whose flag makes it fall back (OVERRIDABLE_KINDS:
+    contamination, disallowed_model, disallowed_api_usage).
 
     Appends to the audit log (``verdict_overrides``, never updated or deleted) with the effective verdict it
     replaces (``previous``: flagged | clean | judge_error); the latest override of a kind decides the run's
@@ -388,10 +389,10 @@ def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, revi
     shapes it.
 
     Raises:
-        UnknownRun: no such run. ValueError: an unscored kind, or an empty reason or reviewer.
+        UnknownRun: no such run. ValueError: another kind, or an empty reason or reviewer.
     """
-    if kind not in SCORED_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(SCORED_KINDS)}, not {kind!r}")
+    if kind not in OVERRIDABLE_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(OVERRIDABLE_KINDS)}, not {kind!r}")
     if not reason.strip() or not reviewer.strip():
         raise ValueError("an override needs a written reason and a reviewer")
     now = datetime.now(timezone.utc).replace(tzinfo=None)

@@ -198,6 +198,8 @@ def _result_verdicts(path: Path, attempt: str, redact) -> list[Verdict]:
 # The third question whose "flagged" also makes a run fall back (spec 3.4 v1.1: cell letters M, C and A); a
 # missing API verdict means "not judged" (runs older than that judge), not a judge error.
 API_KIND = "disallowed_api_usage"
+# The questions a reviewer can override: those whose flag makes a run fall back (:func:`effective_flags`' keys).
+OVERRIDABLE_KINDS = (*SCORED_KINDS, API_KIND)
 
 
 # May-2026 second contamination judges (spec 3.4): a run judged by one of them belongs to new_judge_v2's era, whose

@@ -16,7 +16,7 @@ from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
 from .steps import STEP_KINDS
-from .verdicts import SCORED_KINDS
+from .verdicts import OVERRIDABLE_KINDS
 from .vocabulary import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, RULE_TEXT
 
 PAGE_SIZE = selectors.PAGE_SIZE  # runs a list page shows; steps a trace viewer shows at first
@@ -131,7 +131,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "timeline_figure": _timeline_figure(run_id) if page.has_timeline and getattr(request, "static_export", False)
         else None,
         "facet_text": FACET_TEXT, "phases": PHASES, "idle_gap_minutes": int(IDLE_GAP_S // 60), "kinds": STEP_KINDS,
-        "rule_text": RULE_TEXT, "scored_kinds": SCORED_KINDS,
+        "rule_text": RULE_TEXT, "override_kinds": OVERRIDABLE_KINDS,
         # Staff controls post to the evaluator's URLs by path (traces does not import evaluator).
         "judge_configured": bool(settings.PTB_JUDGE_COMMAND),
         "more_query": urlencode({**base_query, "after": steps.next}) if steps.next is not None else None,
