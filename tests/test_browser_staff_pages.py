@@ -62,3 +62,19 @@ def test_challenges_and_rerun_jobs_fit_a_phone_and_a_desktop(live_server, page, 
     assert page.locator("#jobs tbody td.run").first.evaluate("td => td.getBoundingClientRect().width") >= 180
     _look(page, f"{live_server.url}/reruns/{running.pk}/", "job")
     assert page.js_errors == [], page.js_errors
+
+
+def test_the_thank_you_after_a_challenge_is_on_screen(live_server, page, run_id: str) -> None:  # noqa: F811
+    """A visitor who sends a challenge sees the notice that it reached the reviewers where the run page opens (found
+    by a new user at 390 px: the page opened at its judge panel, the notice far above the screen)."""
+    for width, height in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{live_server.url}/challenges/runs/{run_id}/new?question=contamination")
+        page.fill("#challenge-claim", CLAIM)
+        page.fill("#challenge-steps", "5")
+        page.click("#challenge-form button[type=submit]")
+        page.wait_for_load_state("load")
+        notice = page.locator("ul.messages li.success")
+        assert notice.inner_text().startswith("Thank you: your challenge is with the reviewers."), width
+        box = notice.bounding_box()
+        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, (width, box)

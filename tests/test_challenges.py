@@ -105,7 +105,7 @@ def test_the_form_is_csrf_protected_and_validates(run_id):
     assert "&lt;script&gt;" in bad.content.decode() and "<script>alert" not in bad.content.decode()
     good = browser.post(f"/challenges/runs/{run_id}/new", {"question": "contamination", "claim": CLAIM,
                                                            "steps": "5, 1", "csrfmiddlewaretoken": token})
-    assert good.status_code == 302 and good["Location"] == f"/runs/{run_id}/#judge-panel"
+    assert good.status_code == 302 and good["Location"] == f"/runs/{run_id}/"
     run_page = browser.get(f"/runs/{run_id}/").content.decode()
     assert 'href="/challenges/runs/' in run_page and "Challenge this verdict" in run_page
 

@@ -125,7 +125,8 @@ def challenge_form(request: HttpRequest, run_id: str) -> HttpResponse:
         else:
             messages.success(request, "Thank you: your challenge is with the reviewers. It is shown here once they "
                                       "accept it.")
-            return redirect(reverse("traces:run", args=[run_id]) + "#judge-panel")
+            # The run page from its top, where the notice is (opened at its judge panel, the notice was off screen).
+            return redirect(reverse("traces:run", args=[run_id]))
     return render(request, "traces/challenge_form.html", {
         "run": run, "questions": questions, "form": form, "error": error, "limits": challenges},
         status=400 if error else 200)
