@@ -171,3 +171,12 @@ def test_a_challenge_of_the_api_question_is_resolved_with_an_override(client, ru
     assert (override.kind, override.flagged) == ("disallowed_api_usage", True)
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     assert '<option value="disallowed_api_usage">External API usage</option>' in page.split('id="override-form"')[1]
+
+
+def test_the_override_choice_says_a_resolution_needs_it(client, run_id, staff_client):
+    """The triage form's empty "Override to" choice read "(resolve only)", as if a resolution could go without an
+    override, which the triage refuses ("a resolution overrides the verdict: say flagged or clean")."""
+    _post(client, run_id)
+    page = staff_client.get("/challenges/").content.decode()
+    assert '<select name="flagged"><option value="">(choose one to resolve)</option>' in page
+    assert "(resolve only)" not in page
