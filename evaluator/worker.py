@@ -47,15 +47,21 @@ class JobClient:
         response.raise_for_status()
         return answer.model_validate_json(response.content)
 
-    def _post_retrying(self, path: str, answer: type[Answer], *, attempts: int = 5, **kwargs: Any) -> Answer:
-        """``_post`` retrying transport errors (server restarting, network blip) with backoff 1, 2, 4, 8 s."""
+    def _post_retrying(self, path: str, answer: type[Answer], *, attempts: int = 5, backoff_s: float = 1.0,
+                       **kwargs: Any) -> Answer:
+        """``_post`` retrying transport errors (server restarting, network blip) and server errors (5xx: a proxy's
+        502/503 while the server restarts, or a server fault) with backoff ``backoff_s`` x 1, 2, 4, 8 s; a 4xx is
+        the server refusing the request and is raised at once."""
         for attempt in range(attempts):
             try:
                 return self._post(path, answer, **kwargs)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code < 500 or attempt == attempts - 1:
+                    raise
             except httpx.TransportError:
                 if attempt == attempts - 1:
                     raise
-                time.sleep(2 ** attempt)
+            time.sleep(backoff_s * 2 ** attempt)
         raise AssertionError("unreachable")
 
     def start(self, host: str) -> StartAnswer:
@@ -67,16 +73,25 @@ class JobClient:
         report = ProgressReport(samples_done=done, samples_total=total, log=lines)
         return self._post("/progress", ProgressAnswer, json=report.model_dump(mode="json"))
 
-    def finish(self, report: FinishReport, eval_log: Path | None) -> FinishAnswer:
+    def finish(self, report: FinishReport, eval_log: Path | None, *, backoff_s: float = 1.0) -> FinishAnswer:
         """Send the final report (JSON in the ``report`` form field, beside the .eval log, multipart), retrying
-        transport errors."""
+        transport and server errors. When the server still answers an error (a 5xx after every retry, or a 4xx),
+        a failure naming that answer is sent in its place, so the job page says why the results were not stored
+        instead of the staleness rule's "worker lost" two minutes later; that report's own error is raised."""
         data = {"report": report.model_dump_json()}
-        if eval_log is None:
-            return self._post_retrying("/finish", FinishAnswer, data=data)
-        # Read once: a retry must send the whole file again.
-        content = eval_log.read_bytes()
-        return self._post_retrying("/finish", FinishAnswer, data=data,
-                                   files={"eval_log": (eval_log.name, content, "application/zip")})
+        files = None
+        if eval_log is not None:  # read once: a retry must send the whole file again
+            files = {"eval_log": (eval_log.name, eval_log.read_bytes(), "application/zip")}
+        try:
+            return self._post_retrying("/finish", FinishAnswer, backoff_s=backoff_s, data=data, files=files)
+        except httpx.HTTPStatusError as exc:
+            answer = exc.response
+            log.error("job report refused: HTTP %s %s", answer.status_code, answer.text[:500])
+            failed = FinishReport(status="failed", log=report.log,
+                                  reason=f"the server refused the worker's {report.status} report: HTTP "
+                                         f"{answer.status_code} {answer.text[:300]}")
+            return self._post_retrying("/finish", FinishAnswer, backoff_s=backoff_s,
+                                       data={"report": failed.model_dump_json()})
 
     def close(self) -> None:
         self.http.close()
