@@ -165,6 +165,20 @@ def test_checkboxes_lead_to_a_one_parameter_link_and_unknown_runs_are_said(clien
     assert 'id="compare-form"' in runs_list and f'name="runs" value="{a}" form="compare-form"' in runs_list
 
 
+def test_more_runs_than_fit_and_a_single_run_are_said(client, demo_ingested):
+    report, _, _ = demo_ingested
+    ids = [_id(r) for r in report.runs[:5]]
+    answer = client.get("/compare/pick/?" + "&".join(f"runs={i}" for i in ids))
+    assert answer.status_code == 302 and answer["Location"] == "/compare/?runs=" + "%2C".join(ids)  # none dropped
+    body = client.get(answer["Location"]).content.decode()
+    assert 'id="compare-capped"' in body and "the first 4 of the 5 asked for are shown" in body
+    assert body.count('class="compare-run"') == 4 and f'data-run="{ids[4]}"' not in body
+    one = client.get(f"/compare/?runs={ids[0]}").content.decode()
+    assert 'id="compare-one"' in one and 'id="compare-capped"' not in one
+    two = client.get(f"/compare/?runs={ids[0]},{ids[1]}").content.decode()
+    assert 'id="compare-one"' not in two and 'id="compare-capped"' not in two
+
+
 def test_attempts_of_a_cell_link_each_other_and_the_run_page_offers_comparisons(client, demo_ingested):
     report, _, _ = demo_ingested
     older = next(r for r in report.runs if not r.is_latest)

@@ -23,7 +23,7 @@ def compare_url(run_ids: list[str], **query) -> str:
 def pick_runs(request: HttpRequest) -> HttpResponse:
     """``/compare/pick/?runs=a&runs=b``: the runs picked with the runs list's checkboxes, sent to their comparison's
     one-parameter URL (``/compare/?runs=a,b``), so every comparison is a link; not cached (a redirect)."""
-    ids = compare.parse_runs(request.GET.getlist("runs"))
+    ids = compare.asked_runs(request.GET.getlist("runs"))  # all of them: the comparison says which it shows
     return HttpResponseRedirect(compare_url(ids))
 
 
@@ -33,7 +33,8 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
     differences marked, and their agent traces aligned by elapsed time (by position without clocks), 25 steps
     of each per page; ``after``: the cursors of the page (one step index per run), ``at`` ("hour 3", "3:30"):
     from that elapsed time. To htmx (``HX-Target: compare-more``), the next page of aligned rows only."""
-    ids = compare.parse_runs(request.GET.getlist("runs"))
+    asked = compare.asked_runs(request.GET.getlist("runs"))
+    ids = asked[:compare.MAX_RUNS]
     if not ids:
         return render(request, "traces/compare.html", {"data": None})
     seconds = parse_time_jump(request.GET.get("at", "")) if request.GET.get("at") else None
@@ -44,7 +45,8 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
         raise Http404(f"no run {', '.join(ids)}")
     shown = [c.run.id for c in data.runs]
     context = {
-        "data": data, "ids": ",".join(shown), "phases": PHASES,
+        "data": data, "ids": ",".join(shown), "phases": PHASES, "asked": len(asked),
+        "max_runs": compare.MAX_RUNS,
         "more_query": urlencode({"runs": ",".join(shown), "after": ",".join(map(str, data.steps.next))})
         if data.steps.next else None,
         "static": getattr(request, "static_export", False),

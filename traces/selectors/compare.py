@@ -127,16 +127,22 @@ class ComparePage(Model):
     missing: list[str] = Field(default_factory=list, description="ids asked for that are no run")
 
 
-def parse_runs(value: str | list[str] | None) -> list[str]:
-    """Run ids from ``runs=a,b`` (or repeated ``runs=a&runs=b``), each once in order, at most MAX_RUNS."""
+def asked_runs(value: str | list[str] | None) -> list[str]:
+    """Every run id asked for in ``runs=a,b`` (or repeated ``runs=a&runs=b``), each once in order (each cut at 64
+    characters, at most 64 of them): what a comparison was asked for, before :func:`parse_runs` keeps MAX_RUNS."""
     items = value if isinstance(value, list) else [value or ""]
     ids: list[str] = []
     for item in items:
         for part in item.split(","):
-            part = part.strip()
-            if part and part not in ids:
-                ids.append(part[:64])
-    return ids[:MAX_RUNS]
+            part = part.strip()[:64]
+            if part and part not in ids and len(ids) < 64:
+                ids.append(part)
+    return ids
+
+
+def parse_runs(value: str | list[str] | None) -> list[str]:
+    """Run ids from ``runs=a,b`` (or repeated ``runs=a&runs=b``), each once in order, at most MAX_RUNS."""
+    return asked_runs(value)[:MAX_RUNS]
 
 
 def parse_cursors(value: str | None) -> list[int]:
