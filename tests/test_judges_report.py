@@ -83,6 +83,7 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     page = client.get("/judges/").content.decode()
     assert '<tr data-judge="kimi" data-benchmark="gsm8k">' in page and "0.20" in page
     assert '<td>gpt5_4 / kimi</td><td data-kind="disallowed_model">Disallowed model</td>' in page  # in words
+    assert 'id="kappa-note"' in page and "undefined where both judges gave one same answer" in page  # not hover-only
     assert f'href="/runs/{_run("healthbench").id}/?step=1#step-1">step 1</a>' in page
     assert 'id="judge-contested"' in page and "Kimi is right" in page
     # Rows are titled as every run is (agent on benchmark with base model), not by their folder.
