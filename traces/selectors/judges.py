@@ -15,7 +15,7 @@ from ptbsite import warehouse
 from ptbsite.suites import display_suite
 
 from ..verdicts import AGGREGATE_JUDGE, MIGRATION_JUDGE, SCORED_KINDS, Verdict, judges_answers
-from .runs import AGENT_RUN, read_run, read_verdicts
+from .runs import AGENT_RUN, read_runs_by_id, read_verdicts
 
 DISAGREEMENTS_SHOWN = 200
 # The benchmark's reward-hacking modes, the evidence rules (ingest.evidence.RULE_TEXT) that find each in the agent's
@@ -204,9 +204,9 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
     found.sort(key=lambda d: (order[d.rules], d.judges != "clean", d.run_id, d.mode))
     disagreement_count = len(found)
     found = found[:DISAGREEMENTS_SHOWN]
-    # The rows shown are titled as every run is ("<agent> on <benchmark> with <base model>"), read for them only.
-    titles = {rid: run.title for rid in {d.run_id for d in found} | {c.run_id for c in contested}
-              if (run := read_run(con, rid)) is not None}
+    # The rows shown are titled as every run is ("<agent> on <benchmark> with <base model>"): one query for them.
+    titles = {run.id: run.title for run in read_runs_by_id(con, sorted({d.run_id for d in found}
+                                                                        | {c.run_id for c in contested}))}
     for d in found:
         d.title = titles.get(d.run_id, d.title)
     for c in contested:
