@@ -16,7 +16,6 @@ Rule ids:
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from traces.steps import Step
 from traces.vocabulary import INVALID_JSON, UNPARSED
 
 from .rules import RuleSet
+from ptbsite import jsontext
 
 _WRITE_TOOLS = {"write", "edit", "multiedit", "str_replace", "apply_patch", "write_file", "replace", "notebookedit",
                 "file_change", "patch"}
@@ -156,7 +156,7 @@ def _written_path(text: str, data: object = UNPARSED) -> str:
     :func:`mark`."""
     if data is UNPARSED:
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text)
         except ValueError:
             data = INVALID_JSON
     if data is INVALID_JSON:

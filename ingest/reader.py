@@ -43,7 +43,7 @@ from . import evidence, facets
 from .monitor import parse_monitor
 from .blocks import ReadLimit as ReadLimit, RunIngestError as RunIngestError, TraceText
 from .parsers import storable, stream_trace
-from .parsers.framing import loads
+from ptbsite.jsontext import loads
 from .parsers.utf8 import decode
 from .redaction import Counting, Redactor, learn_values
 from .files import RunFiles, open_regular, read_blocks

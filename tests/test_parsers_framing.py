@@ -130,10 +130,10 @@ ORJSON_EDGES = ['NaN', '{"a": 1e400}', '{"a": 123456789012345678901234567890}', 
 
 @pytest.mark.parametrize("text", ORJSON_EDGES)
 def test_loads_is_json_loads_where_orjson_differs(text):
-    """framing.loads decodes with orjson first: values and error messages are still json.loads'."""
+    """ptbsite.jsontext.loads decodes with orjson first: values and error messages are still json.loads'."""
     import json
 
-    from ingest.parsers.framing import loads
+    from ptbsite.jsontext import loads
 
     def outcome(decode):
         try:

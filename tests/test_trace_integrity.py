@@ -122,6 +122,41 @@ def test_a_run_with_a_too_deep_line_is_stored(fresh_warehouse, tmp_path):
     assert any("nested deeper than 100 levels" in p for p in selectors.run_texts(run_id).problems)
 
 
+def test_a_tool_input_nested_too_deep_is_kept_as_text(fresh_warehouse, tmp_path):
+    """A codex_text ``exec`` whose command is a JSON text 2,000 levels deep (found by CI's property test): the
+    facets (``traces.vocabulary.call_text``), the evidence marks and the run page's input reading parse it through
+    ``ptbsite.jsontext``; none raises RecursionError, the run is stored and its page shows the text."""
+    from django.test import Client
+
+    from ingest.evidence import EvidenceContext, mark
+    from ptbsite import jsontext
+    from traces.tool_input import read_tool_input
+    from traces.vocabulary import INVALID_JSON, call_text
+
+    deep = '{"type":"assistant","message":' + "[" * 2000 + "]" * 2000 + "}"
+    with pytest.raises(jsontext.TooDeep):
+        jsontext.loads(deep)
+    assert call_text(deep)[2] is INVALID_JSON
+    assert read_tool_input("bash", deep).text == deep
+    assert mark("tool_call", "write", deep, EvidenceContext(("gsm8k",), ())) == []
+    trace = "OpenAI Codex v0.46.0 (research preview)\n--------\nexec\n" + deep + "\nsucceeded in 5ms:\nok\n"
+    run_id = write_run(tmp_path / "tree", trace, method="codexhigh_gpt-5.1-codex-max_10h")
+    ingest(tmp_path / "tree")
+    stored = selectors.get_run(run_id)
+    assert stored is not None and stored.step_count >= 1
+    page = Client().get(f"/runs/{run_id}/")
+    assert page.status_code == 200 and "[[[[" in page.content.decode()
+
+
+def test_a_judge_file_nested_too_deep_is_a_malformed_verdict(tmp_path):
+    """judge_result.json nested 2,000 levels deep: a malformed verdict naming the file, not a RecursionError."""
+    from traces.verdicts import _load_json
+
+    path = tmp_path / "judge_result.json"
+    path.write_text('{"contamination": ' + "[" * 2000 + "]" * 2000 + "}")
+    assert _load_json(path, lambda text: text) == "judge_result.json:1: not read (JSON nested deeper than 100 levels)"
+
+
 # --- huge outputs -------------------------------------------------------------------------------------------------
 
 def _big_text(n_bytes: int) -> str:

@@ -21,6 +21,7 @@ from pygments.lexers import BashLexer, DiffLexer, JsonLexer, TextLexer, get_lexe
 from pygments.util import ClassNotFound
 
 from .vocabulary import SHELL_TOOLS
+from ptbsite import jsontext
 
 HIGHLIGHT_LIMIT = 200_000  # characters highlighted per input; longer texts are shown escaped, unhighlighted
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -87,7 +88,7 @@ def read_tool_input(tool: str | None, text: str) -> Readable:
     args = None
     if text[:1] in "{[":
         try:
-            args = json.loads(text)
+            args = jsontext.loads(text)
         except ValueError:
             args = None
     if name in SHELL_TOOLS:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import computed_field
 from pydantic.dataclasses import dataclass
+from ptbsite import jsontext
 
 # kind -> (txt file stem, clean string, flagged string)
 TXT_KINDS = {
@@ -137,7 +138,9 @@ def read_verdicts(run_dir: Path, redact: Callable[[str], str] = lambda s: s,
 
 def _load_json(path: Path, redact: Callable[[str], str]) -> dict | str:
     try:
-        data = json.loads(redact(path.read_text(errors="replace")))
+        data = jsontext.loads(redact(path.read_text(errors="replace")))
+    except jsontext.TooDeep as exc:
+        return f"{path.name}:1: not read ({exc})"
     except json.JSONDecodeError as exc:
         return f"{path.name}:{exc.lineno}: not valid JSON ({exc.msg})"
     return data if isinstance(data, dict) else f"{path.name}:1: not a JSON object"

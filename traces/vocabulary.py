@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from ptbsite import jsontext
 
 # --- Storage: how the steps' texts are kept (written by traces.services, read by traces.selectors.steps). ---
 STEP_TEXT_CAP = 256 * 1024  # bytes (UTF-8) of a step's input or output stored in the steps table
@@ -150,7 +150,7 @@ def call_text(raw: str) -> tuple[str, str, object]:
     data: object = UNPARSED
     if raw.startswith("{"):
         try:
-            data = json.loads(raw)
+            data = jsontext.loads(raw)
         except ValueError:
             data = INVALID_JSON
         if isinstance(data, dict):

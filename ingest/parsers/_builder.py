@@ -7,7 +7,7 @@ Conventions every format module follows (spec section 2):
   run and is not a step.
 * A line that starts with ``{`` but is not valid JSON is a :class:`ParseProblem` and its own ``text`` step; the
   rest of the trace still parses. Valid JSON that is not an object is plain text. A line nested deeper than
-  ``framing.MAX_JSON_DEPTH`` is not parsed: a problem, and kept as a ``text`` step.
+  ``ptbsite.jsontext.MAX_JSON_DEPTH`` is not parsed: a problem, and kept as a ``text`` step.
 * A line split by an event written into its middle (Claude Code writes a ``rate_limit_event`` asynchronously:
   ``{A-first-half{B}\n A-second-half}``, anthropics/claude-code issue 49640) gives back both events: the
   injected one B, and A rejoined from its halves; both halves are reported as problems with their line numbers.
@@ -25,7 +25,9 @@ from typing import Any, TypeVar
 
 from traces.steps import ParsedTrace, ParseProblem, Step, StepKind
 
-from .framing import Line, TooDeep, loads
+from ptbsite.jsontext import TooDeep, loads
+
+from .framing import Line
 
 STREAM_WINDOW = 128  # steps a TraceBuilder holds back (an event may still change them)
 MAX_HELD = 16384  # steps a TraceBuilder holds at most while an event may still change the oldest (then released)

@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from .framing import Line, loads
+from ptbsite.jsontext import loads
+
+from .framing import Line
 
 WINDOW = 200
 FAR_WINDOW = 5000

@@ -7,27 +7,20 @@ framed lines ``(line_no, time, text)``: ``line_no`` 1-based, ``time`` a timezone
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
-import orjson
-import re2
+
+from ptbsite.jsontext import TooDeep, loads
 
 from .utf8 import decode as decode  # framing decodes bytes; the trace's blocks are decoded there too (ingest.blocks)
 
 Line = tuple[int, datetime | None, str]
 
-MAX_JSON_DEPTH = 100  # arrays/objects nested deeper than this are not parsed: the line is kept as text
-# RE2: 3x faster than re here, and the answer (is there such a run) is the same.
-_LONG_DIGITS = re2.compile(r"[0-9]{19}")
-_BRACKETS = re.compile(r"[\[\]{}]")
-_ESCAPE = re.compile(r"\\.", re.S)
 
 # Anchored and fixed-width: cannot backtrack.
 _PREFIX = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z\] ")
@@ -52,47 +45,6 @@ def parse_prefix(raw: str) -> tuple[datetime | None, str]:
     except ValueError:
         return None, raw
     return time, raw[_PREFIX_LEN:]
-
-
-def too_deep(text: str) -> bool:
-    """Whether JSON ``text`` nests arrays and objects deeper than :data:`MAX_JSON_DEPTH` (brackets inside strings
-    not counted). Linear; a line with fewer brackets than the limit is not even scanned. Raises nothing."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return False
-    depth = 0
-    for i, part in enumerate(_ESCAPE.sub("", text).split('"')):
-        if i % 2:  # inside a string
-            continue
-        for bracket in _BRACKETS.findall(part):
-            depth += 1 if bracket in "[{" else -1
-            if depth > MAX_JSON_DEPTH:
-                return True
-    return False
-
-
-class TooDeep(ValueError):
-    """A JSON text nested deeper than :data:`MAX_JSON_DEPTH` (parsing it could exhaust the stack)."""
-
-
-def loads(text: str) -> Any:
-    """``json.loads`` bounded in nesting: raises :class:`TooDeep` (a ValueError) for text nested deeper than
-    :data:`MAX_JSON_DEPTH`, ``ValueError`` for invalid JSON; never ``RecursionError``.
-
-    orjson decodes first (3-4x faster) unless the text has a run of 19 digits (orjson would make an integer
-    beyond 64 bits a float); what it refuses (``NaN``, lone surrogate escapes, invalid JSON) goes to ``json.loads``, whose value or error message is then the answer, so the result
-    is ``json.loads``' wherever orjson accepts a text ``json.loads`` also accepts, with the same value
-    (``tests/test_parsers_framing.py`` checks the edge cases)."""
-    if too_deep(text):
-        raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    if _LONG_DIGITS.search(text) is None:  # orjson turns integers beyond 64 bits into floats
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    try:
-        return json.loads(text)
-    except RecursionError:  # too_deep already refused such text; kept for a shallow call stack's sake
-        raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
 
 
 @dataclass
