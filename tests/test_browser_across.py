@@ -78,3 +78,29 @@ def test_the_compare_page(live_server, demo_ingested, page, width, suffix):
     page.wait_for_function(f"document.querySelectorAll('#compare-steps .step-link').length > {shown}")
     assert page.locator("h1").count() == 1
     assert page.js_errors == []
+
+
+@pytest.mark.parametrize(("width", "suffix"), [(1440, ""), (390, "-390")])
+def test_a_run_page_offers_the_agents_after_it_and_every_run_of_its_cell(live_server, demo_ingested, page, width,
+                                                                        suffix):
+    """A run's "Compare with": the other agents (the ones after it by name, ``pick_peers``) each with a compare
+    link, and a link to every run of its cell on the runs list, which lists only that cell. Screenshot
+    run-peers*.png."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": width, "height": 900})
+    run = next(r for r in selectors.list_runs(limit=200)[0]
+               if any(p.relation == "other" for p in selectors.cell_peers(r.id)))
+    others = [p.run.id for p in selectors.cell_peers(run.id) if p.relation == "other"]
+    page.goto(live_server.url + f"/runs/{run.id}/#compare-with")
+    page.click("details.peer-others summary")
+    assert page.locator("details.peer-others li.peer-other").evaluate_all(
+        "els => els.map(e => e.dataset.run)") == others
+    assert page.locator("details.peer-others .peer-note").is_visible()
+    assert page.evaluate(WIDER) <= 0, width
+    page.locator("#compare-with").screenshot(path=SHOTS / f"run-peers{suffix}.png")
+    page.click("details.peer-others .peer-note a")
+    page.wait_for_url("**/runs/?benchmark=*")
+    listed = page.locator("input[name=runs]").evaluate_all("els => els.map(e => e.value)")
+    cell = {r.id for r in selectors.list_runs(limit=500, benchmark=run.benchmark, base_model=run.base_model)[0]}
+    assert run.id in listed and set(listed) <= cell and set(others) <= set(listed)
+    assert page.js_errors == []

@@ -230,3 +230,33 @@ def test_a_leaderboard_cell_links_to_the_comparison_of_its_runs(client, demo_ing
         for peer in peers:
             assert f'href="/compare/?runs={run_id},{peer.run.id}"' in page
     assert with_peers >= 1
+
+
+def test_other_agents_are_the_ones_after_the_run_by_name_so_each_run_is_offered_evenly():
+    """``pick_peers`` on a cell of 30 agents' latest runs plus an older attempt and a repeat: a run offers every
+    attempt of its method, its agent's repeats and the PEERS_SHOWN other agents following its method by name
+    (wrapping after the last), listed by name; so each run is offered by exactly PEERS_SHOWN other agents' pages
+    (the first PEERS_SHOWN by name were offered by all 29)."""
+    from collections import Counter
+    from typing import NamedTuple
+
+    from traces.selectors.compare import PEERS_SHOWN, pick_peers
+
+    class R(NamedTuple):
+        id: str
+        method: str
+        agent_key: str
+        cluster_id: int
+        is_latest: bool
+
+    cell = [R(f"r{i:02d}", f"m{i:02d}", f"a{i:02d}", 100 + i, True) for i in range(30)]
+    cell += [R("old05", "m05", "a05", 5, False), R("rep05", "m05_run2", "a05", 200, True)]
+    peers = pick_peers(cell[5], cell)
+    assert [(p.id, rel) for p, rel in peers] == [("old05", "attempt"), ("rep05", "repeat")] + [
+        (f"r{i:02d}", "other") for i in range(6, 18)]
+    wrapped = pick_peers(cell[25], cell)  # m26..m29, then from the first name on: m00..m05, m05_run2, m06
+    assert [p.id for p, rel in wrapped if rel == "other"] == [
+        "r00", "r01", "r02", "r03", "r04", "r05", "rep05", "r06", "r26", "r27", "r28", "r29"]
+    latest = cell[:30]
+    offered = Counter(p.id for run in latest for p, rel in pick_peers(run, latest) if rel == "other")
+    assert len(offered) == 30 and set(offered.values()) == {PEERS_SHOWN}

@@ -413,21 +413,21 @@ Relation = Literal["attempt", "repeat", "other"]
 def pick_peers(run: PeerKey, cell: Iterable[P]) -> list[tuple[P, Relation]]:
     """The runs of ``run``'s cell it is compared with, from every agent run of the cell (``cell``, ``run`` itself
     included or not), in the order its page lists them: every other attempt of its method, the latest run of each
-    of its agent's other methods (repeats), and the latest runs of up to PEERS_SHOWN other agents' methods (by
-    method name). :func:`read_cell_peers` for a run page; ``run_fingerprints`` for what a run's pages depend on."""
+    of its agent's other methods (repeats), and the latest runs of up to PEERS_SHOWN other agents' methods: the
+    ones following ``run``'s method in the cell's methods sorted by name, wrapping around after the last.
+
+    The wrap spreads the listings: at the real benchmark's size (~90 methods a cell) each run is offered by at most
+    PEERS_SHOWN other agents' pages, where "the first PEERS_SHOWN by name" put 13% of the runs on ~90 pages each
+    (and a change to one of them re-rendered ~90 pages of the static export; bench/RESULTS.md, issue 24).
+    :func:`read_cell_peers` for a run page; ``run_fingerprints`` for what a run's pages depend on."""
     rows = [r for r in cell if r.id != run.id and (r.method == run.method or r.is_latest)]
-    peers: list[tuple[P, Relation]] = []
-    others = 0
-    for r in sorted(rows, key=lambda r: (r.method != run.method, r.agent_key != run.agent_key, r.method,
-                                         -r.cluster_id)):
-        relation: Relation = (
-            "attempt" if r.method == run.method else "repeat" if r.agent_key == run.agent_key else "other")
-        if relation == "other":
-            others += 1
-            if others > PEERS_SHOWN:
-                continue
-        peers.append((r, relation))
-    return peers
+    own = sorted((r for r in rows if r.agent_key == run.agent_key),
+                 key=lambda r: (r.method != run.method, r.method, -r.cluster_id))
+    others = sorted((r for r in rows if r.agent_key != run.agent_key), key=lambda r: (r.method, -r.cluster_id))
+    after = [r for r in others if r.method > run.method]
+    chosen = (after + [r for r in others if r.method <= run.method])[:PEERS_SHOWN]
+    peers: list[tuple[P, Relation]] = [(r, "attempt" if r.method == run.method else "repeat") for r in own]
+    return peers + [(r, "other") for r in sorted(chosen, key=lambda r: (r.method, -r.cluster_id))]
 
 
 class _CellRun(NamedTuple):
