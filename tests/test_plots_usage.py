@@ -5,25 +5,37 @@ import pytest
 
 from leaderboard import plots, selectors
 from leaderboard.frontier import pareto_frontier
-from traces import selectors as traces_selectors
 
 pytestmark = pytest.mark.django_db
 
 
+def latest_usage(suite: str) -> list[dict]:
+    """The oracle: every latest agent run's usage read run by run ({agent_key, tokens, cost_usd}, by run id), to
+    check the plot's usage aggregated per agent in SQL (``traces.selectors.read_usage_by_agent``)."""
+    from ptbsite import warehouse
+    from traces.selectors.runs import AGENT_RUN
+
+    with warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT m.agent_key, r.tokens_in + r.tokens_out, r.cost_usd FROM runs r JOIN methods m ON m.id = r.method "
+            f"WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} ORDER BY r.id", [suite]).fetchall()
+    return [{"agent_key": a, "tokens": t, "cost_usd": c} for a, t, c in rows]
+
+
 def test_usage_points_are_means_over_runs_with_usage(demo_ingested):
     data = plots.usage_vs_score()
-    usages = traces_selectors.latest_usage("posttrainbench")
+    usages = latest_usage("posttrainbench")
     rows = {r.key: r for r in selectors.leaderboard(source="runs").rows if r.source == "runs"}
     assert {p.key for p in data.points} == set(rows)
     for point in data.points:
-        mine = [u for u in usages if u.agent_key == point.key]
-        tokens = [u.tokens for u in mine if u.tokens is not None]
-        costs = [u.cost_usd for u in mine if u.cost_usd is not None]
+        mine = [u for u in usages if u["agent_key"] == point.key]
+        tokens = [u["tokens"] for u in mine if u["tokens"] is not None]
+        costs = [u["cost_usd"] for u in mine if u["cost_usd"] is not None]
         assert point.runs == len(mine) and point.tokens_runs == len(tokens) and point.cost_runs == len(costs)
         assert point.tokens == (pytest.approx(sum(tokens) / len(tokens)) if tokens else None)
         assert point.cost_usd == (pytest.approx(sum(costs) / len(costs)) if costs else None)
         assert point.score == pytest.approx(rows[point.key].average)
-    assert sum(data.missing.values()) == sum(1 for u in usages if u.tokens is None or u.cost_usd is None)
+    assert sum(data.missing.values()) == sum(1 for u in usages if u["tokens"] is None or u["cost_usd"] is None)
     assert any("carry tokens but no cost" in reason for reason in data.missing)
 
 
@@ -79,6 +91,6 @@ def test_runs_of_agents_not_on_the_board_are_left_out(tmp_path, fresh_warehouse)
 
     write_run(tmp_path / "results", checkpoint=None)
     assert ingest_tree(root=tmp_path / "results").stored == 1
-    assert [u.agent_key for u in traces_selectors.latest_usage("posttrainbench")] == ["claude_claude-opus-4-6_10h_run1"]
+    assert [u["agent_key"] for u in latest_usage("posttrainbench")] == ["claude_claude-opus-4-6_10h_run1"]
     data = plots.usage_vs_score()
     assert data.points == [] and data.missing == {} and data.cost_frontier == []

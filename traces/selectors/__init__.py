@@ -20,7 +20,7 @@ from ..verdicts import SCORED_KINDS
 from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, AnalysisTwin, Calibration, CalibrationRun,
                        MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
                        run_facts, run_timeline)
-from .feeds import (AgentRunsUsage, CellRun, RunUsage, TreeBaseline, latest_cells, latest_usage, read_latest_cells, read_latest_usage, read_tree_baselines, read_usage_by_agent,
+from .feeds import (AgentRunsUsage, CellRun, TreeBaseline, latest_cells, read_latest_cells, read_tree_baselines, read_usage_by_agent,
                     run_content_hashes, run_fingerprints, tree_baselines,
                     combined_fingerprints, run_fingerprint_parts)
 from .compare import ComparePage, Peer, cell_peers, compare_page, compare_pages_memo
@@ -43,11 +43,11 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "AgentCalibration", "AgentTimeUse", "ComparePage", "Peer", "cell_peers", "compare_page", "compare_pages_memo", "Analysis", "AnalysisTwin", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
-    "RunTexts", "RunUsage", "AgentRunsUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",
+    "RunTexts", "AgentRunsUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",
     "WholeStep",
     "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
-    "field_chars", "read_latest_cells", "read_latest_usage", "read_runs_with_facet", "read_usage_by_agent", "read_tree_baselines",
-    "filter_options", "get_run", "latest_cells", "latest_usage", "list_runs", "override_agreement", "override_log",
+    "field_chars", "read_latest_cells", "read_runs_with_facet", "read_usage_by_agent", "read_tree_baselines",
+    "filter_options", "get_run", "latest_cells", "list_runs", "override_agreement", "override_log",
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
     "run_fingerprints", "combined_fingerprints", "run_fingerprint_parts",
     "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",

@@ -12,7 +12,7 @@ from ..verdicts import Verdict
 from ptbsite.suites import display_suite
 
 from .compare import pick_peers
-from .runs import AGENT_RUN, SCORE_SQL, agent_display, fetch_dicts, verdict_outcome, verdicts_of
+from .runs import AGENT_RUN, SCORE_SQL, agent_display, verdict_outcome, verdicts_of
 
 @dataclass
 class CellRun:
@@ -137,35 +137,6 @@ def read_tree_baselines(con, suite: str) -> dict[str, TreeBaseline]:
     return out
 
 
-@dataclass
-class RunUsage:
-    """Usage of one latest run: tokens (in + out, None when the trace has no split counts) and cost (USD)."""
-
-    run_id: str
-    agent_key: str
-    state: str
-    trace_format: str | None
-    tokens: int | None
-    cost_usd: float | None
-
-
-@warehouse.retrying
-def latest_usage(suite: str) -> list[RunUsage]:
-    """Token and cost usage of every method's latest runs in a suite (baselines excluded), ordered by run id."""
-    with warehouse.connect() as con:
-        return read_latest_usage(con, suite)
-
-
-def read_latest_usage(con, suite: str) -> list[RunUsage]:
-    """:func:`latest_usage` on an open connection (inside the caller's unit of work)."""
-    return [RunUsage(**row) for row in fetch_dicts(
-        con, "SELECT r.id AS run_id, m.agent_key, r.state, r.trace_format, r.tokens_in + r.tokens_out AS tokens, "
-        "r.cost_usd FROM runs r JOIN methods m ON m.id = r.method "
-        f"WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} ORDER BY r.id", [suite])]
-
-
-
-
 @dataclass(frozen=True)
 class AgentRunsUsage:
     """The usage of one agent's latest runs (baselines excluded), aggregated in SQL: ``runs`` how many; ``tokens``
@@ -181,8 +152,8 @@ class AgentRunsUsage:
 
 def read_usage_by_agent(con, suite: str) -> dict[str, AgentRunsUsage]:
     """Per agent key, :class:`AgentRunsUsage` of its latest runs in a suite: two grouped queries, one row per agent
-    and per kind of gap, so the caller's work does not grow with the runs (K=90: 2,520 runs, 63 agents; the run
-    by run :func:`read_latest_usage` built a record per run)."""
+    and per kind of gap, so the caller's work does not grow with the runs (K=90: 2,520 runs, 63 agents; a record per run
+    was built before)."""
     where = f"FROM runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN}"
     out = {key: AgentRunsUsage(key, runs, tokens or [], costs or [], {}) for key, runs, tokens, costs in con.execute(
         "SELECT m.agent_key, count(*), "
