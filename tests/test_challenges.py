@@ -102,6 +102,10 @@ def test_the_form_is_csrf_protected_and_validates(run_id):
     bad = browser.post(f"/challenges/runs/{run_id}/new", {"question": "contamination", "claim": CLAIM,
                                                           "steps": "5, nine", "csrfmiddlewaretoken": token})
     assert bad.status_code == 400 and "steps: step numbers separated by commas" in bad.content.decode()
+    for digits in ("²", "5, ٣"):  # str.isdigit() is true for these, int() raises or reads another script
+        odd = browser.post(f"/challenges/runs/{run_id}/new", {"question": "contamination", "claim": CLAIM,
+                                                              "steps": digits, "csrfmiddlewaretoken": token})
+        assert odd.status_code == 400 and "steps: step numbers separated by commas" in odd.content.decode()
     assert "&lt;script&gt;" in bad.content.decode() and "<script>alert" not in bad.content.decode()
     good = browser.post(f"/challenges/runs/{run_id}/new", {"question": "contamination", "claim": CLAIM,
                                                            "steps": "5, 1", "csrfmiddlewaretoken": token})

@@ -260,3 +260,16 @@ def test_other_agents_are_the_ones_after_the_run_by_name_so_each_run_is_offered_
     latest = cell[:30]
     offered = Counter(p.id for run in latest for p, rel in pick_peers(run, latest) if rel == "other")
     assert len(offered) == 30 and set(offered.values()) == {PEERS_SHOWN}
+
+
+def test_cursors_are_ascii_whole_numbers_from_minus_one(client, demo_ingested):
+    """``after=`` cursors: a part that is not 1-9 ASCII digits (optionally ``-``) from -1 up reads as -1 (the start);
+    "¹" passed ``str.isdigit()`` and then raised in ``int()``: the page answered 500 (found by the query fuzz)."""
+    from traces.selectors.compare import parse_cursors
+
+    assert parse_cursors("¹,3,-1,-5,x,٣") == [-1, 3, -1, -1]  # at most MAX_RUNS (4) parts
+    assert parse_cursors("12, 7") == [12, 7] and parse_cursors("1234567890") == [-1] and parse_cursors("") == []
+    run_id = selectors.list_runs(limit=1)[0][0].id
+    for query in ({"runs": run_id, "after": "¹"}, {"runs": "", "after": "¹"}, {"runs": f"{run_id},{run_id}",
+                                                                               "after": "²,٣"}):
+        assert client.get("/compare/", query).status_code == 200, query

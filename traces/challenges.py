@@ -18,6 +18,7 @@ from django.conf import settings
 from pydantic import BaseModel, Field
 
 from ptbsite import warehouse
+from ptbsite.query import ascii_int
 
 from . import services
 from .verdicts import KIND_TEXT, kind_text
@@ -128,9 +129,10 @@ def validate(*, kind: str, claim: str, steps: list[int] | str, contact: str | No
         raise ChallengeRefused(f"claim: at most {CLAIM_MAX} characters (this one has {len(text)})")
     if isinstance(steps, str):
         parts = [p for p in re.split(r"[\s,]+", steps.strip()) if p]
-        if not all(p.isdigit() for p in parts):
+        numbers = [ascii_int(p) for p in parts]
+        if None in numbers:
             raise ChallengeRefused("steps: step numbers separated by commas, e.g. 12, 40")
-        steps = [int(p) for p in parts]
+        steps = [n for n in numbers if n is not None]
     cited = list(dict.fromkeys(steps))
     if len(cited) > STEPS_MAX:
         raise ChallengeRefused(f"steps: at most {STEPS_MAX}")

@@ -32,7 +32,7 @@ def run_file(params: Params, run: RunContext | None) -> FileTarget:
     run_id = safe_name(params.pop("run_id"), "run id")
     if run is None or run.run_id != run_id:
         step = str(params.get("step", ""))
-        if run is not None and set(params) == {"step"} and step.isdigit():
+        if run is not None and set(params) == {"step"} and ascii_int(step) is not None:
             # A step of another run, linked from a comparison's column: agent-trace indices are dense from 0, so
             # its page is the index's page in that run's step pages.
             return run.file_for(run_id, "agent", int(step) // run.steps_per_page + 1), "", f"step-{step}"

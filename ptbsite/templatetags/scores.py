@@ -8,6 +8,8 @@ from django import template
 from django.template.defaultfilters import floatformat
 from django.utils.safestring import mark_safe
 
+from ptbsite.query import ascii_int
+
 register = template.Library()
 
 
@@ -24,7 +26,7 @@ def fixed(value: float | int | None, digits: int | str = 1) -> str:
     or suffixed ``digits`` such as ``"-1"`` or ``"0g"``, infinities) goes to ``floatformat`` itself; "" for None."""
     if value is None:
         return ""
-    places = digits if isinstance(digits, int) else int(digits) if str(digits).isdigit() else None
+    places = digits if isinstance(digits, int) else ascii_int(str(digits))
     if type(value) not in (float, int) or places is None or places not in _QUANTUM or not math.isfinite(value):
         return floatformat(value, digits)
     rounded = Decimal(repr(value)).quantize(_QUANTUM[places], ROUND_HALF_UP, _WIDE)

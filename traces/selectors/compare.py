@@ -28,6 +28,7 @@ from typing import Literal, NamedTuple, Protocol, TypeVar
 from pydantic import Field
 
 from ptbsite import units, warehouse
+from ptbsite.query import ascii_int
 
 from ..schemas import Evaluation, Facet, JudgeVerdict, Model, Percent, Run
 from .runs import AGENT_RUN, read_evaluations, read_run, read_run_facets, read_runs_by_id
@@ -150,8 +151,8 @@ def parse_cursors(value: str | None) -> list[int]:
     the start)."""
     out = []
     for part in (value or "").split(",")[:MAX_RUNS]:
-        part = part.strip()
-        out.append(int(part) if part.lstrip("-").isdigit() and len(part) < 10 and int(part) >= -1 else -1)
+        cursor = ascii_int(part.strip(), signed=True)
+        out.append(cursor if cursor is not None and -1 <= cursor < 10**9 else -1)
     return out if value else []
 
 
