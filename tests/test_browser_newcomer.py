@@ -8,6 +8,8 @@ from datetime import datetime
 
 import pytest
 
+from tests.test_judge_eras import _eras_warehouse, _run, eras_tree  # noqa: F401 (fixtures)
+
 from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
@@ -59,10 +61,7 @@ def test_a_typed_filter_a_counted_phrase_and_a_marked_step(live_server, demo_ing
 
 
 @pytest.mark.parametrize(("width", "suffix"), SIZES)
-def test_a_judging_rule_on_published_rows_and_a_reviewed_disagreement(live_server, demo_ingested, page, width,
-                                                                       suffix, client):
-    from ptbsite import warehouse
-
+def test_a_judging_rule_on_the_published_rows(live_server, demo_ingested, page, width, suffix):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(live_server.url + "/?verdicts=any")
@@ -77,22 +76,35 @@ def test_a_judging_rule_on_published_rows_and_a_reviewed_disagreement(live_serve
     dash = page.locator("tr.source-published td.rank-change span").first
     assert dash.inner_text() == "—" and "only to rows computed from runs" in dash.get_attribute("title")
     page.screenshot(path=SHOTS / f"newcomer-leaderboard-any-both{suffix}.png", full_page=True)
-    # The report card: a disagreement whose question a reviewer overrode is marked and linked.
-    first = client.get("/api/judges").json()["disagreements"][0]
+    assert page.js_errors == []
+
+
+@pytest.mark.parametrize(("width", "suffix"), SIZES)
+def test_the_report_card_marks_a_reviewed_disagreement(live_server, eras_tree, page, width, suffix):  # noqa: F811
+    """On the judge-eras tree (tests/test_judges_report.py): gsm8k's contamination, which both judges flagged and
+    the rules find no step for, overridden by a reviewer: its row is marked, linked, listed last."""
+    from ptbsite import warehouse
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": width, "height": 900})
+    gsm8k = _run("gsm8k").id
     with warehouse.connect() as con:
         con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
-                    "VALUES (?, ?, true, 'the rules were right', 'newcomer-test', ?)",
-                    [first["run_id"], first["question"], datetime(2026, 11, 3)])
+                    "VALUES (?, 'contamination', false, 'the train split', 'newcomer-test', ?)",
+                    [gsm8k, datetime(2026, 11, 3)])
     try:
         page.goto(live_server.url + "/judges/")
-        row = page.locator(f'#judge-disagreements tr.reviewed[data-run="{first["run_id"]}"]'
-                           f'[data-mode="{first["mode"]}"]')
+        rows = page.locator("#judge-disagreements tbody tr")
+        row = page.locator(f'#judge-disagreements tr.reviewed[data-run="{gsm8k}"][data-mode="test_data"]')
+        assert rows.last.get_attribute("data-run") == gsm8k  # after those still waiting
         assert row.locator("a.badge.reviewed").inner_text() == "reviewed"
-        assert "by newcomer-test, 2026-11-03" in row.inner_text()
+        assert "set clean by newcomer-test, 2026-11-03" in row.inner_text()
+        assert page.locator("#judge-disagreements tr.reviewed").count() == 1
+        assert page.evaluate(WIDER) <= 0 or width == 390  # the tables scroll in their own box on a phone
         page.locator("#judge-disagreements").screenshot(path=SHOTS / f"newcomer-judges-reviewed{suffix}.png")
         row.locator("a.badge.reviewed").click()
         page.wait_for_load_state("domcontentloaded")
-        assert page.locator("#override-log").is_visible()
+        assert page.url.endswith(f"/runs/{gsm8k}/#override-log") and page.locator("#override-log").is_visible()
     finally:
         with warehouse.connect() as con:
             con.execute("DELETE FROM verdict_overrides WHERE reviewer = 'newcomer-test'")
