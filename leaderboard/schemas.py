@@ -162,9 +162,16 @@ class Leaderboard(Model):
         return len(self.benchmarks) * (1 if self.base_model else len(self.base_models))
 
     @property
-    def rank_changes(self) -> bool:
-        """Rows from runs carry ``rank_change`` (a judging view other than the default)."""
+    def judging_view(self) -> bool:
+        """A judging rule other than the default (``verdicts`` not ``era``, or ``reviews`` off): it applies to
+        the rows computed from runs only (published rows have no per-run verdicts)."""
         return (self.verdicts, self.reviews) != ("era", True)
+
+    @property
+    def rank_changes(self) -> bool:
+        """Some row can carry ``rank_change``: a judging view other than the default that shows rows from runs
+        (``source`` runs or all; the published rows alone have none, and show no Rank Δ column)."""
+        return self.judging_view and self.source != "published"
 
     @computed_field  # type: ignore[prop-decorator]
     @property

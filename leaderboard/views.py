@@ -90,6 +90,8 @@ def _context(request: HttpRequest) -> dict:
         "flag_link": flag_link,
         "verdict_links": verdict_links,
         "reviews_link": reviews_link,
+        # A judging rule on the published rows alone changes nothing: the notice links to the rows from runs.
+        "runs_view_query": _query(params, source="runs"),
         # The chips narrow rows from runs: none to narrow without runs, and the static export has no such view.
         "facet_links": facet_links if board.runs_ingested else [],
         "facet_label": FACET_TEXT.get(params["facet"], params["facet"]),

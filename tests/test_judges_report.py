@@ -90,3 +90,53 @@ def test_the_report_card(eras_tree, client):  # noqa: F811 (the imported fixture
     title = client.get(f"/api/runs/{aime}").json()["title"]
     assert [c["title"] for c in report["contested"]] == [title] and f">{title}</a>" in page
     assert all(d["title"] == client.get(f"/api/runs/{d['run_id']}").json()["title"] for d in report["disagreements"])
+
+
+def test_a_reviewed_disagreement_is_marked_and_linked(eras_tree, client):  # noqa: F811 (the imported fixture)
+    """A disagreement whose question a reviewer already decided (an override; a challenge resolved by one) is
+    marked "reviewed", linked to the run's override log, and listed after those still waiting; the others are
+    not."""
+    from django.core.cache import caches
+
+    from ptbsite import warehouse
+
+    caches["throttle"].clear()
+    with warehouse.connect() as con:  # the module's warehouse: start from no review (the test above made some)
+        for table in ("verdict_overrides", "challenge_events", "verdict_challenges"):
+            con.execute(f"DELETE FROM {table}")
+    gsm8k, aime, bfcl = _run("gsm8k").id, _run("aime2025").id, _run("bfcl").id
+    before = client.get("/api/judges").json()
+    assert all(d["reviewed"] is None for d in before["disagreements"]) and before["reviewed_count"] == 0
+    with warehouse.connect() as con:  # gsm8k's contamination: a reviewer's override (the judges flagged it)
+        con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
+                    "VALUES (?, 'contamination', false, 'train split', 'reviewer', ?)", [gsm8k, datetime(2026, 11, 1)])
+    # aime's contamination: a visitor's challenge, resolved by a reviewer's override (flagged).
+    assert client.post(f"/api/runs/{aime}/challenges", {"question": "contamination", "claim": "Kimi is right: the "
+                       "agent trained on AIME questions.", "steps": []}, content_type="application/json"
+                       ).status_code == 201
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_user("triager", is_staff=True))
+    (challenge,) = staff.get("/api/challenges").json()
+    assert staff.post(f"/challenges/{challenge['id']}/triage", {"action": "resolved", "reason": "Kimi is right",
+                                                                "flagged": "true"}).status_code == 302
+    report = client.get("/api/judges").json()
+    marks = {(d["run_id"], d["mode"]): d["reviewed"] for d in report["disagreements"]}
+    assert marks[(gsm8k, "test_data")]["flagged"] is False and marks[(gsm8k, "test_data")]["reviewer"] == "reviewer"
+    assert marks[(gsm8k, "test_data")]["challenge"] is False
+    assert marks[(aime, "test_data")]["flagged"] is True and marks[(aime, "test_data")]["challenge"] is True
+    assert marks[(aime, "test_data")]["reviewer"] == "triager"
+    assert marks[(bfcl, "test_data")] is None and marks[(_run("healthbench").id, "test_data")] is None
+    assert report["reviewed_count"] == 2 and report["disagreement_count"] == 5
+    # Those still waiting first.
+    assert [d["reviewed"] is not None for d in report["disagreements"]] == [False, False, False, True, True]
+    page = client.get("/judges/").content.decode()
+    row = page[page.index(f'<tr data-run="{gsm8k}" data-mode="test_data" class="reviewed">'):]
+    row = row[:row.index("</tr>")]
+    assert f'<a class="badge reviewed" href="/runs/{gsm8k}/#override-log"' in row
+    assert "Contamination set clean by reviewer, 2026-11-01" in row
+    row = page[page.index(f'<tr data-run="{aime}" data-mode="test_data" class="reviewed">'):]
+    assert "a challenge resolved: Contamination set flagged by triager" in row[:row.index("</tr>")]
+    row = page[page.index(f'<tr data-run="{bfcl}" data-mode="test_data">'):]
+    assert '<td class="review"><span class="muted">not yet</span></td>' in row[:row.index("</tr>")]
+    assert "5 in all, 2 of them already reviewed" in page
+    assert 'id="override-log"' in client.get(f"/runs/{gsm8k}/").content.decode()  # the link's target

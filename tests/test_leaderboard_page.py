@@ -87,3 +87,29 @@ def test_openapi_docs(client):
     assert client.get("/api/docs").status_code == 200
     schema = client.get("/api/openapi.json").json()
     assert "/api/leaderboard" in schema["paths"]
+
+
+def test_a_judging_rule_on_published_rows_alone_says_it_applies_to_rows_from_runs(client, demo_ingested):
+    """``/?verdicts=any`` on the default Published rows: no row can have a Rank Δ (published rows have no per-run
+    verdicts), so no blank column; a notice says why and links to the rows from runs under the rule. With both
+    sources, a published row's Rank Δ is "—" with a title saying why, a row from runs its number."""
+    for query in ("verdicts=any", "verdicts=majority", "flags=ignore", "reviews=0"):
+        html = client.get(f"/?{query}").content.decode()
+        assert "Rank Δ</th>" not in html and 'class="num rank-change"' not in html, query
+        notice = re.search(r'<p class="notice" id="judging-published">(.*?)</p>', html, re.S)
+        assert notice and "applies only to rows computed from runs" in notice.group(1), query
+        assert 'href="/?source=runs&amp;' in notice.group(1), query
+        assert 'id="judging-notice"' not in html
+    # The default view: neither.
+    html = client.get("/").content.decode()
+    assert 'id="judging-published"' not in html and "Rank Δ" not in html
+    # Both sources: published rows say "—" and why; rows from runs carry a number.
+    html = client.get("/?source=all&verdicts=any").content.decode()
+    assert "Rank Δ</th>" in html and 'id="judging-notice"' in html and 'id="judging-published"' not in html
+    published = re.search(r'<tr class="agent source-published" data-agent="opus-4.6".*?<td class="num rank-change">'
+                          r'(.*?)</td>', html, re.S)
+    cell = published.group(1)
+    assert cell == ('<span class="muted" title="Published rows have no per-run verdicts: the judging rules apply '
+                    'only to rows computed from runs">—</span>')
+    cells = re.findall(r'<tr class="agent source-runs"[^>]*>.*?<td class="num rank-change">(.*?)</td>', html, re.S)
+    assert cells and all(re.fullmatch(r"[+-]?\d+", c) for c in cells), cells

@@ -54,7 +54,7 @@ def test_hostile_trace_text_is_escaped(client, demo_ingested):
     assert page.steps
     html = client.get(f"/runs/{run_id}/?q=window.__pwned").content.decode()
     assert "<script>window.__pwned" not in html
-    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert "&lt;script&gt;<mark>window.__pwned</mark>=1&lt;/script&gt;" in html  # the search's match marked
     assert "<img src=x onerror" not in html and "&lt;img src=x onerror" in html
     api = client.get(f"/api/runs/{run_id}/steps?q=window.__pwned").json()
     assert any("<script>window.__pwned=1</script>" in (s["output"] + (s["input"] or "")) for s in api["steps"])
@@ -190,7 +190,7 @@ def test_a_search_answers_htmx_with_the_matching_steps_marked_not_the_run_page(c
     assert "<script>window" not in html and "&lt;script&gt;<mark>window.__pwned</mark>=1&lt;/script&gt;" in html
     # The same search without htmx is the whole page (deep links and the no-script form keep working).
     full = client.get(f"/runs/{run_id}/?q=window.__pwned").content.decode()
-    assert "run-header" in full and "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in full
+    assert "run-header" in full and "&lt;script&gt;<mark>window.__pwned</mark>=1&lt;/script&gt;" in full
 
 
 def test_a_filtered_count_says_when_it_is_capped(client, demo_ingested, monkeypatch):

@@ -271,7 +271,7 @@ def test_the_page_and_its_twin_show_the_same_results_escaped_and_marked(client, 
         assert f'{result["count"]} matching step' in body
         for m in result["matches"]:
             trace = "" if m["trace"] == "agent" else f"&amp;trace={m['trace'].replace(':', '%3A')}"
-            assert f'href="/runs/{run_id}/?step={m["index"]}{trace}#step-{m["index"]}"' in body
+            assert f'href="/runs/{run_id}/?step={m["index"]}{trace}&amp;q={q}#step-{m["index"]}"' in body
             assert [m["excerpt"][a:b] for a, b in m["marks"]] and all(
                 m["excerpt"][a:b].lower() == q for a, b in m["marks"])
     # Filters and pages travel in the links; the form keeps them.

@@ -15,6 +15,7 @@ from ptbsite.query import query_int
 from ptbsite.suites import suite_ids, suite_name
 
 from . import figures, selectors
+from .selectors import search
 from .steps import STEP_KINDS
 from .verdicts import OVERRIDABLE_KINDS
 from .vocabulary import FACET_TEXT, IDLE_GAP_S, METHOD_FACETS, PHASES, RULE_TEXT
@@ -78,7 +79,8 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     })
 
 
-VIEWER_QUERY = ("trace", "kind", "tool", "q", "limit")  # the parameters _viewer_query reads
+# The parameters _viewer_query and _viewer_params read.
+VIEWER_QUERY = ("trace", "kind", "tool", "q", "mark", "limit")
 
 
 def _viewer_query(request: HttpRequest) -> selectors.RunQuery:
@@ -90,10 +92,22 @@ def _viewer_query(request: HttpRequest) -> selectors.RunQuery:
                               limit=query_int(request, "limit", PAGE_SIZE) or 1)
 
 
-def _viewer_params(query: selectors.RunQuery) -> dict:
-    """The viewer's state as the templates and links read it; ``limit`` is "" when it is PAGE_SIZE."""
+def _viewer_params(query: selectors.RunQuery, request: HttpRequest) -> dict:
+    """The viewer's state as the templates and links read it; ``limit`` is "" when it is PAGE_SIZE; ``mark``:
+    the query of the search of every trace that led here (``?mark=``, at most ``search.MAX_QUERY`` characters),
+    whose words and phrases the steps shown mark without filtering them (:func:`_mark_query`)."""
     return {"trace": query.trace, "kind": query.kind, "tool": query.tool, "q": query.q,
+            "mark": (request.GET.get("mark") or "").strip()[:search.MAX_QUERY],
             "limit": str(query.limit) if query.limit != PAGE_SIZE else ""}
+
+
+def _mark_query(params: dict) -> str | list[str]:
+    """What the steps shown wrap in ``<mark>`` (``trace_format.highlight``): the viewer's own search ``q`` (one
+    substring, the steps it filters), else the words and ``"phrases"`` of ``mark`` as the search of every trace
+    reads them (``search.parse_query``); "" for neither."""
+    if params["q"]:
+        return str(params["q"])
+    return search.parse_query(params["mark"])[0] if params["mark"] else ""
 
 
 def _base_query(params: dict) -> dict:
@@ -103,15 +117,17 @@ def _base_query(params: dict) -> dict:
 
 @page_inputs(query=(*VIEWER_QUERY, "step", "at"), headers={"HX-Request": None, "HX-Target": ("trace-results",)})
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&limit=``: the run's header, evaluations (old vs new), judge
-    panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge forms.
+    """``/runs/<id>/?step=&at=&trace=&kind=&tool=&q=&mark=&limit=``: the run's header, evaluations (old vs new),
+    judge panel with the reviewers' audit log, trace viewer; for staff, the re-evaluate, override and re-run-judge
+    forms. The steps shown mark the viewer's search ``q`` (the steps it filters), else the words and phrases of
+    ``mark`` (a link from the search of every trace: the steps are not filtered).
     One selector (``selectors.open_run`` of the page's ``selectors.RunQuery``), the one ``/api/runs/<id>`` serves.
 
     ``step`` opens the trace at that step (a deep link); ``at`` ("hour 7", "7:30") at the first step at or after
     that elapsed time.
     """
     viewer = _viewer_query(request)
-    params = _viewer_params(viewer)
+    params = _viewer_params(viewer, request)
     if request.headers.get("HX-Request") and request.headers.get("HX-Target") == "trace-results":
         return _trace_results(request, run_id, viewer)
     page = selectors.open_run(run_id, viewer.model_copy(update={"step": query_int(request, "step"),
@@ -125,7 +141,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "overoptimism": page.overoptimism, "evaluations": page.evaluations, "counted": page.counted,
         "override_log": page.override_log, "evidence": page.evidence, "evidence_count": page.evidence_count,
         "tools": page.tools, "traces": page.traces, "focus": page.focus, "has_times": page.has_times,
-        "time_jump_note": page.note, "params": params, "mark_query": "",
+        "time_jump_note": page.note, "params": params, "mark_query": _mark_query(params),
         # The figure loads after first paint from run_timeline_figure; the static export has no server: inlined.
         "has_timeline": page.has_timeline, "has_monitor": page.has_monitor,
         "timeline_figure": _timeline_figure(run_id) if page.has_timeline and getattr(request, "static_export", False)
@@ -149,12 +165,12 @@ def _trace_results(request: HttpRequest, run_id: str, viewer: selectors.RunQuery
     data = selectors.run_steps(run_id, limit=viewer.limit, with_previous=False, **viewer.filters())
     if data is None:
         raise Http404(f"no run {run_id}")
-    params = _viewer_params(viewer)
+    params = _viewer_params(viewer, request)
     base_query = _base_query(params)
     return render(request, "traces/_trace_results.html", {
         "run": data.run, "page": data.page, "params": params, "rule_text": RULE_TEXT, "focus": None,
         "more_query": urlencode({**base_query, "after": data.page.next}) if data.page.next is not None else None,
-        "earlier_query": None, "earlier_steps_query": None, "mark_query": params["q"],
+        "earlier_query": None, "earlier_steps_query": None, "mark_query": _mark_query(params),
     })
 
 
@@ -186,7 +202,7 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
     previous page). One selector (``selectors.run_steps``), the one ``/api/runs/<id>/steps`` serves.
     """
     viewer = _viewer_query(request)
-    params = _viewer_params(viewer)
+    params = _viewer_params(viewer, request)
     after = query_int(request, "after", -1, signed=True)
     before = query_int(request, "before")
     partial = bool(request.headers.get("HX-Request"))
@@ -206,7 +222,7 @@ def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
         "more_query": more_query, "previous_query": previous_query,
         "earlier_steps_query": (urlencode({**base_query, "before": steps[0].index})
                                 if data.has_earlier and steps and (before is not None or not partial) else None),
-        "mark_query": params["q"] if partial else "",  # "load more" after a search marks its matches too
+        "mark_query": _mark_query(params),  # "load more" after a search marks its matches too
     }
     if partial:
         return render(request, "traces/_steps.html", context)

@@ -8,6 +8,7 @@ One unit of work (:func:`judge_report`); the page ``/judges/`` and its twin ``/a
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
@@ -60,10 +61,22 @@ class JudgePair(BaseModel):
     kappa: float | None
 
 
+class Review(BaseModel):
+    """A reviewer's decision on a run's question already taken (a disagreement of that question is reviewed): its
+    newest override, ``flagged`` the verdict it set, by ``reviewer`` at ``at`` (naive UTC); ``challenge``: it
+    resolved a public challenge of the question."""
+
+    flagged: bool
+    reviewer: str
+    at: datetime
+    challenge: bool = False
+
+
 class Disagreement(BaseModel):
     """A run where the rules and the judges part on a mode: ``rules`` found | none, ``judges`` flagged | clean |
     not asked (no judge answered the mode's question), ``steps`` the agent-trace steps the rules cite, ``judge_ids``
-    the judges that answered."""
+    the judges that answered; ``reviewed``: a reviewer already decided the mode's question on this run (an
+    override, or a challenge resolved by one), None while it waits for a reviewer."""
 
     run_id: str
     title: str
@@ -75,6 +88,7 @@ class Disagreement(BaseModel):
     judges: str
     judge_ids: list[str] = Field(default_factory=list)
     steps: list[int] = Field(default_factory=list)
+    reviewed: Review | None = None
 
 
 class Contested(BaseModel):
@@ -89,7 +103,8 @@ class Contested(BaseModel):
 
 class JudgeReport(BaseModel):
     """The report card: ``stats`` per judge and benchmark, ``pairs`` of judges per question, ``disagreements``
-    (at most DISAGREEMENTS_SHOWN, rules-found-but-judged-clean first; ``disagreement_count`` all of them),
+    (at most DISAGREEMENTS_SHOWN, those not yet reviewed first, then rules-found-but-judged-clean first;
+    ``disagreement_count`` all of them, ``reviewed_count`` those a reviewer already decided),
     ``contested``: the verdicts under an accepted challenge, with its claim."""
 
     stats: list[JudgeStats]
@@ -97,6 +112,7 @@ class JudgeReport(BaseModel):
     pairs: list[JudgePair]
     disagreements: list[Disagreement]
     disagreement_count: int
+    reviewed_count: int = 0
     modes: dict[str, str]
 
 
@@ -127,9 +143,12 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
     ids = [r[0] for r in runs]
     verdicts = read_verdicts(con, ids)
     overrides: dict[str, dict[str, bool]] = defaultdict(dict)
-    for run_id, kind, flagged in con.execute("SELECT run_id, kind, flagged FROM verdict_overrides ORDER BY created_at"
-                                             ).fetchall():
+    reviews: dict[tuple[str, str], Review] = {}  # the newest override of each run's question
+    for run_id, kind, flagged, reviewer, at in con.execute(
+            "SELECT run_id, kind, flagged, reviewer, created_at FROM verdict_overrides ORDER BY created_at"
+    ).fetchall():
         overrides[run_id][kind] = flagged
+        reviews[(run_id, kind)] = Review(flagged=flagged, reviewer=reviewer, at=at)
     challenged: dict[str, list[str]] = defaultdict(list)
     contested: list[Contested] = []
     names = {r[0]: f"{r[4]}/{r[3]}" for r in runs}
@@ -137,6 +156,8 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
             "SELECT c.run_id, c.kind, c.claim, c.steps, coalesce((SELECT e.action FROM challenge_events e "
             "WHERE e.challenge_id = c.id ORDER BY e.created_at DESC LIMIT 1), 'open') AS status "
             "FROM verdict_challenges c ORDER BY c.created_at DESC").fetchall():
+        if run_id in names and status == "resolved" and (run_id, kind) in reviews:  # by an override (its time)
+            reviews[(run_id, kind)].challenge = True
         if run_id not in names or status not in ("open", "accepted"):
             continue
         challenged[run_id].append(kind)
@@ -193,7 +214,8 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
                 continue
             found.append(Disagreement(run_id=run_id, title=f"{method}/{run_dir}", benchmark=benchmark, mode=mode,
                                       mode_text=text, question=question, rules=rules_say, judges=judged,
-                                      judge_ids=sorted(per), steps=steps[:20]))
+                                      judge_ids=sorted(per), steps=steps[:20],
+                                      reviewed=reviews.get((run_id, question))))
     for row in stats.values():
         row.flag_rate = row.flagged / row.valid if row.valid else None
     pairs = [JudgePair(judge_a=ja, judge_b=jb, kind=kind, runs=len(a), agreed=sum(x == y for x, y in zip(a, b,
@@ -201,8 +223,10 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
                        kappa=cohen_kappa(a, b))
              for (ja, jb, kind), (a, b) in sorted(pair_answers.items())]
     order = {"found": 0, "none": 1}
-    found.sort(key=lambda d: (order[d.rules], d.judges != "clean", d.run_id, d.mode))
+    # Those still waiting for a reviewer first.
+    found.sort(key=lambda d: (d.reviewed is not None, order[d.rules], d.judges != "clean", d.run_id, d.mode))
     disagreement_count = len(found)
+    reviewed_count = sum(d.reviewed is not None for d in found)
     found = found[:DISAGREEMENTS_SHOWN]
     # The rows shown are titled as every run is ("<agent> on <benchmark> with <base model>"): one query for them.
     titles = {run.id: run.title for run in read_runs_by_id(con, sorted({d.run_id for d in found}
@@ -213,7 +237,7 @@ def read_judge_report(con, suite: str | None = None) -> JudgeReport:
         c.title = titles.get(c.run_id, c.title)
     return JudgeReport(stats=sorted(stats.values(), key=lambda s: (s.judge, s.benchmark)), contested=contested,
                        pairs=pairs,
-                       disagreements=found, disagreement_count=disagreement_count,
+                       disagreements=found, disagreement_count=disagreement_count, reviewed_count=reviewed_count,
                        modes={k: v[0] for k, v in MODES.items()})
 
 

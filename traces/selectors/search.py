@@ -24,8 +24,9 @@ from pydantic import Field
 from ptbsite import warehouse
 
 from .. import search_across, search_index
-from ..schemas import Model, Run
+from ..schemas import STATE_TEXT, Model, Run
 from ..steps import STEP_KINDS
+from ..verdicts import KIND_TEXT
 from .runs import read_filter_options, read_runs, run_filter
 
 MAX_NEEDLES = 8  # words and phrases of a query used at most (the rest are ignored, and the page says so)
@@ -52,6 +53,100 @@ def parse_query(q: str) -> tuple[list[str], bool]:
         if part.strip() and part.lower() not in (n.lower() for n in needles):
             needles.append(part)
     return needles[:MAX_NEEDLES], len(needles) > MAX_NEEDLES
+
+
+# ``key=value`` filters typed among the words (the header's box has no other field): the search's parameter names
+# (``search_views.search_options``; ``base-model`` too), each to its parameter.
+TYPED_FILTERS = {"agent": "agent", "benchmark": "benchmark", "base_model": "base_model", "base-model": "base_model",
+                 "state": "state", "flagged": "flagged", "verdict": "verdict", "kind": "kind", "tool": "tool",
+                 "latest": "latest"}
+FILTER_TEXT = {"agent": "Agent", "benchmark": "Benchmark", "base_model": "Base model", "state": "State",
+               "flagged": "Flagged", "verdict": "Judge verdict", "kind": "Step kind", "tool": "Tool",
+               "latest": "Latest runs only"}
+# A quoted phrase, a key=value or key="a value" token, or a word (a query's tokens, in order).
+_TOKEN = re.compile(r'"[^"]*"|([A-Za-z_-]+)=(?:"([^"]*)"|(\S+))|\S+')
+_YES_NO = {"1": "1", "true": "1", "yes": "1", "0": "0", "false": "0", "no": "0"}
+_TOOL = re.compile(r"[\w.:/-]{1,100}")
+
+
+class TypedFilter(Model):
+    """A ``key=value`` token of a query read as a filter: ``param`` (the search's parameter), ``value`` (as the
+    parameter takes it), ``text`` (the filter and its value in words) and ``token`` (as typed)."""
+
+    param: str
+    value: str
+    text: str
+    token: str
+
+
+class TypedQuery(Model):
+    """A query with its ``key=value`` filters taken out (:func:`split_filters`): ``q`` the words and phrases
+    left, ``filters`` those read as filters, ``refused`` the tokens of a known key whose value is none of its
+    values, each with why (they stay words of ``q``)."""
+
+    q: str
+    filters: list[TypedFilter] = Field(default_factory=list)
+    refused: list[tuple[str, str]] = Field(default_factory=list)
+
+
+def _typed_value(param: str, value: str, options: dict[str, list[tuple[str, str]]]) -> tuple[str, str] | None:
+    """``(value, in words)`` of a typed filter's value when the parameter takes it (a choice of the form matched
+    case-insensitively by its value or its name; for ``verdict``, a label or ``<question>:<label>``), else
+    None."""
+    lowered = value.strip().lower()
+    if not lowered:
+        return None
+    if param in ("agent", "benchmark", "base_model"):
+        choices = options.get({"agent": "agents", "benchmark": "benchmarks", "base_model": "base_models"}[param], [])
+        for key, name in choices:
+            if lowered in ((key or "").lower(), (name or "").lower()):
+                return key, name or key
+        return None
+    if param == "state":
+        return next(((k, t) for k, t in STATE_TEXT.items() if lowered in (k, t.lower())), None)
+    if param in ("flagged", "latest"):
+        said = _YES_NO.get(lowered)
+        if said is None or (param == "latest" and said == "0"):
+            return None
+        return said, {"1": "yes", "0": "no"}[said] if param == "flagged" else "yes"
+    if param == "kind":
+        return (lowered, lowered) if lowered in STEP_KINDS else None
+    if param == "verdict":
+        kind, _, label = lowered.rpartition(":")
+        if label not in VERDICT_LABELS or (kind and kind not in KIND_TEXT):
+            return None
+        words = label.replace("_", " ")
+        return lowered, f"{KIND_TEXT[kind]}: {words}" if kind else words
+    if param == "tool":
+        return (value, value) if _TOOL.fullmatch(value) else None
+    return None
+
+
+def split_filters(q: str, options: dict[str, list[tuple[str, str]]]) -> TypedQuery:
+    """The ``key=value`` tokens of ``q`` (``key="a value"`` too) whose key is a filter of the search
+    (:data:`TYPED_FILTERS`) and whose value is one of its values (``options``: the form's choices,
+    ``read_filter_options``; :func:`_typed_value`), taken out as filters; the rest of ``q`` kept as it was typed
+    (quoted phrases whole, a ``=`` inside one untouched). A later token of one key wins. A known key with a value
+    it does not take stays a word, and is in ``refused`` with why; an unknown key (``lr=1e-5``) is a word."""
+    kept: list[str] = []
+    filters: dict[str, TypedFilter] = {}
+    refused: list[tuple[str, str]] = []
+    for m in _TOKEN.finditer((q or "")[:MAX_QUERY]):
+        key, quoted, plain = m.group(1), m.group(2), m.group(3)
+        param = TYPED_FILTERS.get((key or "").lower())
+        if param is None:
+            kept.append(m.group(0))
+            continue
+        value = quoted if quoted is not None else plain or ""
+        read = _typed_value(param, value, options)
+        if read is None:
+            kept.append(m.group(0))
+            refused.append((m.group(0), f"not a value of the filter {FILTER_TEXT[param]}: searched as words"))
+            continue
+        filters[param] = TypedFilter(param=param, value=read[0], text=f"{FILTER_TEXT[param]}: {read[1]}",
+                                     token=m.group(0))
+    return TypedQuery(q=" ".join(kept) if filters else (q or "")[:MAX_QUERY], filters=list(filters.values()),
+                      refused=refused)
 
 
 class SearchMatch(Model):
@@ -99,7 +194,9 @@ class SearchPage(Model):
     than MAX_NEEDLES), ``runs`` the page's runs with matches ordered by run id, ``next`` the ``after`` cursor of
     the next page (a run id; None on the last). ``candidates``: runs the word index names for the query under the
     filters (an upper bound of the runs that match; ``exact`` when it is their number: a query of single words
-    without kind or tool filter, every run indexed). ``tested``: runs this page tested."""
+    without kind or tool filter, every run indexed). ``tested``: runs this page tested. ``total``: the runs that
+    match in all when it is known: ``candidates`` when ``exact``, else this page's runs when it is the first and
+    the last (every candidate checked: a phrase, a kind or tool filter); None when later pages may add runs."""
 
     q: str
     needles: list[str]
@@ -109,6 +206,7 @@ class SearchPage(Model):
     candidates: int
     exact: bool
     tested: int
+    total: int | None = None
     options: dict[str, list[tuple[str, str]]] = Field(default_factory=dict, exclude=True)
 
 
@@ -151,7 +249,7 @@ def read_search(
     where, params = run_filter(**filters)
     if not needles:
         return SearchPage(q=q, needles=needles, needles_cut=cut, runs=[], next=None, candidates=0, exact=True,
-                          tested=0)
+                          tested=0, total=0)
     plans = [search_index.plan(con, n) for n in needles]
     condition = " AND ".join(where)
     listed = _LISTED.get((condition, repr(params)), lambda: search_across.listed_runs(con, condition, params))
@@ -184,8 +282,9 @@ def read_search(
     results = [SearchRun(run=run, count=min(len(steps), RUN_COUNT_CAP), capped=len(steps) > RUN_COUNT_CAP,
                          matches=excerpts.get(run.id, [])) for run, steps in found]
     more = last is not None and any(rid > last for rid, _ in candidates)
+    total = len(candidates) if exact else len(results) if after is None and not more else None
     return SearchPage(q=q, needles=needles, needles_cut=cut, runs=results, next=last if more else None,
-                      candidates=len(candidates), exact=exact, tested=tested)
+                      candidates=len(candidates), exact=exact, tested=tested, total=total)
 
 
 def _order(key: tuple[str, int]) -> tuple[bool, str, int]:
@@ -383,3 +482,11 @@ def search_page(q: str, *, with_options: bool = False, **options) -> SearchPage:
         if with_options:
             page.options = _OPTIONS.get("options", lambda: read_filter_options(con))
         return page
+
+
+@warehouse.retrying
+def filter_options() -> dict[str, list[tuple[str, str]]]:
+    """The search form's filter choices (``{"agents"|"benchmarks"|"base_models": [(value, name)]}``, the runs
+    list's: ``read_filter_options``), read once per warehouse version (callers must not change them)."""
+    with warehouse.snapshot() as con:
+        return _OPTIONS.get("options", lambda: read_filter_options(con))

@@ -57,21 +57,34 @@ def sum_values(values) -> int:
     return sum(values)
 
 
+def _needles(query: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """The texts to mark: a query (the run page's search, one substring) or a list of them (the search of every
+    trace's words and phrases, ``?mark=``), empty ones left out."""
+    if not query:
+        return []
+    return [query] if isinstance(query, str) else [n for n in query if n]
+
+
 @register.filter
-def highlight(text: str | None, query: str | None) -> str | SafeString:
-    """The text HTML-escaped, each case-insensitive occurrence of ``query`` wrapped in ``<mark>``: the text is cut
-    at the matches first and every piece escaped on its own, so a match never lands inside an entity and trace
-    text is never rendered as HTML. Without a query, the text as it is (autoescaped by the template)."""
-    if not query or not text:
+def highlight(text: str | None, query: str | list[str] | tuple[str, ...] | None) -> str | SafeString:
+    """The text HTML-escaped, each case-insensitive occurrence of ``query`` (a substring, or any of a list of
+    them, the longest first where they start at one place) wrapped in ``<mark>``: the text is cut at the matches
+    first and every piece escaped on its own, so a match never lands inside an entity and trace text is never
+    rendered as HTML. Without a query, the text as it is (autoescaped by the template)."""
+    needles = _needles(query)
+    if not needles or not text:
         return text or ""
-    pieces = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
+    pattern = "|".join(re.escape(n) for n in sorted(needles, key=len, reverse=True))
+    pieces = re.split(f"({pattern})", text, flags=re.IGNORECASE)
     return mark_safe("".join(f"<mark>{escape(p)}</mark>" if i % 2 else escape(p) for i, p in enumerate(pieces)))
 
 
 @register.filter
-def has_match(text: str | None, query: str | None) -> bool:
-    """Whether ``query`` occurs in the text, case-insensitively (a collapsed output holding a match opens)."""
-    return bool(query and text and query.lower() in text.lower())
+def has_match(text: str | None, query: str | list[str] | tuple[str, ...] | None) -> bool:
+    """Whether ``query`` (or any of a list of them) occurs in the text, case-insensitively (a collapsed output
+    holding a match opens)."""
+    lowered = (text or "").lower()
+    return any(n.lower() in lowered for n in _needles(query))
 
 
 @register.filter
