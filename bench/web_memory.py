@@ -16,7 +16,9 @@ Usage: .venv/bin/python bench/web_memory.py [--warehouse SPEC]
 3. ``--workers N`` (default 3; 0 skips it): N forked worker processes, as gunicorn's master forks them, each GETting
    every page and twin once, measured (RSS, PSS, USS, MB) while all of them are alive, twice: the app imported in
    each worker after the fork (``serve``'s gunicorn without ``--preload``) and imported once in the parent before
-   the fork (``--preload``). The parent's own PSS is printed beside them (gunicorn's master holds the same).
+   the fork (``--preload``), and that with ``gc.freeze()`` after the import (the objects imported moved out of the
+   collector's generations, whose bookkeeping writes would copy their pages). The parent's own PSS is printed beside
+   them (gunicorn's master holds the same); "PSS of all" is the workers' and the parent's together.
 """
 from __future__ import annotations
 
@@ -86,9 +88,11 @@ import json, os, sys, time
 sys.path.insert(0, {str(ROOT)!r})
 {_ENV}
 import psutil
-workers, preload, urls = int(sys.argv[2]), sys.argv[3] == "1", json.loads(sys.argv[4])
-if preload:
+workers, mode, urls = int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+if mode in ("preload", "freeze"):
     from ptbsite.wsgi import application  # noqa: F401 (gunicorn --preload: the master imports the app)
+if mode == "freeze":
+    import gc; gc.collect(); gc.freeze()  # the imported objects out of the collector's reach: fewer copied pages
 children = []
 for _ in range(workers):
     ready_r, ready_w = os.pipe()
@@ -152,15 +156,17 @@ def main() -> None:
         return
     print(f"\n{args.workers} forked workers, each after every page once (MB; all alive when measured)\n"
           "| app imported | worker RSS | worker PSS | worker USS | parent PSS | PSS of all |\n|---|---|---|---|---:|---:|")
-    for preload in (False, True):
-        out = subprocess.run([py, "-c", _FORK, args.warehouse, str(args.workers), "1" if preload else "0", urls],
+    modes = {"after": "in each worker, after the fork", "preload": "in the parent, before the fork (--preload)",
+             "freeze": "in the parent, then gc.freeze(), before the fork"}
+    for mode, title in modes.items():
+        out = subprocess.run([py, "-c", _FORK, args.warehouse, str(args.workers), mode, urls],
                              capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
             sys.exit(out.stderr[-3000:])
         got = json.loads(out.stdout.strip().splitlines()[-1])
         row = [" / ".join(f"{w[k]:.0f}" for w in got["workers"]) for k in ("rss", "pss", "uss")]
         total = sum(w["pss"] for w in got["workers"]) + got["parent"]["pss"]
-        print(f"| {'in the parent, before the fork (--preload)' if preload else 'in each worker, after the fork'} | "
+        print(f"| {title} | "
               f"{' | '.join(row)} | {got['parent']['pss']:.0f} | {total:.0f} |")
 
 
