@@ -131,7 +131,7 @@ def main() -> None:
     py = sys.executable
     print("| import alone | RSS MB | CPU ms |\n|---|---:|---:|")
     for name in () if args.skip_imports else ("django", "celery", "ptbsite.celery (the app)", "plotly", "plotly.graph_objects", "numpy", "pandas",
-                 "pyarrow", "duckdb", "ninja", "pydantic"):
+                 "pyarrow", "duckdb", "ninja", "pydantic", "kombu.exceptions", "pygments"):
         out = subprocess.run([py, "-c", _IMPORT, name], capture_output=True, text=True, check=True, cwd=ROOT)
         mb, ms = out.stdout.split()
         print(f"| `{name}` | {mb} | {ms} |")
