@@ -20,7 +20,6 @@ from django.conf import settings
 from django.db.models import F, Q, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 from traces import selectors as run_selectors
 from traces import services as run_services
@@ -102,6 +101,9 @@ def job_message(job: RerunJob) -> JobMessage:
 def _publish(job: RerunJob) -> RerunJob:
     """Send the job to the broker (its queue) as the task of its kind (evaluator.protocol.TASK_NAMES), the message
     as JSON; on a broker error fail the job and raise BrokerUnavailable."""
+    # Imported here, as the Celery app is: kombu (with amqp) is ~10 MB of RSS that a page-only web worker skips.
+    from kombu.exceptions import OperationalError
+
     message = job_message(job)
     try:
         with _celery().connection_for_write() as conn:

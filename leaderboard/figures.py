@@ -1,7 +1,10 @@
-"""Plotly figures of the plot pages, built with ``plotly.graph_objects`` from the dataclasses of ``plots``.
+"""Plotly figures of the plot pages, built as plain dicts and lists from the dataclasses of ``plots``.
 
-Each builder returns the figure as a JSON-ready dict (``json.loads(fig.to_json())``) that a template embeds with
-``json_script`` and draws with ``Plotly.newPlot``. Points that stand for an agent carry its key as
+Each builder returns the figure as a JSON-ready dict, the same as plotly's ``json.loads(fig.to_json())`` of the figure
+``plotly.graph_objects`` would build (traces with their ``type``, nested names written out, the ``plotly_white``
+template of ``ptbsite.plotly_template`` in the layout), that a template embeds with ``json_script`` and draws with
+``Plotly.newPlot``. Web workers never import plotly for them (issue 24: its figure classes and validators held
+~25-30 MB of every web process); ``tests/test_figure_dicts.py`` checks every figure equals the one plotly builds. Points that stand for an agent carry its key as
 ``customdata[0]``, which the page's script turns into a link to that agent's runs.
 
 Readable by construction, and checked in a browser (tests/test_browser_plots.py):
@@ -18,17 +21,17 @@ Readable by construction, and checked in a browser (tests/test_browser_plots.py)
 from __future__ import annotations
 
 import colorsys
-import json
 import math
 from collections.abc import Iterable, Sequence
 from html import escape  # names reach plotly's HTML-ish text (labels, legend, hover): escaped
 
-import plotly.colors
-import plotly.graph_objects as go
+from ptbsite.plotly_template import plotly_white
 
 from . import plots
 
-FAMILY_COLOURS = plotly.colors.qualitative.Dark2
+# plotly's qualitative "Dark2" palette (``plotly.colors.qualitative.Dark2``; tests/test_figure_dicts.py compares).
+FAMILY_COLOURS = ["rgb(27,158,119)", "rgb(217,95,2)", "rgb(117,112,179)", "rgb(231,41,138)", "rgb(102,166,30)",
+                  "rgb(230,171,2)", "rgb(166,118,29)", "rgb(102,102,102)"]
 # Hues (degrees) of the scaffold families, in the order the suite's sorted scaffold names take them (PostTrainBench:
 # Claude Code orange, Codex CLI green, Gemini CLI blue, OpenCode purple); the first four are >= 60 degrees apart.
 FAMILY_HUES = (28, 140, 212, 282, 350, 180, 58, 245)
@@ -45,11 +48,6 @@ OTHER_REFERENCE_STYLES = [("#4b5563", "dot"), ("#9ca3af", "longdashdot")]
 FRONTIER_STYLE = dict(shape="hv", color="#111827", width=1.6, dash="dot")
 BUDGET_COLOUR = "#b91c1c"
 REFERENCE_GROUP = "Reference lines"
-VALIDATE_TRACES = False
-"""Whether plotly validates each trace as it is built. Off: the traces are written as plotly writes them already
-(plain lists, numbers and text), and its validation cost ~1 CPU ms per trace (the usage chart at K=90: 122 -> 63 ms
-for its 64 traces, issue 24); the figure itself is still validated, which expands the layout's template.
-``tests/test_figure_dicts.py`` checks that every figure is the same with it on."""
 # Where a point's label may go, most preferred first (plotly's ``textposition`` values).
 LABEL_POSITIONS = ("top left", "top right", "bottom right", "bottom left", "middle right", "middle left",
                    "top center", "bottom center")
@@ -121,13 +119,31 @@ def _symbols(agents: Sequence[tuple[str, str | None]]) -> dict[str, str]:
     return symbols
 
 
-def _as_dict(fig: go.Figure) -> dict:
-    return json.loads(fig.to_json())
+def _layout(*, height: int, margin: dict | None = None, **kwargs) -> dict:
+    """A layout as plotly's ``update_layout(template="plotly_white", ...)`` writes it: the template, the site's font
+    and hover label, the margins (``margin`` overriding the defaults) and ``kwargs`` as given."""
+    return dict(template=plotly_white(), height=height, font=dict(_FONT),
+                margin={**dict(l=70, r=30, t=30, b=60), **(margin or {})}, hoverlabel=dict(align="left"), **kwargs)
 
 
-def _layout(fig: go.Figure, *, height: int, margin: dict | None = None, **kwargs) -> None:
-    fig.update_layout(template="plotly_white", height=height, font=_FONT,
-                      margin={**dict(l=70, r=30, t=30, b=60), **(margin or {})}, hoverlabel=dict(align="left"), **kwargs)
+def _title(text: str) -> dict:
+    """An axis title as plotly writes ``title_text``."""
+    return {"text": text}
+
+
+def _scatter(**props) -> dict:
+    """A scatter trace as plotly's JSON has it (``go.Scatter(**props).to_plotly_json()`` with the nested names
+    written out: ``legendgrouptitle={"text": ...}`` for ``legendgrouptitle_text``)."""
+    return {"type": "scatter", **props}
+
+
+def _bar(**props) -> dict:
+    """A bar trace as plotly's JSON has it (see :func:`_scatter`)."""
+    return {"type": "bar", **props}
+
+
+def _group_title(text: str) -> dict:
+    return {"text": text}
 
 
 def _legend(**kwargs) -> dict:
@@ -170,26 +186,22 @@ def _reference_name(name: str, score: float) -> str:
     return f"{escape(name)} ({100 * score:.1f} %)"
 
 
-def _horizontal_line(fig: go.Figure, *, x0: float, x1: float, y: float, name: str, colour: str, dash: str,
-                     hover: str, **kwargs) -> None:
+def _horizontal_line(*, x0: float, x1: float, y: float, name: str, colour: str, dash: str, hover: str) -> dict:
     """A reference line as a trace (named in the legend), with points every few percent of its length so that
     hovering anywhere along it names it."""
     xs = [x0 + (x1 - x0) * i / 40 for i in range(41)]
-    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-        x=xs, y=[y] * len(xs), mode="lines", name=name, legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP,
-        line=dict(color=colour, width=1.4, dash=dash), hovertemplate=f"{hover}<extra></extra>", **kwargs,
-    ))
+    return _scatter(x=xs, y=[y] * len(xs), mode="lines", name=name, legendgroup="reference",
+                    legendgrouptitle=_group_title(REFERENCE_GROUP), line=dict(color=colour, width=1.4, dash=dash),
+                    hovertemplate=f"{hover}<extra></extra>")
 
 
-def _budget_line(fig: go.Figure, budget_hours: float, *, y: tuple[float, float], group_title: str = REFERENCE_GROUP,
-                 **kwargs) -> None:
-    """The time budget as a vertical line trace named in the legend."""
+def _budget_line(budget_hours: float, *, y: tuple[float, float], group_title: str = REFERENCE_GROUP,
+                 **kwargs) -> dict:
+    """The time budget as a vertical line trace named in the legend (``kwargs``: more of the trace's properties)."""
     name = f"Time budget ({plots.clock(budget_hours)})"
-    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-        x=[budget_hours, budget_hours], y=list(y), mode="lines", name=name, legendgroup="reference",
-        legendgrouptitle_text=group_title, line=dict(color=BUDGET_COLOUR, width=1.4),
-        hovertemplate=f"{name} (h:mm)<extra></extra>", **kwargs,
-    ))
+    return _scatter(x=[budget_hours, budget_hours], y=list(y), mode="lines", name=name, legendgroup="reference",
+                    legendgrouptitle=_group_title(group_title), line=dict(color=BUDGET_COLOUR, width=1.4),
+                    hovertemplate=f"{name} (h:mm)<extra></extra>", **kwargs)
 
 
 def _agent_customdata(p: plots.AgentTime) -> list:
@@ -218,7 +230,6 @@ def time_vs_score(data: plots.TimeVsScore, *, scaffolds: Sequence[str] = ()) -> 
     Args:
         scaffolds: the suite's scaffold names, which fix the families' hues (:func:`palette`).
     """
-    fig = go.Figure()
     agents = [(p.key, p.scaffold) for p in data.points]
     colours, symbols = palette(agents, scaffolds), _symbols(agents)
     families = _families(agents, scaffolds)
@@ -228,32 +239,30 @@ def time_vs_score(data: plots.TimeVsScore, *, scaffolds: Sequence[str] = ()) -> 
     x_max = data.budget_hours * 1.04
     tops = [100 * (p.score + (p.score_std or 0)) for p in data.points] + [100 * b.score for b in data.baselines]
     y_max = max(tops, default=10) * 1.06
-    for p in _by_family(data.points, lambda p: p.scaffold, families):
-        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-            x=[p.hours], y=[100 * p.score], mode="markers+text", name=escape(p.label),
-            legendgroup=p.scaffold or "other", legendgrouptitle_text=escape(p.scaffold or "other"),
-            marker=dict(color=colours[p.key], size=12, symbol=symbols[p.key], line=dict(width=1, color="white")),
-            error_x=_std_array([p.hours_std]), error_y=_std_array([_pct(p.score_std)]),
-            text=[escape(p.label)], textposition=LABEL_POSITIONS[0], textfont=_LABEL_FONT, cliponaxis=False,
-            meta=_labelled(order.index(p.key)),
-            customdata=[_agent_customdata(p)], hovertemplate=_AGENT_HOVER,
-        ))
-    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
+    traces = [_scatter(
+        x=[p.hours], y=[100 * p.score], mode="markers+text", name=escape(p.label),
+        legendgroup=p.scaffold or "other", legendgrouptitle=_group_title(escape(p.scaffold or "other")),
+        marker=dict(color=colours[p.key], size=12, symbol=symbols[p.key], line=dict(width=1, color="white")),
+        error_x=_std_array([p.hours_std]), error_y=_std_array([_pct(p.score_std)]),
+        text=[escape(p.label)], textposition=LABEL_POSITIONS[0], textfont=dict(_LABEL_FONT), cliponaxis=False,
+        meta=_labelled(order.index(p.key)), customdata=[_agent_customdata(p)], hovertemplate=_AGENT_HOVER,
+    ) for p in _by_family(data.points, lambda p: p.scaffold, families)]
+    traces.append(_scatter(
         x=[p.hours for p in data.frontier], y=[100 * p.score for p in data.frontier], mode="lines",
-        line=FRONTIER_STYLE, name="Pareto frontier", legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP,
-        hoverinfo="skip",
+        line=dict(FRONTIER_STYLE), name="Pareto frontier", legendgroup="reference",
+        legendgrouptitle=_group_title(REFERENCE_GROUP), hoverinfo="skip",
     ))
     for i, reference in enumerate(data.baselines):
         colour, dash = _reference_style(reference.key, i)
-        _horizontal_line(fig, x0=0, x1=x_max, y=100 * reference.score, colour=colour, dash=dash,
-                         name=_reference_name(reference.name, reference.score),
-                         hover=f"{escape(reference.name)}: {100 * reference.score:.1f} %")
-    _budget_line(fig, data.budget_hours, y=(0, y_max))
-    _layout(fig, height=760, legend=_legend())
-    fig.update_xaxes(title_text=f"Mean wall time used (h:mm, of the {plots.clock(data.budget_hours)} budget)",
-                     **_hours_axis(data.budget_hours, upto=x_max))
-    fig.update_yaxes(title_text="Weighted average score (%)", range=[0, y_max])
-    return _as_dict(fig)
+        traces.append(_horizontal_line(x0=0, x1=x_max, y=100 * reference.score, colour=colour, dash=dash,
+                                       name=_reference_name(reference.name, reference.score),
+                                       hover=f"{escape(reference.name)}: {100 * reference.score:.1f} %"))
+    traces.append(_budget_line(data.budget_hours, y=(0, y_max)))
+    layout = _layout(height=760, legend=_legend())
+    layout["xaxis"] = dict(title=_title(f"Mean wall time used (h:mm, of the {plots.clock(data.budget_hours)} budget)"),
+                           **_hours_axis(data.budget_hours, upto=x_max))
+    layout["yaxis"] = dict(title=_title("Weighted average score (%)"), range=[0, y_max])
+    return {"data": traces, "layout": layout}
 
 
 def time_spent(data: plots.TimeSpent, *, scaffolds: Sequence[str] = ()) -> dict:
@@ -264,39 +273,35 @@ def time_spent(data: plots.TimeSpent, *, scaffolds: Sequence[str] = ()) -> dict:
     Args:
         scaffolds: the suite's scaffold names, which fix the families' hues (:func:`palette`).
     """
-    fig = go.Figure()
     # Shades in leaderboard order (by score), as on every other chart.
     ranked = [(p.key, p.scaffold) for p in sorted(data.agents, key=lambda p: -p.score)]
     colours, hues = palette(ranked, scaffolds), family_hues(ranked, scaffolds)
-    for family in _families(ranked, scaffolds):
-        if any((s or "other") == family for _, s in ranked):
-            # The family's legend entry: draws nothing, shows and hides the family's bars.
-            fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES, x=[None], y=[None], mode="markers", name=escape(family), legendgroup=family,
-                                     marker=dict(color=family_colour(hues[family]), symbol="square", size=12),
-                                     legendrank=1))
-    for p in data.agents:
-        fig.add_trace(go.Bar(_validate=VALIDATE_TRACES,
-            y=[p.label], x=[p.hours], orientation="h", name=escape(p.label), showlegend=False,
-            legendgroup=p.scaffold or "other", marker_color=colours[p.key], error_x=_std_array([p.hours_std]),
-            customdata=[_agent_customdata(p)], hovertemplate=_AGENT_HOVER,
-        ))
+    # Each family's legend entry: draws nothing, shows and hides the family's bars.
+    traces = [_scatter(x=[None], y=[None], mode="markers", name=escape(family), legendgroup=family,
+                       marker=dict(color=family_colour(hues[family]), symbol="square", size=12), legendrank=1)
+              for family in _families(ranked, scaffolds) if any((s or "other") == family for _, s in ranked)]
+    traces += [_bar(
+        y=[p.label], x=[p.hours], orientation="h", name=escape(p.label), showlegend=False,
+        legendgroup=p.scaffold or "other", marker=dict(color=colours[p.key]), error_x=_std_array([p.hours_std]),
+        customdata=[_agent_customdata(p)], hovertemplate=_AGENT_HOVER,
+    ) for p in data.agents]
     column = max([data.budget_hours, *(p.hours + (p.hours_std or 0) for p in data.agents)]) + 0.12
-    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
+    traces.append(_scatter(
         x=[column] * len(data.agents), y=[p.label for p in data.agents], mode="text", showlegend=False,
         text=[p.clock + (f" ± {p.clock_std}" if p.clock_std else "") for p in data.agents],
-        textposition="middle right", textfont=_LABEL_FONT, cliponaxis=False, hoverinfo="skip",
+        textposition="middle right", textfont=dict(_LABEL_FONT), cliponaxis=False, hoverinfo="skip",
         meta=_labelled(0, ["middle right"]),
     ))
-    _budget_line(fig, data.budget_hours, y=(0, 1), group_title="", yaxis="y2", legendrank=2)
+    traces.append(_budget_line(data.budget_hours, y=(0, 1), group_title="", yaxis="y2", legendrank=2))
     # The legend under the axis title, clear of the mode bar at the top right on a narrow screen.
-    _layout(fig, height=max(360, 28 * len(data.agents) + 170), barmode="overlay", margin=dict(r=110, t=30, b=100),
-            legend=dict(orientation="h", x=0, y=0.005, yanchor="bottom", yref="container", font=dict(size=12)),
-            yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
-    fig.update_layout(yaxis=dict(type="category", categoryorder="array", categoryarray=[p.label for p in data.agents],
-                                 autorange="reversed"))
-    fig.update_xaxes(title_text=f"Mean wall time used (h:mm, of the {plots.clock(data.budget_hours)} budget;"
-                                " right: mean ± std)", **_hours_axis(data.budget_hours, upto=column + 0.02))
-    return _as_dict(fig)
+    layout = _layout(height=max(360, 28 * len(data.agents) + 170), barmode="overlay", margin=dict(r=110, t=30, b=100),
+                     legend=dict(orientation="h", x=0, y=0.005, yanchor="bottom", yref="container", font=dict(size=12)),
+                     yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
+    layout["yaxis"] = dict(type="category", categoryorder="array", categoryarray=[p.label for p in data.agents],
+                           autorange="reversed")
+    layout["xaxis"] = dict(title=_title(f"Mean wall time used (h:mm, of the {plots.clock(data.budget_hours)} budget;"
+                                        " right: mean ± std)"), **_hours_axis(data.budget_hours, upto=column + 0.02))
+    return {"data": traces, "layout": layout}
 
 
 def per_benchmark(data: plots.PerBenchmark, *, scaffolds: Sequence[str] = ()) -> dict:
@@ -308,20 +313,18 @@ def per_benchmark(data: plots.PerBenchmark, *, scaffolds: Sequence[str] = ()) ->
     Args:
         scaffolds: the suite's scaffold names, which fix the families' hues (:func:`palette`).
     """
-    fig = go.Figure()
     positions = list(range(len(data.benchmarks)))
     ranked = [(a.key, a.scaffold) for a in data.agents]
     colours, families = palette(ranked, scaffolds), _families(ranked, scaffolds)
-    for agent in _by_family(data.agents, lambda a: a.scaffold, families):
-        fig.add_trace(go.Bar(_validate=VALIDATE_TRACES,
-            x=positions, y=[100 * agent.scores[b.id] for b in data.benchmarks], name=escape(agent.label),
-            legendgroup=agent.scaffold or "other", legendgrouptitle_text=escape(agent.scaffold or "other"),
-            marker_color=colours[agent.key],
-            customdata=[[agent.key, escape(agent.label), escape(agent.scaffold or ""), escape(b.name)]
-                        for b in data.benchmarks],
-            hovertemplate="<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>%{customdata[3]}: %{y:.1f} %"
-                          "<extra></extra>",
-        ))
+    traces = [_bar(
+        x=positions, y=[100 * agent.scores[b.id] for b in data.benchmarks], name=escape(agent.label),
+        legendgroup=agent.scaffold or "other", legendgrouptitle=_group_title(escape(agent.scaffold or "other")),
+        marker=dict(color=colours[agent.key]),
+        customdata=[[agent.key, escape(agent.label), escape(agent.scaffold or ""), escape(b.name)]
+                    for b in data.benchmarks],
+        hovertemplate="<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>%{customdata[3]}: %{y:.1f} %"
+                      "<extra></extra>",
+    ) for agent in _by_family(data.agents, lambda a: a.scaffold, families)]
     for i, reference in enumerate(data.references):
         xs: list[float | None] = []
         ys: list[float | None] = []
@@ -329,65 +332,64 @@ def per_benchmark(data: plots.PerBenchmark, *, scaffolds: Sequence[str] = ()) ->
             xs += [position - 0.46, position + 0.46, None]
             ys += [100 * reference.scores[b.id]] * 2 + [None]
         colour, dash = _reference_style(reference.key, i)
-        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
+        traces.append(_scatter(
             x=xs, y=ys, mode="lines", name=escape(reference.agent), legendgroup="reference",
-            legendgrouptitle_text=REFERENCE_GROUP, line=dict(color=colour, width=2, dash=dash),
+            legendgrouptitle=_group_title(REFERENCE_GROUP), line=dict(color=colour, width=2, dash=dash),
             hovertemplate=f"{escape(reference.agent)}: %{{y:.1f}} %<extra></extra>",
         ))
     rows = len(data.agents) + len(data.references) + len(families) + 1
-    _layout(fig, height=max(720, 21 * rows + 150), barmode="group", bargap=0.08, bargroupgap=0.0, legend=_legend())
-    fig.update_xaxes(tickvals=positions, ticktext=[escape(b.name) for b in data.benchmarks],
-                     range=[-0.5, len(positions) - 0.5])
-    fig.update_yaxes(title_text="Score (%)", rangemode="tozero")
-    return _as_dict(fig)
+    layout = _layout(height=max(720, 21 * rows + 150), barmode="group", bargap=0.08, bargroupgap=0.0,
+                     legend=_legend())
+    layout["xaxis"] = dict(tickvals=positions, ticktext=[escape(b.name) for b in data.benchmarks],
+                           range=[-0.5, len(positions) - 0.5])
+    layout["yaxis"] = dict(title=_title("Score (%)"), rangemode="tozero")
+    return {"data": traces, "layout": layout}
 
 
 def time_budget(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) against the time budget (h:mm, 1:00/2:00/5:00/10:00 on a log axis): one line per agent."""
-    fig = go.Figure()
     budgets = sorted({p.budget_hours for s in data.time_budget for p in s.points})
-    for i, series in enumerate(data.time_budget):
-        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-            x=[p.budget_hours for p in series.points], y=[100 * p.score for p in series.points], mode="lines+markers",
-            name=series.label, marker=dict(size=10, color=FAMILY_COLOURS[i % len(FAMILY_COLOURS)]),
-            customdata=[plots.clock(p.budget_hours) for p in series.points],
-            hovertemplate=f"<b>{escape(series.label)}</b><br>budget: %{{customdata}} (h:mm)<br>score: %{{y:.1f}} %"
-                          "<extra></extra>",
-        ))
-    _layout(fig, height=440)
-    fig.update_xaxes(title_text="Time budget (h:mm)", type="log", tickvals=budgets,
-                     ticktext=[plots.clock(b) for b in budgets])
-    fig.update_yaxes(title_text="Weighted average score (%)", rangemode="tozero")
-    return _as_dict(fig)
+    traces = [_scatter(
+        x=[p.budget_hours for p in series.points], y=[100 * p.score for p in series.points], mode="lines+markers",
+        name=series.label, marker=dict(size=10, color=FAMILY_COLOURS[i % len(FAMILY_COLOURS)]),
+        customdata=[plots.clock(p.budget_hours) for p in series.points],
+        hovertemplate=f"<b>{escape(series.label)}</b><br>budget: %{{customdata}} (h:mm)<br>score: %{{y:.1f}} %"
+                      "<extra></extra>",
+    ) for i, series in enumerate(data.time_budget)]
+    layout = _layout(height=440)
+    layout["xaxis"] = dict(title=_title("Time budget (h:mm)"), type="log", tickvals=budgets,
+                           ticktext=[plots.clock(b) for b in budgets])
+    layout["yaxis"] = dict(title=_title("Weighted average score (%)"), rangemode="tozero")
+    return {"data": traces, "layout": layout}
 
 
 def reasoning_effort(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) per reasoning effort with ± std whiskers; hover adds hours used and tokens per run."""
     points = data.reasoning_effort
-    fig = go.Figure(go.Bar(_validate=VALIDATE_TRACES,
-        x=[p.effort for p in points], y=[100 * p.score for p in points], marker_color=FAMILY_COLOURS[1],
+    trace = _bar(
+        x=[p.effort for p in points], y=[100 * p.score for p in points], marker=dict(color=FAMILY_COLOURS[1]),
         error_y=_std_array(_pct(p.score_std) for p in points), name=points[0].label if points else "",
         customdata=[[p.label, "" if p.hours is None else plots.clock(p.hours),
                      "" if p.tokens is None else f"{p.tokens:,.0f}"] for p in points],
         hovertemplate="<b>%{customdata[0]}</b>, effort %{x}<br>score: %{y:.1f} %<br>time used: %{customdata[1]} (h:mm)"
                       "<br>tokens per run: %{customdata[2]}<extra></extra>",
-    ))
-    _layout(fig, height=440, showlegend=False)
-    fig.update_xaxes(title_text=f"Reasoning effort ({points[0].label if points else ''})")
-    fig.update_yaxes(title_text="Weighted average score (%)", rangemode="tozero")
-    return _as_dict(fig)
+    )
+    layout = _layout(height=440, showlegend=False)
+    layout["xaxis"] = dict(title=_title(f"Reasoning effort ({points[0].label if points else ''})"))
+    layout["yaxis"] = dict(title=_title("Weighted average score (%)"), rangemode="tozero")
+    return {"data": [trace], "layout": layout}
 
 
 def model_size(data: plots.BudgetAndEffort) -> dict:
     """Score (percent) of the models of one family, smallest first (the paper's model-size comparison)."""
-    fig = go.Figure(go.Bar(_validate=VALIDATE_TRACES,
-        x=[p.label for p in data.model_size], y=[100 * p.score for p in data.model_size], marker_color=FAMILY_COLOURS[0],
-        hovertemplate="<b>%{x}</b><br>score: %{y:.1f} %<extra></extra>",
-    ))
-    _layout(fig, height=440, showlegend=False)
-    fig.update_xaxes(title_text="Model, smallest first")
-    fig.update_yaxes(title_text="Weighted average score (%)", rangemode="tozero")
-    return _as_dict(fig)
+    trace = _bar(
+        x=[p.label for p in data.model_size], y=[100 * p.score for p in data.model_size],
+        marker=dict(color=FAMILY_COLOURS[0]), hovertemplate="<b>%{x}</b><br>score: %{y:.1f} %<extra></extra>",
+    )
+    layout = _layout(height=440, showlegend=False)
+    layout["xaxis"] = dict(title=_title("Model, smallest first"))
+    layout["yaxis"] = dict(title=_title("Weighted average score (%)"), rangemode="tozero")
+    return {"data": [trace], "layout": layout}
 
 
 def _usage_labels(points: Sequence[plots.AgentUsage]) -> dict[str, str]:
@@ -416,28 +418,28 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str, scaffolds: Sequence[s
     colours, symbols, families = palette(every, scaffolds), _symbols(every), _families(every, scaffolds)
     label = _usage_labels(data.points)
     order = [p.key for p in frontier] + [p.key for p in points if p not in frontier]
-    fig = go.Figure()
-    for p in _by_family(points, lambda p: p.scaffold, families):
-        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-            x=[value(p)], y=[100 * p.score], mode="markers+text", name=label[p.key],
-            legendgroup=p.scaffold or "other", legendgrouptitle_text=escape(p.scaffold or "other"),
-            marker=dict(size=12, symbol=symbols[p.key], color=colours[p.key], line=dict(width=1, color="white")),
-            error_y=_std_array([_pct(p.score_std)]),
-            text=[label[p.key]], textposition=LABEL_POSITIONS[0], textfont=_LABEL_FONT, cliponaxis=False,
-            meta=_labelled(order.index(p.key)),
-            customdata=[[p.key, label[p.key], escape(p.scaffold or ""), p.runs,
-                         f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}",
-                         f"{100 * p.score:.1f}" + ("" if p.score_std is None else f" ± {100 * p.score_std:.1f}")]],
-            hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
-                           + ("tokens per run" if axis == "tokens" else "cost per run")
-                           + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
-        ))
-    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-        x=[value(p) for p in frontier], y=[100 * p.score for p in frontier], mode="lines", line=FRONTIER_STYLE,
-        name="Pareto frontier", legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP, hoverinfo="skip",
+    traces = [_scatter(
+        x=[value(p)], y=[100 * p.score], mode="markers+text", name=label[p.key],
+        legendgroup=p.scaffold or "other", legendgrouptitle=_group_title(escape(p.scaffold or "other")),
+        marker=dict(size=12, symbol=symbols[p.key], color=colours[p.key], line=dict(width=1, color="white")),
+        error_y=_std_array([_pct(p.score_std)]),
+        text=[label[p.key]], textposition=LABEL_POSITIONS[0], textfont=dict(_LABEL_FONT), cliponaxis=False,
+        meta=_labelled(order.index(p.key)),
+        customdata=[[p.key, label[p.key], escape(p.scaffold or ""), p.runs,
+                     f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}",
+                     f"{100 * p.score:.1f}" + ("" if p.score_std is None else f" ± {100 * p.score_std:.1f}")]],
+        hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
+                       + ("tokens per run" if axis == "tokens" else "cost per run")
+                       + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
+    ) for p in _by_family(points, lambda p: p.scaffold, families)]
+    traces.append(_scatter(
+        x=[value(p) for p in frontier], y=[100 * p.score for p in frontier], mode="lines", line=dict(FRONTIER_STYLE),
+        name="Pareto frontier", legendgroup="reference", legendgrouptitle=_group_title(REFERENCE_GROUP),
+        hoverinfo="skip",
     ))
-    _layout(fig, height=560, legend=_legend())
-    fig.update_xaxes(type="log", title_text="Mean tokens per run (input + output)" if axis == "tokens"
-                     else "Mean cost per run (US dollars)", tickprefix="" if axis == "tokens" else "$")
-    fig.update_yaxes(title_text="Weighted average score from ingested runs (%)")
-    return _as_dict(fig)
+    layout = _layout(height=560, legend=_legend())
+    layout["xaxis"] = dict(type="log", title=_title("Mean tokens per run (input + output)" if axis == "tokens"
+                                                    else "Mean cost per run (US dollars)"),
+                           tickprefix="" if axis == "tokens" else "$")
+    layout["yaxis"] = dict(title=_title("Weighted average score from ingested runs (%)"))
+    return {"data": traces, "layout": layout}

@@ -207,10 +207,14 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-# plotly.js is served from the copy the plotly package ships (never a CDN), under static/plotly/.
-import plotly as _plotly  # noqa: E402
+# plotly.js is served from the copy the plotly package ships (never a CDN), under static/plotly/. The package is
+# found, not imported: web workers never import plotly (issue 24; its import alone is ~7 MB of every process).
+import importlib.util as _importlib_util  # noqa: E402
 
-STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(_plotly.__file__).parent / "package_data")]
+_PLOTLY = _importlib_util.find_spec("plotly")
+if _PLOTLY is None or not _PLOTLY.origin:
+    raise ImportError("plotly (the package that ships plotly.js) is not installed: pip install -r requirements.txt")
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(_PLOTLY.origin).parent / "package_data")]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

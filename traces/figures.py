@@ -1,18 +1,16 @@
 """Plotly figures of the run page (timeline) and the analysis page (calibration), as JSON-ready dicts.
 
 Pages embed them with ``json_script`` and draw them with the site's own plotly.min.js (``static/js/plots.js``).
+Built as plain dicts and lists, the same JSON plotly writes for them (``tests/test_figure_dicts.py`` builds each with
+plotly and compares): web workers never import plotly (issue 24).
 Points that link somewhere carry the target in ``customdata[0]``: a step index on the timeline, a run id on the
 calibration chart.
 """
 from __future__ import annotations
 
-import json
-from functools import cache, lru_cache
 from html import escape  # plotly reads <a>, <b>, <span style> in hover texts and names: trace text is escaped
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
+from ptbsite.plotly_template import plotly_white
 from ptbsite.units import hm
 
 from .selectors import PhaseStretch, RunFacts, Timeline
@@ -20,10 +18,6 @@ from .selectors import PhaseStretch, RunFacts, Timeline
 PHASE_COLOURS = {"data": "#1b9e77", "training": "#d95f02", "evaluation": "#7570b3", "other": "#a3a3a3",
                  "idle": "#e5e7eb"}
 _FONT = dict(family="system-ui, sans-serif", size=13)
-
-
-def _as_dict(fig: go.Figure) -> dict:
-    return json.loads(fig.to_json())
 
 
 def _axes(row: int) -> dict:
@@ -101,11 +95,11 @@ def timeline(data: Timeline) -> dict:
     (GiB) below on the same time axis.
     Clicking a tool call's marker opens that step (``customdata[0]`` = step index).
 
-    The layout comes from plotly's subplot builder; the traces are written as plain plotly JSON, since
-    graph_objects validates every value and takes seconds on a 20,000-call trace.
+    The layout is :func:`_timeline_layout`; the traces are written as plain plotly JSON (graph_objects validated
+    every value and took seconds on a 20,000-call trace).
     """
     rows = 3 if data.monitor else 1
-    layout = json.loads(_timeline_layout(rows))
+    layout = _timeline_layout(rows)
     traces: list[dict] = []
     merged = _merge_stretches(data.phases)
     span = max([p[2] for p in merged] + [c.elapsed_s for c in data.calls] + [s.t_s for s in data.monitor], default=0)
@@ -152,33 +146,42 @@ def timeline(data: Timeline) -> dict:
     return {"data": traces, "layout": layout}
 
 
-@lru_cache(maxsize=2)
-def _timeline_layout(rows: int) -> str:
-    """The timeline's layout (JSON) for ``rows`` subplots, all but what each run sets (the time axis' ticks, the
-    GPU memory axis' range): plotly's subplot builder and template, built once per process (it takes ~0.1 s)."""
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        row_heights=[0.4, 0.3, 0.3] if rows == 3 else [1.0])
-    if rows == 3:
-        fig.update_yaxes(title_text="util %", range=[0, 105], row=2, col=1)
-        fig.update_yaxes(title_text="GiB", range=[0, 1], row=3, col=1)
-    fig.update_xaxes(tickvals=[0], ticktext=["0:00"])
-    fig.update_xaxes(title_text="time since the trace's start (h:mm)", row=rows, col=1)
-    fig.update_layout(template="plotly_white", height=260 + 130 * (rows - 1), font=_FONT, barmode="overlay",
-                      margin=dict(l=90, r=20, t=20, b=50), legend=dict(orientation="h", y=-0.25 if rows == 1 else -0.1),
-                      hoverlabel=dict(align="left"))
-    return json.dumps(_as_dict(fig)["layout"])
+# The timeline's subplots' domains (fractions of the plot's height) as plotly's ``make_subplots(rows=3, cols=1,
+# vertical_spacing=0.06, row_heights=[0.4, 0.3, 0.3])`` computes them, top row first.
+_DOMAINS_3 = ([0.648, 1.0], [0.324, 0.5880000000000001], [0.0, 0.264])
+_TIME_TITLE = "time since the trace's start (h:mm)"
 
 
-@cache
-def _calibration_layout() -> str:
-    """The calibration chart's layout as plotly writes it (template, dashed line at 1, axes), as JSON text: built
-    with plotly once per process; it does not depend on the runs."""
-    fig = go.Figure()
-    fig.add_hline(y=1, line_dash="dash", line_color="#6b7280")
-    fig.update_layout(template="plotly_white", height=420, font=_FONT, margin=dict(l=70, r=20, t=20, b=60),
-                      xaxis_title="base model's score on the benchmark (%)",
-                      yaxis_title="overoptimism (self-reported / verified)", hoverlabel=dict(align="left"))
-    return json.dumps(_as_dict(fig)["layout"])
+def _timeline_layout(rows: int) -> dict:
+    """The timeline's layout for ``rows`` (1 or 3) subplots sharing one time axis, all but what each run sets (the
+    time axes' ticks, the GPU memory axis' range), as plotly writes the layout of ``make_subplots(rows=rows, cols=1,
+    shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.4, 0.3, 0.3] or [1.0])`` with the y axis titles, the
+    time axis title on the bottom row and ``template="plotly_white"``: a fresh dict per call."""
+    ticks = {"tickvals": [0], "ticktext": ["0:00"]}
+    common = dict(font=dict(_FONT), margin=dict(l=90, r=20, t=20, b=50),
+                  legend=dict(orientation="h", y=-0.25 if rows == 1 else -0.1), hoverlabel=dict(align="left"),
+                  height=260 + 130 * (rows - 1), barmode="overlay", template=plotly_white())
+    if rows == 1:
+        return dict(xaxis=dict(anchor="y", domain=[0.0, 1.0], **ticks, title={"text": _TIME_TITLE}),
+                    yaxis=dict(anchor="x", domain=[0.0, 1.0]), **common)
+    upper = dict(domain=[0.0, 1.0], matches="x3", showticklabels=False)
+    return dict(
+        xaxis=dict(anchor="y", **upper, **ticks), yaxis=dict(anchor="x", domain=list(_DOMAINS_3[0])),
+        xaxis2=dict(anchor="y2", **upper, **ticks),
+        yaxis2=dict(anchor="x2", domain=list(_DOMAINS_3[1]), title={"text": "util %"}, range=[0, 105]),
+        xaxis3=dict(anchor="y3", domain=[0.0, 1.0], **ticks, title={"text": _TIME_TITLE}),
+        yaxis3=dict(anchor="x3", domain=list(_DOMAINS_3[2]), title={"text": "GiB"}, range=[0, 1]), **common)
+
+
+def _calibration_layout() -> dict:
+    """The calibration chart's layout as plotly writes it for ``add_hline(y=1, line_dash="dash",
+    line_color="#6b7280")`` and the axis titles, with ``template="plotly_white"``: a fresh dict per call."""
+    return dict(
+        shapes=[{"line": {"color": "#6b7280", "dash": "dash"}, "type": "line", "x0": 0, "x1": 1, "xref": "x domain",
+                 "y0": 1, "y1": 1, "yref": "y"}],
+        font=dict(_FONT), margin=dict(l=70, r=20, t=20, b=60), hoverlabel=dict(align="left"), height=420,
+        xaxis={"title": {"text": "base model's score on the benchmark (%)"}},
+        yaxis={"title": {"text": "overoptimism (self-reported / verified)"}}, template=plotly_white())
 
 
 def calibration(runs: list[RunFacts]) -> dict:
@@ -188,7 +191,7 @@ def calibration(runs: list[RunFacts]) -> dict:
 
     The scatter traces are written as the dicts plotly's ``go.Scatter`` would serialise (one pass over the runs;
     plotly validated every point: 215 CPU ms for 2,520 runs, bench/RESULTS.md), the layout comes from
-    :func:`_calibration_layout`; ``tests/test_warehouse_memo.py`` checks the result equals plotly's."""
+    :func:`_calibration_layout`; ``tests/test_figure_dicts.py`` checks the result equals plotly's."""
     # (run, self-reported, verified, base model's score, ratio) per agent; a defined ratio has both scores.
     by_agent: dict[str, list[tuple[RunFacts, float, float, float, float]]] = {}
     for f in runs:
@@ -204,4 +207,4 @@ def calibration(runs: list[RunFacts]) -> dict:
                              "%{customdata[3]:.1f} vs verified %{customdata[4]:.1f}<br>ratio %{y:.2f}x<extra></extra>",
             "marker": {"size": 10}, "mode": "markers", "name": escape(agent),
             "x": [100 * base for _, _, _, base, _ in mine], "y": [ratio for *_, ratio in mine], "type": "scatter"})
-    return {"data": data, "layout": json.loads(_calibration_layout())}
+    return {"data": data, "layout": _calibration_layout()}

@@ -12,6 +12,10 @@ Static files are collected into STATIC_ROOT, the warehouse schema is migrated an
 are computed into the page cache (``ptbsite.pagecache.warm``) once here, before the workers start. Several workers need a DuckLake warehouse
 (the default: SQLite catalog under data/); on a plain DuckDB file only ``--workers 1`` works, since the file
 admits one process. ``DJANGO_DEBUG`` defaults to 0 for the server (set it to 1 to debug).
+
+The app is imported once, in gunicorn's master, before it forks the workers (``--preload``; ``--no-preload`` imports
+it in each worker instead), so the workers share the memory of what it imported (issue 24, bench/RESULTS.md). A
+code change needs a restart of ``serve`` (gunicorn's HUP reloads workers from the master's already imported code).
 """
 from __future__ import annotations
 
@@ -37,11 +41,13 @@ class Command(BaseCommand):
                             help="connections the kernel holds before the workers accept them (default 256)")
         parser.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default 127.0.0.1:8000)")
         parser.add_argument("--timeout", type=int, default=60, help="seconds before a silent worker is restarted")
+        parser.add_argument("--no-preload", dest="preload", action="store_false",
+                            help="import the app in each worker after the fork, not once in gunicorn's master")
         parser.add_argument("--reap-every", type=float, default=30.0,
                             help="seconds between runs of the stale-job reaper started beside the server")
 
     def handle(self, *args, workers: int, threads: int, backlog: int, bind: str, timeout: int, reap_every: float,
-               **options):
+               preload: bool = True, **options):
         spec = warehouse.parse_spec(warehouse.warehouse_spec())
         if not spec.is_ducklake and workers > 1:
             raise CommandError(f"the warehouse is a plain DuckDB file ({spec.catalog}), which one process at a time "
@@ -66,8 +72,13 @@ class Command(BaseCommand):
         # (which takes over this process id).
         subprocess.Popen([sys.executable, "manage.py", "reap_jobs", "--every", str(reap_every), "--parent",
                           str(os.getpid())], cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL)
-        # Workers import the app after the fork (no --preload): each opens its own warehouse connection.
+        # --preload: gunicorn's master imports the app (ptbsite.wsgi, which then freezes the collector's view of what
+        # it imported) and forks the workers from it, so they share those pages instead of each importing its own
+        # copy: 3 workers at K=90 held 280 MB of PSS in all against 330 (bench/web_memory.py). The master opens no
+        # warehouse, database or thread: each worker opens its own warehouse instance on its first request (they
+        # are keyed by process id, ptbsite.warehouse.connections).
         argv = [sys.executable, "-m", "gunicorn", "ptbsite.wsgi:application", "--workers", str(workers),
                 "--worker-class", "gthread", "--threads", str(threads), "--backlog", str(backlog),
-                "--bind", bind, "--timeout", str(timeout), "--graceful-timeout", "10", "--log-level", "warning"]
+                "--bind", bind, "--timeout", str(timeout), "--graceful-timeout", "10", "--log-level", "warning",
+                *(["--preload"] if preload else [])]
         os.execve(sys.executable, argv, env)
