@@ -125,6 +125,23 @@ def _as_dict(fig: go.Figure) -> dict:
     return json.loads(fig.to_json())
 
 
+_TRACE_TYPES = {"scatter": go.Scatter}
+
+
+def _with_traces(fig: go.Figure, traces: list[dict]) -> dict:
+    """The figure (its layout built and validated by plotly) as a JSON-ready dict whose ``data`` is ``traces``:
+    plain dicts of plotly's trace properties (nested, no magic underscores) with their ``type``, written as they
+    are. A chart with a trace per agent (the usage charts: ~60 at K=90, issue 24) spent ~1 CPU ms per trace in
+    plotly's trace objects even unvalidated. With :data:`VALIDATE_TRACES` each is built and validated by plotly
+    (``tests/test_figure_dicts.py`` checks both give the same figure)."""
+    if VALIDATE_TRACES:
+        fig.add_traces([_TRACE_TYPES[t["type"]](**{k: v for k, v in t.items() if k != "type"}) for t in traces])
+        return _as_dict(fig)
+    out = _as_dict(fig)
+    out["data"] = json.loads(json.dumps(traces))
+    return out
+
+
 def _layout(fig: go.Figure, *, height: int, margin: dict | None = None, **kwargs) -> None:
     fig.update_layout(template="plotly_white", height=height, font=_FONT,
                       margin={**dict(l=70, r=30, t=30, b=60), **(margin or {})}, hoverlabel=dict(align="left"), **kwargs)
@@ -416,28 +433,28 @@ def usage_vs_score(data: plots.UsageVsScore, *, axis: str, scaffolds: Sequence[s
     colours, symbols, families = palette(every, scaffolds), _symbols(every), _families(every, scaffolds)
     label = _usage_labels(data.points)
     order = [p.key for p in frontier] + [p.key for p in points if p not in frontier]
-    fig = go.Figure()
-    for p in _by_family(points, lambda p: p.scaffold, families):
-        fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-            x=[value(p)], y=[100 * p.score], mode="markers+text", name=label[p.key],
-            legendgroup=p.scaffold or "other", legendgrouptitle_text=escape(p.scaffold or "other"),
-            marker=dict(size=12, symbol=symbols[p.key], color=colours[p.key], line=dict(width=1, color="white")),
-            error_y=_std_array([_pct(p.score_std)]),
-            text=[label[p.key]], textposition=LABEL_POSITIONS[0], textfont=_LABEL_FONT, cliponaxis=False,
-            meta=_labelled(order.index(p.key)),
-            customdata=[[p.key, label[p.key], escape(p.scaffold or ""), p.runs,
-                         f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}",
-                         f"{100 * p.score:.1f}" + ("" if p.score_std is None else f" ± {100 * p.score_std:.1f}")]],
-            hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
-                           + ("tokens per run" if axis == "tokens" else "cost per run")
-                           + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
-        ))
-    fig.add_trace(go.Scatter(_validate=VALIDATE_TRACES,
-        x=[value(p) for p in frontier], y=[100 * p.score for p in frontier], mode="lines", line=FRONTIER_STYLE,
-        name="Pareto frontier", legendgroup="reference", legendgrouptitle_text=REFERENCE_GROUP, hoverinfo="skip",
+    traces = [dict(
+        type="scatter", x=[value(p)], y=[100 * p.score], mode="markers+text", name=label[p.key],
+        legendgroup=p.scaffold or "other", legendgrouptitle=dict(text=escape(p.scaffold or "other")),
+        marker=dict(size=12, symbol=symbols[p.key], color=colours[p.key], line=dict(width=1, color="white")),
+        error_y=_std_array([_pct(p.score_std)]),
+        text=[label[p.key]], textposition=LABEL_POSITIONS[0], textfont=_LABEL_FONT, cliponaxis=False,
+        meta=_labelled(order.index(p.key)),
+        customdata=[[p.key, label[p.key], escape(p.scaffold or ""), p.runs,
+                     f"{value(p):,.0f}" if axis == "tokens" else f"${value(p):,.2f}",
+                     f"{100 * p.score:.1f}" + ("" if p.score_std is None else f" ± {100 * p.score_std:.1f}")]],
+        hovertemplate=("<b>%{customdata[1]}</b><br>scaffold: %{customdata[2]}<br>runs: %{customdata[3]}<br>"
+                       + ("tokens per run" if axis == "tokens" else "cost per run")
+                       + ": %{customdata[4]}<br>score: %{customdata[5]} %<extra></extra>"),
+    ) for p in _by_family(points, lambda p: p.scaffold, families)]
+    traces.append(dict(
+        type="scatter", x=[value(p) for p in frontier], y=[100 * p.score for p in frontier], mode="lines",
+        line=FRONTIER_STYLE, name="Pareto frontier", legendgroup="reference",
+        legendgrouptitle=dict(text=REFERENCE_GROUP), hoverinfo="skip",
     ))
+    fig = go.Figure()
     _layout(fig, height=560, legend=_legend())
     fig.update_xaxes(type="log", title_text="Mean tokens per run (input + output)" if axis == "tokens"
                      else "Mean cost per run (US dollars)", tickprefix="" if axis == "tokens" else "$")
     fig.update_yaxes(title_text="Weighted average score from ingested runs (%)")
-    return _as_dict(fig)
+    return _with_traces(fig, traces)
