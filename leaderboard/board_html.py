@@ -116,7 +116,7 @@ def _row(row: Row, board: Leaderboard, *, with_source: bool, std_runs: str, std_
     if board.rank_changes:
         parts.append('<td class="num rank-change">')
         if row.rank_change:
-            parts.append(_e("%+d" % row.rank_change))
+            parts.append(f"{row.rank_change:+d}")
         elif row.rank_change == 0:
             parts.append("0")
         parts.append("</td>")
