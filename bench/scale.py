@@ -1,7 +1,7 @@
 """Every public page and JSON twin, and the ingest, at the demo's size (K=9 method dirs) and the real benchmark's
 (K=90), side by side in one run (issue 24).
 
-Usage: .venv/bin/python bench/scale.py [--small 9] [--large 90] [--trace-scale 0.05] [--repeat 3] [--work DIR]
+Usage: .venv/bin/python bench/scale.py [--small 9] [--large 90] [--trace-scale 0.05] [--repeat 3] [--work DIR] [--listed]
 
 1. ``make_demo_results --methods K --seed 7 --no-long-run --trace-scale X`` for both K into the work folder, unless
    there already (28 x K latest runs, ~4 % superseded retries, traces drawn from the real size distribution times X:
@@ -18,6 +18,13 @@ Usage: .venv/bin/python bench/scale.py [--small 9] [--large 90] [--trace-scale 0
    so each figure is a cache miss. Printed: median CPU ms (``time.process_time``) and wall ms per page and K, and the
    CPU ratio K=large / K=small. The run pages are of the latest run whose trace has the step count nearest 200.
    A last table: the ``/api/analysis`` twin right after ``/analysis/`` of the same version (the shared memo hit).
+
+``--listed``: the suite file lists the tree's invented configurations (``demo.tree.invented_agent_groups``: past
+the published method dirs, K=90 has 35 dirs of 12 configurations that the real suite file does not name, so each
+is a leaderboard row of its own, where upstream's agent map would group a configuration's ``_runN`` repeats). The
+bench writes a copy of ``suites/`` into the work folder with those agents added to ``posttrainbench.json``'s
+``agent_groups``, reads every suite from it (ingest and pages; ``ptbsite.suites.SUITES_DIR``), and ingests a K
+with such configurations into a warehouse of its own (``lake-k90-x0.05-listed``); the tree is the same.
 
 The export is not timed here: at ~2.4 CPU s per run today it would take ~1.7 CPU-hours at K=90 (bench/export.sh).
 """
@@ -54,8 +61,35 @@ def use(settings, spec: str) -> None:
     warehouse.reset_migration_cache()
 
 
-def build(settings, work: Path, k: int, scale: float) -> tuple[str, dict]:
-    """The tree and the warehouse of K method dirs (made once per work folder); returns (spec, ingest figures)."""
+def list_invented(work: Path, k: int) -> bool:
+    """Read suites from a copy of ``suites/`` in ``work`` whose ``posttrainbench.json`` lists the invented
+    configurations of K method dirs in its ``agent_groups`` (``--listed``); False, and nothing changed, when K has
+    none. The real suite files are not touched."""
+    from demo.tree import invented_agent_groups
+    from leaderboard import services
+    from ptbsite import suites
+
+    groups = invented_agent_groups(k)
+    if not groups:
+        return False
+    folder = work / f"suites-listed-k{k}"
+    folder.mkdir(exist_ok=True)
+    for path in sorted((ROOT / "suites").glob("*.json")):
+        raw = json.loads(path.read_text())
+        if path.stem == "posttrainbench":
+            raw["agent_groups"] = [*raw.get("agent_groups", []), *groups]
+        text = json.dumps(raw, indent=1) + "\n"
+        if not (folder / path.name).exists() or (folder / path.name).read_text() != text:
+            (folder / path.name).write_text(text)
+    suites.SUITES_DIR = services.SUITES_DIR = folder
+    suites._cached.cache_clear()
+    return True
+
+
+def build(settings, work: Path, k: int, scale: float, listed: bool = False) -> tuple[str, dict]:
+    """The tree and the warehouse of K method dirs (made once per work folder); returns (spec, ingest figures).
+    ``listed``: the suites read list the tree's invented configurations (:func:`list_invented`), and a K that has
+    some gets a warehouse of its own."""
     from django.core.management import call_command
 
     from demo.tree import make_demo_results
@@ -67,7 +101,7 @@ def build(settings, work: Path, k: int, scale: float) -> tuple[str, dict]:
         report = make_demo_results(root=tree, methods=k, seed=7, long_run=False, trace_scale=scale)
         print(f"K={k}: wrote {len(report.runs)} runs ({sum(r.is_latest for r in report.runs)} latest), "
               f"{report.bytes_written / 1e6:.0f} MB in {time.perf_counter() - started:.0f} s", flush=True)
-    lake = work / f"lake-k{k}-x{scale:g}"
+    lake = work / f"lake-k{k}-x{scale:g}{'-listed' if listed and list_invented(work, k) else ''}"
     spec = f"ducklake:sqlite:{lake / 'catalog.sqlite'}?data={lake / 'data'}"
     marker = lake / "ingest.json"
     use(settings, spec)
@@ -126,6 +160,8 @@ def main() -> None:
     parser.add_argument("--trace-scale", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/ptb-bench-scale"))
+    parser.add_argument("--listed", action="store_true",
+                        help="the suite file lists the tree's invented configurations (module docstring)")
     args = parser.parse_args()
     import django
 
@@ -137,7 +173,9 @@ def main() -> None:
 
     args.work.mkdir(parents=True, exist_ok=True)
     sizes = (args.small, args.large)
-    built = {k: build(settings, args.work, k, args.trace_scale) for k in sizes}
+    if args.listed:  # one suites folder for both K: the larger K's invented configurations (the smaller has fewer)
+        list_invented(args.work, args.large)
+    built = {k: build(settings, args.work, k, args.trace_scale, args.listed) for k in sizes}
     print(f"\ntrace scale {args.trace_scale:g}; ingest on all cores (CPU of this process and its workers)\n")
     print("| K | runs stored | MB of traces | ingest CPU s | CPU s per run | wall s |\n|---:|---:|---:|---:|---:|---:|")
     for k in sizes:

@@ -371,6 +371,28 @@ def method_catalogue(k: int) -> list[_Method]:
     return out
 
 
+def invented_agent_groups(k: int) -> list[dict]:
+    """The agents a suite file would list for the invented configurations among the first ``k`` method dirs
+    (:data:`_EXTRA_CONFIGS`, past the nine classic and the published names): one agent per configuration, its
+    ``_runN`` repeats as its ``methods``, in the shape of a suite's ``agent_groups`` entry (``ptbsite.suites.Agent``:
+    ``key``, ``name``, ``scaffold``, ``reasoning_effort``, ``methods``). Empty below 56 methods.
+
+    Upstream lists every configuration on its leaderboard in its agent map (``HARDCODED_AGENT_MAP``), repeats
+    grouped; the real suite file lists only the published ones, so without these groups each invented method dir
+    is a leaderboard row of its own (K=90: 63 rows instead of 40). ``bench/scale.py --listed`` adds them to a copy
+    of the suite file. The name is the one ingest gives an unlisted method (``<config> (<harness agent>)``)."""
+    from traces.layout import parse_method_name
+
+    groups: dict[tuple[str, str], dict] = {}
+    for method in method_catalogue(k)[len(_METHODS) + len(_REAL_METHOD_NAMES):]:
+        name = parse_method_name(method.name)
+        group = groups.setdefault((name.harness_agent, name.config), {
+            "key": f"demo-{name.harness_agent}-{name.config}", "name": f"{name.config} ({name.harness_agent})",
+            "scaffold": name.scaffold, "reasoning_effort": name.reasoning_effort, "methods": []})
+        group["methods"].append(method.name)
+    return list(groups.values())
+
+
 def _method_slots(rng: random.Random, k: int, long_run: bool, scale: float) -> list[_Slot]:
     """Slots of the methods mode: per method one latest run for each of the 28 (benchmark, base model) cells, plus
     ~4 % superseded retries (an older failed run dir of the same cell); the first nine methods carry the classic

@@ -288,6 +288,33 @@ def test_catalogue_uses_the_real_method_naming() -> None:
     assert sum(bool(re.search(r"_run[123]$", n)) for n in names) >= 55
 
 
+def test_invented_configurations_are_grouped_as_a_suite_would_list_them() -> None:
+    """``invented_agent_groups``: every method dir of the K=90 catalogue that the real suite file names no agent for
+    is in exactly one group, a group holds one configuration's ``_runN`` repeats, and the suite file with the groups
+    added is still valid (each method listed once; ``ptbsite.suites``)."""
+    import json as _json
+
+    from demo.tree import invented_agent_groups, method_catalogue
+    from ptbsite.suites import Agent, Suite, _check_method_lists
+    from traces.layout import parse_method_name
+
+    suite = _json.loads((REPO / "suites" / "posttrainbench.json").read_text())
+    listed = {m for a in suite["published"]["agents"] + suite["agent_groups"] for m in a["methods"]}
+    groups = invented_agent_groups(90)
+    grouped = [m for g in groups for m in g["methods"]]
+    names = [m.name for m in method_catalogue(90)]
+    assert len(grouped) == len(set(grouped)) == 35 and len(groups) == 12
+    assert set(grouped) == set(names[len(names) - 35:]) and not set(grouped) & listed
+    for g in groups:
+        Agent.model_validate(g)
+        configs = {(parse_method_name(m).harness_agent, parse_method_name(m).config) for m in g["methods"]}
+        assert len(configs) == 1 and [re.sub(r".*_run", "", m) for m in g["methods"]] == ["1", "2", "3"][:len(g["methods"])]
+    suite["agent_groups"] = [*suite["agent_groups"], *groups]
+    Suite.model_validate(suite)
+    _check_method_lists(suite, REPO / "suites" / "posttrainbench.json")
+    assert invented_agent_groups(55) == [] and invented_agent_groups(9) == []
+
+
 def test_management_command_methods_mode(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "manage.py", "make_demo_results", str(tmp_path / "r"), "--methods", "2",
                           "--seed", "3", "--no-long-run", "--trace-scale", "0.02"],

@@ -64,7 +64,8 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
     reviewers write by hand). Agent names are resolved once per method; flags once per pattern of verdicts and
     overrides (``runs.verdict_outcome``). The cells' verdicts carry what the judging rules read (judge, attempt,
     era, kind, value, flag), not the judges' words (``text``, ``note`` and ``source_file`` empty: the run page
-    reads those)."""
+    reads those). Cells of one pattern share their ``flags`` and ``verdicts``, and a run's ``overrides`` dict
+    is the one read (callers must not change them)."""
     rows = con.execute(
         "SELECT r.id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
         f"r.benchmark, r.base_model, r.state, {SCORE_SQL}, r.time_taken_s, r.synthetic FROM runs r "
@@ -72,28 +73,35 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
         "ORDER BY r.method, r.benchmark, r.base_model",
         [suite]).fetchall()
     patterns: dict[str, list[tuple]] = {}
-    for run_id, *verdict in con.execute(
+    for row in con.execute(
             "SELECT v.run_id, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged FROM verdicts v "
             "ORDER BY v.run_id, v.era, v.judge, v.attempt, v.kind").fetchall():
-        patterns.setdefault(run_id, []).append(tuple(verdict))
+        patterns.setdefault(row[0], []).append(row[1:])
     overrides: dict[str, dict[str, bool]] = {}
     for run_id, kind, flagged in con.execute(
             "SELECT o.run_id, o.kind, o.flagged FROM verdict_overrides o ORDER BY o.created_at").fetchall():
         overrides.setdefault(run_id, {})[kind] = flagged  # the latest override of a kind wins
     shown = display_suite(suite)
     names: dict[tuple[str, str], str] = {}
+    # Per pattern of verdicts and overrides (a few dozen at K=90 for 2,520 runs): the effective flags and the
+    # verdicts as the judging rules read them, built once and shared by the pattern's cells.
+    outcomes: dict[tuple, tuple[dict[str, str | None], list[Verdict]]] = {}
     cells = []
     for run_id, method, key, agent, scaffold, effort, root, benchmark, model, state, score, taken, synthetic in rows:
         if (method, agent) not in names:
             names[(method, agent)] = (agent_display(shown, method, agent) if shown else agent) or agent or method
-        chosen = overrides.get(run_id, {})
+        chosen = overrides.get(run_id)
         pattern = tuple(patterns.get(run_id, ()))
-        flags, _, _ = verdict_outcome(pattern, tuple(chosen.items()))
+        chosen_items = tuple(chosen.items()) if chosen else ()
+        outcome = outcomes.get((pattern, chosen_items))
+        if outcome is None:
+            flags, _, _ = verdict_outcome(pattern, chosen_items)
+            outcome = outcomes[(pattern, chosen_items)] = (dict(flags), verdicts_of(pattern))
         cells.append(CellRun(
             run_id=run_id, method=method, agent_key=key, agent_name=names[(method, agent)], scaffold=scaffold,
             reasoning_effort=effort, benchmark=benchmark, base_model=model, state=state, accuracy=score,
-            time_taken_s=taken, synthetic=synthetic, flags=dict(flags), overridden=bool(chosen),
-            results_root=root or "", verdicts=verdicts_of(pattern), overrides=chosen))
+            time_taken_s=taken, synthetic=synthetic, flags=outcome[0], overridden=bool(chosen),
+            results_root=root or "", verdicts=outcome[1], overrides=chosen or {}))
     return cells
 
 
