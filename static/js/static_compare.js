@@ -138,8 +138,9 @@
       el("span", {className: "kind"}, st.kind));
     if (st.tool) box.append(" ", el("span", {className: "tool"}, st.tool));
     if (st.elapsed_s !== null) box.append(" ", el("span", {className: "muted"}, st.elapsed_text));
-    if (st.input) box.append(el("pre", {className: "input"}, st.input + (st.input_cut ? "…" : "")));
-    if (st.output) box.append(el("pre", {className: "output"}, st.output + (st.output_cut ? "…" : "")));
+    // White space between the parts as the template's lines have it (text that a copy or a reader keeps apart).
+    if (st.input) box.append(" ", el("pre", {className: "input"}, st.input + (st.input_cut ? "…" : "")));
+    if (st.output) box.append(" ", el("pre", {className: "output"}, st.output + (st.output_cut ? "…" : "")));
     td.appendChild(box);
     return td;
   }
@@ -202,7 +203,7 @@
         axis.appendChild(end);
       }
       phases.appendChild(el("div", {className: "phase-axis-row"},
-        el("span", {className: "phase-axis-name", title: s.title}, runNo(i + 1), " " + s.name), axis));
+        el("span", {className: "phase-axis-name", title: s.title}, runNo(i + 1), " " + s.name), " ", axis));
     });
     phases.appendChild(el("div", {className: "phase-axis-row"}, el("span", {className: "phase-axis-name"}),
       el("div", {className: "phase-scale"}, el("span", {}, "0:00"), el("span", {}, budgetHm + " (h:mm)"))));
