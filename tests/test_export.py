@@ -631,3 +631,19 @@ def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):
     pages = len(list((outdir / "runs" / added.deep_run).rglob("*.html")))
     assert pages >= 2 and re.search(rf"runs: 100%\|.*\| 1/1 \[[\d:]+<[\d:]+, .*pages={pages}\]", bar), bar
     assert messages[0].startswith("rendering the site pages") and "indexing 1 changed runs for the search" in messages
+
+
+def test_an_export_of_an_earlier_layout_loses_its_pair_comparisons(tmp_path, monkeypatch):
+    """Manifest version 3 wrote one page per compared pair (``compare/<a>-<b>/``); an export over such a folder
+    removes them (and nothing else under compare/) before writing the one comparison page."""
+    import export.exporter as exporter_module
+
+    (tmp_path / "compare/r1-r2").mkdir(parents=True)
+    (tmp_path / "compare/r1-r2/index.html").write_text("old")
+    (tmp_path / "compare/index.html").write_text("shell")
+    (tmp_path / ".export-manifest.json").write_text(json.dumps({"version": 3}))
+    monkeypatch.setattr(exporter_module.runs, "run_fingerprint_parts", lambda: (_ for _ in ()).throw(RuntimeError))
+    with pytest.raises(RuntimeError):  # stopped right after the layout check, before reading any run
+        Exporter(tmp_path).run()
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        ".export-manifest.json", "compare", "compare/index.html"]

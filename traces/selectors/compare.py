@@ -19,10 +19,7 @@ lengths.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from functools import partial
+from collections.abc import Iterable
 from typing import Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import Field
@@ -246,37 +243,10 @@ def _facet_rows(runs: list[CompareRun]) -> list[CompareRow]:
     return [_row(n, FACET_NAME.get(n, n), [_facet_value(c.facets, n) for c in runs]) for n in names]
 
 
-# compare_pages_memo: {("side", run id, budget s): CompareRun, ("window", run id, after, limit): rows}
-_MEMO: ContextVar[dict | None] = ContextVar("compare_pages_memo", default=None)
-
-
-@contextmanager
-def compare_pages_memo(memo: dict) -> Iterator[None]:
-    """Within the block (in this thread's context), :func:`compare_page` takes each run's side and its window of
-    steps from ``memo`` when there, and puts them there when not: the static export renders ~13 comparisons per
-    run at the real benchmark's size, most with the same few peers, from one warehouse version (a memo shared by
-    its threads, for one export)."""
-    token = _MEMO.set(memo)
-    try:
-        yield
-    finally:
-        _MEMO.reset(token)
-
-
-def _memo(key: tuple, compute: Callable[[], T]) -> T:
-    memo = _MEMO.get()
-    if memo is None:
-        return compute()
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
-
-
 def read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
-    """One run's side of a comparison (:class:`CompareRun`) on an open connection (from
-    :func:`compare_pages_memo` when it holds it: a copy)."""
-    side = _memo(("side", run.id, budget_s), partial(_read_compare_run, con, run, budget_s))
-    return side.model_copy(update={"run": run}, deep=True)
+    """One run's side of a comparison (:class:`CompareRun`) on an open connection, its phases binned on an axis
+    from 0 to ``budget_s`` seconds."""
+    return _read_compare_run(con, run, budget_s)
 
 
 def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
@@ -316,8 +286,7 @@ def read_aligned(con, runs: list[Run], after: list[int], limit: int) -> Aligned:
     start), ``limit`` steps per run at most."""
     after = (after + [-1] * len(runs))[:len(runs)]
     mode: Literal["time", "index"] = "time" if all(r.started_at is not None for r in runs) else "index"
-    windows = [list(_memo(("window", r.id, a, limit), partial(_window, con, r.id, a, limit)))
-               for r, a in zip(runs, after, strict=True)]
+    windows = [_window(con, r.id, a, limit) for r, a in zip(runs, after, strict=True)]
     steps = [[_step(row) for row in w if row[0] > a] for w, a in zip(windows, after, strict=True)]
     if mode == "index":
         shown = [s[:limit] for s in steps]
@@ -534,7 +503,6 @@ class PeerKey(Protocol):
 
 
 P = TypeVar("P", bound=PeerKey)
-T = TypeVar("T")
 Relation = Literal["attempt", "repeat", "other"]
 
 
