@@ -9,7 +9,8 @@ then the files of the first ``--runs`` runs by id (each run's page, step pages, 
 comparison side file ``compare.json``: ``export.exporter.Exporter.write_runs``, in its threads, the peers its page
 lists from the one read) written into fresh folders: a warm-up, then measured. Printed: CPU seconds of this process
 per run (``time.process_time``: the threads included; the machine is shared) beside wall, of them the side files'
-(``Exporter.compare_side``, thread CPU), and files per run (the site pages and the search index not included: a
+(``Exporter.compare_side``, thread CPU) and each declaration's pages (``Exporter.export_pages``, thread CPU: DuckDB's own
+threads not counted), and files per run (the site pages and the search index not included: a
 full export adds ~1-2 Pagefind fragments per run and its site pages). Until branch i24c2 the export wrote one
 comparison page per peer instead of the side file (~13 per run); that code's figures come from running this bench
 at that commit.
@@ -53,6 +54,17 @@ def main() -> None:
 
     if hasattr(Exporter, "compare_side"):  # absent before branch i24c2: the bench also runs at that code
         Exporter.compare_side = timed_side  # type: ignore[method-assign]
+    by_page: dict[str, float] = {}
+    pages_of = Exporter.export_pages
+
+    def timed_pages(self, name, declared, pages, run):
+        started = time.thread_time()
+        try:
+            return pages_of(self, name, declared, pages, run)
+        finally:
+            by_page[name] = by_page.get(name, 0.0) + time.thread_time() - started
+
+    Exporter.export_pages = timed_pages  # type: ignore[method-assign]
     with warehouse.connect():
         cpu, wall = time.process_time(), time.perf_counter()
         everything = {r.id: r for r in selectors.list_runs(limit=None)[0]}
@@ -65,6 +77,7 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
             exporter = Exporter(folder)
             side_cpu[0] = 0.0
+            by_page.clear()
             cpu, wall = time.process_time(), time.perf_counter()
             exporter.write_runs(sample, everything, None, peers)
             spent, took = time.process_time() - cpu, time.perf_counter() - wall
@@ -73,6 +86,9 @@ def main() -> None:
             print(f"{label:>9}: {spent / len(sample):.3f} CPU s per run ({side_cpu[0] / len(sample):.3f} of it the "
                   f"side file), {took / len(sample):.3f} wall s per run; {files / len(sample):.1f} files per run "
                   f"({pairs} comparison folders)", flush=True)
+            print("           thread CPU s per run by page: " + ", ".join(
+                f"{name} {seconds / len(sample):.3f}" for name, seconds in sorted(by_page.items(), key=lambda x: -x[1])),
+                flush=True)
     print("target <= 0.3 CPU s per run in all, <= 20 files per run with the search")
     if args.out is None:
         shutil.rmtree(out, ignore_errors=True)
