@@ -31,12 +31,14 @@ from tqdm import tqdm
 from ptbsite import warehouse
 from ptbsite.distill import API_EXPORTS, Distill, NotExported
 from traces import selectors as runs
+from traces.selectors.compare import MAX_RUNS
+from traces.vocabulary import PHASES
 
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
 STEPS_PER_PAGE = 200
 MANIFEST = ".export-manifest.json"
-MANIFEST_VERSION = 3
+MANIFEST_VERSION = 4  # 4: comparisons built in the browser from one side file per run (no compare/<a>-<b>/)
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
 SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
 SEARCH_SHARDS = f"{SEARCH_DIR}/shards.json"  # the search page's list of indexes to merge and base records to hide
@@ -44,10 +46,16 @@ SEARCH_DELTA = f"{SEARCH_DIR}/delta"  # one Pagefind index per run changed since
 # Runs changed (added, re-ingested, renamed, removed) since the base bundle was built, above which it is built again
 # whole instead of one more merged index: the search page merges one index per changed run.
 MAX_DELTA_RUNS = 16
-# Pages only the export has (no view of the live site renders them): their live-looking path -> (file, template,
-# context). A link to one may carry the query its page reads in the browser (SEARCH_QUERY).
-EXPORT_PAGES = {"/search/": ("search/index.html", "export/search.html", {"filters": SEARCH_FILTERS})}
 SEARCH_QUERY = {"q", "run", *(name for name, _ in SEARCH_FILTERS)}
+COMPARE_SIDE = "compare.json"  # runs/<id>/compare.json: what a comparison shows of the run (compare_side)
+# Pages only the export has (no view of the live site renders them): their live-looking path -> (file, template,
+# context, the query its page reads in the browser: a link to it may carry that query and no other). The
+# comparison page is one shell that builds ``?runs=a,b`` from the runs' side files (static/js/static_compare.js).
+EXPORT_PAGES = {
+    "/search/": ("search/index.html", "export/search.html", {"filters": SEARCH_FILTERS}, SEARCH_QUERY),
+    "/compare/": ("compare/index.html", "export/compare.html",
+                  {"side": COMPARE_SIDE, "max_runs": MAX_RUNS, "phases": PHASES}, {"runs"}),
+}
 LIVE_ONLY = "live-only.html"
 # Query parameters whose views exist only on the live site: a link with one of them leads to LIVE_ONLY.
 LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
@@ -170,6 +178,7 @@ class Exporter:
         self.report = ExportReport(outdir=str(self.outdir))
         self._count_lock = threading.Lock()
         self._targets: dict[tuple[str, str, str | None], tuple[str, str, str]] = {}
+        self._budgets: list[float] | None = None
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
@@ -206,7 +215,7 @@ class Exporter:
     def export_only_pages(self) -> None:
         """The pages only the export has (EXPORT_PAGES): their templates rendered like the views' pages, with the
         site's context processors and ``request.static_export``."""
-        for url, (file, template, context) in EXPORT_PAGES.items():
+        for url, (file, template, context, _) in EXPORT_PAGES.items():
             self.write_page(render_to_string(template, context, request=self.request(url)), url, file)
 
     def write(self, file: str, data: bytes, *, count: bool = True) -> None:
@@ -260,7 +269,7 @@ class Exporter:
         query = {k: v for k, v in query.items() if k != "suite"}  # the default suite is the exported one
 
         if path in EXPORT_PAGES:
-            extra = set(query) - SEARCH_QUERY
+            extra = set(query) - EXPORT_PAGES[path][3]
             if extra:
                 raise ExportError(f"{path}?{urlencode(query)}: {', '.join(sorted(extra))} is not read by its page")
             return EXPORT_PAGES[path][0], urlencode(query), ""
@@ -310,6 +319,7 @@ class Exporter:
         previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
         if previous.get("version") != MANIFEST_VERSION:
             previous = {}
+            self.remove_pair_comparisons()
         # One connection held open for the whole export: every selector's own connect() then reuses the open
         # database instead of opening the file again (~15 ms each).
         with warehouse.connect():
@@ -332,11 +342,12 @@ class Exporter:
             touched = [run_id for run_id, fingerprint in sorted(fingerprints.items())
                        if known.get(run_id) != fingerprint or not (self.outdir / f"runs/{run_id}/index.html").is_file()]
             # A run whose own part is as exported and whose peers changed (a run its page offers to compare with
-            # changed, came or went): its page and the comparisons with the changed peers are rendered again.
-            refresh = {run_id: [p for p in peers[run_id] if known_own.get(p) != owns[p]
-                                or not (self.outdir / f"compare/{run_id}-{p}/index.html").is_file()]
+            # changed, came or went): its page is rendered again (it lists them); the comparisons are built in the
+            # browser from each run's side file, written with the run's own files.
+            refresh = {run_id: [p for p in peers[run_id] if known_own.get(p) != owns[p]]
                        for run_id in touched if known_own.get(run_id) == owns[run_id]
-                       and (self.outdir / f"runs/{run_id}/index.html").is_file()}
+                       and (self.outdir / f"runs/{run_id}/index.html").is_file()
+                       and (self.outdir / f"runs/{run_id}/{COMPARE_SIDE}").is_file()}
             untouched = set(fingerprints) - set(touched)
             self.report.runs_skipped = len(fingerprints) - len(touched)
             # Until this export finishes, the manifest vouches only for the runs it does not touch (and for the
@@ -368,18 +379,16 @@ class Exporter:
     def write_runs(self, changed: list[str], everything: dict[str, runs.Run],
                    refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None) -> None:
         """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
-        ``everything``, {run id: Run}; its comparisons with the reads of its ``peers`` there, {run id: peer ids},
-        and each run's side of a comparison and its first steps read once for the whole export:
-        ``traces.selectors.compare_pages_memo``); of a run in ``refresh`` ({run id: its peers that changed}), only
-        the files its peers are on (:meth:`refresh_peers`); a tqdm bar of runs and pages (on a terminal unless
-        ``bar`` says)."""
+        ``everything``, {run id: Run}; the peers its page lists from the reads of its ``peers`` there, {run id:
+        peer ids}); of a run in ``refresh`` ({run id: its peers that changed}), only its page (:meth:`refresh_peers`);
+        a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
         refresh = refresh or {}
         peers = peers or {}
-        memo: dict = {}
+        self.budgets()
 
         def one(run_id: str) -> None:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
-            with runs.runs_read_once(read), runs.compare_pages_memo(memo):
+            with runs.runs_read_once(read):
                 if run_id in refresh:
                     self.refresh_peers(run_id, refresh[run_id])
                 else:
@@ -449,21 +458,43 @@ class Exporter:
         self.run_pages(run_id)
 
     def refresh_peers(self, run_id: str, changed_peers: list[str]) -> None:
-        """The files of a run that show its peers, for a run whose own part did not change: its page (it lists
-        them) and its comparisons with ``changed_peers``; its comparisons with runs no longer among its peers are
-        removed. Files whose bytes did not change are not written (:meth:`write`)."""
+        """The file of a run that shows its peers, for a run whose own part did not change while ``changed_peers``
+        did (or came, or went): its page, which lists them; written only when its bytes changed (:meth:`write`).
+        Its comparisons need nothing: the browser builds them from the runs' side files."""
         pages, _ = self.run_layout(run_id)
         page = self.routes["traces:run"]
         if page.pages:
             self.export_pages("traces:run", page, page.pages(pages), pages)
-        compare = self.routes["traces:compare"]
-        offered = compare.pages(pages) if compare.pages else []
-        wanted = {f"{run_id},{peer}" for peer in changed_peers}
-        self.export_pages("traces:compare", compare, [p for p in offered if p["runs"] in wanted], pages)
-        keep = {f"{p['runs'].replace(',', '-')}" for p in offered}
-        for path in (self.outdir / "compare").glob(f"{run_id}-*"):
-            if path.is_dir() and path.name not in keep:
-                shutil.rmtree(path)
+
+    def budgets(self) -> list[float]:
+        """Every run's budget, seconds (``traces.selectors.read_budgets``), read once per export: each side file
+        holds its run's phase axis for each budget a comparison with it can have (the largest of its runs')."""
+        if self._budgets is None:
+            with warehouse.connect() as con:
+                self._budgets = runs.read_budgets(con)
+        return self._budgets
+
+    def compare_side(self, run_id: str, pages: RunPages) -> None:
+        """``runs/<id>/compare.json``: what a comparison shows of the run (``traces.selectors.compare_side``: its
+        header, rows, phase axes and first steps), its links made relative to ``compare/index.html`` (the run
+        page and each step's page), for ``static/js/static_compare.js``."""
+        side = runs.compare_side(run_id, self.budgets())
+        if side is None:
+            raise ExportError(f"run {run_id}: no comparison side")
+        file = EXPORT_PAGES["/compare/"][0]
+        side.href = self.localize(reverse("traces:run", kwargs={"run_id": run_id}), "/compare/", file, pages)
+        for step in side.steps:
+            url = reverse("traces:run", kwargs={"run_id": run_id}) + f"?step={step.index}#step-{step.index}"
+            step.href = self.localize(url, "/compare/", file, pages)
+        self.write(f"runs/{run_id}/{COMPARE_SIDE}", side.model_dump_json().encode())
+
+    def remove_pair_comparisons(self) -> None:
+        """Remove the pre-rendered comparisons of earlier exports (``compare/<a>-<b>/``, manifest version 3)."""
+        folder = self.outdir / "compare"
+        if folder.is_dir():
+            for path in folder.iterdir():
+                if path.is_dir():
+                    shutil.rmtree(path)
 
     @staticmethod
     def run_layout(run_id: str) -> tuple[RunPages, list[runs.IndexedStep]]:
@@ -484,6 +515,7 @@ class Exporter:
         for name, declared in self.routes.items():
             if declared.scope == "run" and declared.pages:
                 self.export_pages(name, declared, declared.pages(pages), pages)
+        self.compare_side(run_id, pages)
         agent = pages.traces["agent"]
         self.write(f"runs/{run_id}/jump.json", json.dumps({
             "steps": [[s.index, None if s.elapsed_s is None else round(s.elapsed_s), agent.page_of_step(s.index)]
@@ -649,9 +681,6 @@ class Exporter:
             if path.is_dir():
                 shutil.rmtree(path)
         (self.outdir / f"api/runs/{run_id}.json").unlink(missing_ok=True)
-        for path in (self.outdir / "compare").glob(f"{run_id}-*"):  # the comparisons written with its pages
-            if path.is_dir():
-                shutil.rmtree(path)
 
     def copy_static(self) -> None:
         """Copy the static files the pages load (found like Django finds them, plotly.js included)."""
@@ -674,8 +703,10 @@ class Exporter:
 
     def site_fingerprint(self, code: str) -> str:
         """sha256 over what every run page depends on besides the run: the code (:meth:`code_fingerprint`) and the
-        leaderboard JSON as exported (the published reference scores run pages quote)."""
+        leaderboard JSON as exported (the published reference scores run pages quote), and the runs' budgets (each
+        side file holds its phase axis for every budget a comparison can have: :meth:`budgets`)."""
         digest = hashlib.sha256(code.encode())
+        digest.update(json.dumps(self.budgets()).encode())
         board = self.routes["api:leaderboard"]
         for params in board.pages() if board.pages else [{}]:
             if params.get("source"):

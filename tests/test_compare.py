@@ -273,3 +273,34 @@ def test_cursors_are_ascii_whole_numbers_from_minus_one(client, demo_ingested):
     for query in ({"runs": run_id, "after": "¹"}, {"runs": "", "after": "¹"}, {"runs": f"{run_id},{run_id}",
                                                                                "after": "²,٣"}):
         assert client.get("/compare/", query).status_code == 200, query
+
+
+def test_a_side_file_holds_the_runs_phase_axis_for_every_larger_budget(demo_ingested):
+    """The static export's side of a run (``compare_side``): its phase axis binned for its own budget and each
+    larger one of the warehouse (a comparison's axis ends at its runs' largest budget), each as ``compare_page``
+    bins it; its rows and first steps as the live comparison of that run alone shows them."""
+    from ptbsite import warehouse
+
+    report, _, _ = demo_ingested
+    run_id = max(_one_per_format(report).values(), key=lambda i: selectors.get_run(i).step_count)
+    run = selectors.get_run(run_id)
+    own = run.budget_hours * 3600
+    side = compare.compare_side(run_id, [own / 2, own, 2 * own])
+    assert side is not None and [a.budget_s for a in side.axes] == [own, 2 * own]  # none below its own budget
+    with warehouse.connect() as con:
+        for axis in side.axes:
+            assert axis.bins == compare.read_compare_run(con, run, axis.budget_s).phases
+            assert len(axis.titles) == len(axis.bins)
+    assert run.time_taken_s is not None
+    assert [a.used_pct for a in side.axes] == [round(min(100.0, 100 * run.time_taken_s / b), 3) for b in (own, 2 * own)]
+    alone = compare.compare_page([run_id], limit=compare.STEPS_SHOWN)
+    assert alone is not None
+    shown = {r.key: r.values[0] for r in alone.facts + alone.facets}
+    assert {r.key: r.value for r in side.facts + side.judges + side.facets} == {
+        k: v for k, v in shown.items() if not k.startswith("phase:")}
+    assert [r.value if (side.axes[0].bins or r.nonzero) else "" for r in side.phases] == [
+        v for k, v in shown.items() if k.startswith("phase:")]
+    steps = [c for row in alone.steps.rows for c in row.cells if c is not None]
+    assert [(s.index, s.output, s.input, s.output_cut) for s in side.steps[:compare.STEPS_SHOWN]] == [
+        (s.index, s.output, s.input, s.output_cut) for s in steps]
+    assert len(side.steps) == min(run.step_count, compare.STEPS_SHOWN + 1)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import html
 import hashlib
 import json
 import re
@@ -471,20 +470,26 @@ def test_step_pages_know_where_each_step_is():
 
 
 def test_the_comparisons_a_run_page_links_to_are_exported(exported):
-    """Issue 27: each run page's "Compare with" links lead to the exported comparison (this run first), whose
-    step links open the other run's step pages at the step."""
-    written = 0
+    """Issue 27, then issue 24 (branch i24c2): each run page's "Compare with" links lead to the one comparison page,
+    ``compare/index.html?runs=<run>,<peer>``, which builds the comparison in the browser from the runs' side files
+    (``runs/<id>/compare.json``, one per run, written with its pages); no comparison is pre-rendered per pair."""
+    linked = 0
     for run in selectors.list_runs(limit=None)[0]:
         page = (exported / f"runs/{run.id}/index.html").read_text()
+        side = json.loads((exported / f"runs/{run.id}/compare.json").read_text())
+        assert side["run_id"] == run.id and side["title"] == run.title
+        assert side["href"] == f"../runs/{run.id}/index.html"
+        assert [s["index"] for s in side["steps"]] == list(range(min(run.step_count, side["limit"] + 1)))
+        for step in side["steps"]:  # a step's link: its page of the run, relative to compare/index.html
+            assert (exported / "compare" / step["href"].split("#")[0]).resolve().is_file()
+        assert any(a["budget_s"] == run.budget_hours * 3600 for a in side["axes"])
         for peer in selectors.cell_peers(run.id):
-            file = exported / f"compare/{run.id}-{peer.run.id}/index.html"
-            assert file.is_file() and f'href="../../compare/{run.id}-{peer.run.id}/index.html"' in page
-            text = file.read_text()
-            assert html.escape(run.title) in text and html.escape(peer.run.title) in text
-            assert "More steps" not in text or "on each run&#x27;s page" in text or "on each run's page" in text
-            written += 1
-    assert written >= 2
-    assert len(list((exported / "compare").glob("*/index.html"))) == written
+            assert f'href="../../compare/index.html?runs={run.id}%2C{peer.run.id}"' in page
+            linked += 1
+    assert linked >= 2
+    assert (exported / "compare/index.html").is_file()
+    assert [p.name for p in (exported / "compare").iterdir()] == ["index.html"]  # no compare/<a>-<b>/ folders
+    assert (exported / "static/js/static_compare.js").is_file()
 
 
 def test_a_run_fingerprint_covers_the_runs_its_page_offers_not_its_whole_cell(export_warehouse, monkeypatch):
@@ -586,8 +591,9 @@ def test_each_run_costs_a_bounded_number_of_files(shared_site):
 
 
 def test_a_changed_run_rewrites_only_the_files_of_other_runs_that_show_it(site_copy):
-    """Issue 24: a run's change re-renders, of each run whose page offers it to compare with, that page and the
-    comparison with it (``runs_refreshed``), not their step pages, twins or other comparisons."""
+    """Issue 24: a run's change re-renders, of each run whose page offers it to compare with, that page
+    (``runs_refreshed``), not their step pages, twins or side files; the comparisons read the changed run's side
+    file, which is written again with its pages."""
     outdir = site_copy.outdir
     export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
     fingerprints = selectors.run_fingerprints()
@@ -603,10 +609,13 @@ def test_a_changed_run_rewrites_only_the_files_of_other_runs_that_show_it(site_c
     written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
     for other in listing[run]:
         theirs = {n for n in written if n.startswith((f"runs/{other}/", f"api/runs/{other}/", f"api/runs/{other}.",
-                                                      f"compare/{other}-"))}
-        assert theirs == {f"runs/{other}/index.html", f"compare/{other}-{run}/index.html"}, theirs
+                                                      "compare/"))}
+        assert theirs == {f"runs/{other}/index.html"}, theirs
         assert "62.5" in (outdir / f"runs/{other}/index.html").read_text()
-        assert "62.5" in (outdir / f"compare/{other}-{run}/index.html").read_text()
+    assert f"runs/{run}/compare.json" in written
+    evaluations = next(r for r in json.loads((outdir / f"runs/{run}/compare.json").read_text())["facts"]
+                       if r["key"] == "evaluations")
+    assert "rerun 62.5%" in evaluations["value"]
     assert set(before) - set(_mtimes(outdir)) == set()  # nothing removed
     assert_no_broken_link(outdir)
 
@@ -622,3 +631,19 @@ def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):
     pages = len(list((outdir / "runs" / added.deep_run).rglob("*.html")))
     assert pages >= 2 and re.search(rf"runs: 100%\|.*\| 1/1 \[[\d:]+<[\d:]+, .*pages={pages}\]", bar), bar
     assert messages[0].startswith("rendering the site pages") and "indexing 1 changed runs for the search" in messages
+
+
+def test_an_export_of_an_earlier_layout_loses_its_pair_comparisons(tmp_path, monkeypatch):
+    """Manifest version 3 wrote one page per compared pair (``compare/<a>-<b>/``); an export over such a folder
+    removes them (and nothing else under compare/) before writing the one comparison page."""
+    import export.exporter as exporter_module
+
+    (tmp_path / "compare/r1-r2").mkdir(parents=True)
+    (tmp_path / "compare/r1-r2/index.html").write_text("old")
+    (tmp_path / "compare/index.html").write_text("shell")
+    (tmp_path / ".export-manifest.json").write_text(json.dumps({"version": 3}))
+    monkeypatch.setattr(exporter_module.runs, "run_fingerprint_parts", lambda: (_ for _ in ()).throw(RuntimeError))
+    with pytest.raises(RuntimeError):  # stopped right after the layout check, before reading any run
+        Exporter(tmp_path).run()
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        ".export-manifest.json", "compare", "compare/index.html"]

@@ -12,7 +12,7 @@ from ptbsite.pagecache import page_inputs
 from .vocabulary import PHASES
 from .selectors import compare, parse_time_jump
 
-STEPS_PER_RUN = 25  # steps of each run per page of the aligned traces
+STEPS_PER_RUN = compare.STEPS_SHOWN  # steps of each run per page of the aligned traces
 
 
 def compare_url(run_ids: list[str], **query) -> str:

@@ -8,8 +8,7 @@ from django.urls import path, reverse
 from ptbsite.query import ascii_int
 from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
 
-from . import challenge_views, compare_views, review, search_views, selectors, views
-from .selectors import compare
+from . import challenge_views, compare_views, review, search_views, views
 
 app_name = "traces"
 
@@ -65,19 +64,6 @@ def steps_file(params: Params, run: RunContext | None) -> str:
     return run.file(trace, run.trace(trace).page_of_cursor(int(params["after"])))
 
 
-def compare_pages(run: RunContext) -> list[Params]:
-    """The comparisons the run page links to (its cell's attempts, repeats and other agents), this run first."""
-    return [{"runs": f"{run.run_id},{peer.run.id}"} for peer in selectors.cell_peers(run.run_id)]
-
-
-def compare_file(params: Params, run: RunContext | None) -> str:
-    """``compare/<a>-<b>/index.html``: a comparison is written with the pages of its first run."""
-    ids = [safe_name(i, "run id") for i in compare.parse_runs(str(params.get("runs", "")))]
-    if run is None or not ids or ids[0] != run.run_id or set(params) != {"runs"}:
-        raise NotExported(f"/compare/?{urlencode(params)}: only the comparisons a run page links to are exported")
-    return f"compare/{'-'.join(ids)}/index.html"
-
-
 urlpatterns = [
     distill_path("runs/", views.runs_list, name="runs", distill_file=runs_file, distill_query=RUNS_FILTERS),
     distill_path("analysis/", views.analysis, name="analysis", distill_file="analysis/index.html"),
@@ -98,8 +84,9 @@ urlpatterns = [
     # (export.exporter.EXPORT_PAGES), which reads the same ?q=.
     path("search/", search_views.search_results, name="search"),
     path("compare/pick/", compare_views.pick_runs, name="compare_pick"),
-    distill_path("compare/", compare_views.compare_runs, name="compare", distill_scope="run", distill_func=compare_pages,
-                 distill_file=compare_file, distill_query=("runs",)),
+    # The static export's comparison is its own page (export.exporter.EXPORT_PAGES), built in the browser from one
+    # side file per run (traces.selectors.compare_side): it reads the same ?runs=.
+    path("compare/", compare_views.compare_runs, name="compare"),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
     path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
     distill_path("judges/", views.judges, name="judges", distill_file="judges/index.html"),

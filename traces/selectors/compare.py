@@ -19,10 +19,7 @@ lengths.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from functools import partial
+from collections.abc import Iterable
 from typing import Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import Field
@@ -30,6 +27,7 @@ from pydantic import Field
 from ptbsite import units, warehouse
 from ptbsite.query import ascii_int
 
+from ..templatetags.trace_format import hms
 from ..schemas import Evaluation, Facet, JudgeVerdict, Model, Percent, Run
 from .runs import AGENT_RUN, read_evaluations, read_run, read_run_facets, read_runs_by_id
 from .verdicts import read_judge_panel
@@ -245,37 +243,10 @@ def _facet_rows(runs: list[CompareRun]) -> list[CompareRow]:
     return [_row(n, FACET_NAME.get(n, n), [_facet_value(c.facets, n) for c in runs]) for n in names]
 
 
-# compare_pages_memo: {("side", run id, budget s): CompareRun, ("window", run id, after, limit): rows}
-_MEMO: ContextVar[dict | None] = ContextVar("compare_pages_memo", default=None)
-
-
-@contextmanager
-def compare_pages_memo(memo: dict) -> Iterator[None]:
-    """Within the block (in this thread's context), :func:`compare_page` takes each run's side and its window of
-    steps from ``memo`` when there, and puts them there when not: the static export renders ~13 comparisons per
-    run at the real benchmark's size, most with the same few peers, from one warehouse version (a memo shared by
-    its threads, for one export)."""
-    token = _MEMO.set(memo)
-    try:
-        yield
-    finally:
-        _MEMO.reset(token)
-
-
-def _memo(key: tuple, compute: Callable[[], T]) -> T:
-    memo = _MEMO.get()
-    if memo is None:
-        return compute()
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
-
-
 def read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
-    """One run's side of a comparison (:class:`CompareRun`) on an open connection (from
-    :func:`compare_pages_memo` when it holds it: a copy)."""
-    side = _memo(("side", run.id, budget_s), partial(_read_compare_run, con, run, budget_s))
-    return side.model_copy(update={"run": run}, deep=True)
+    """One run's side of a comparison (:class:`CompareRun`) on an open connection, its phases binned on an axis
+    from 0 to ``budget_s`` seconds."""
+    return _read_compare_run(con, run, budget_s)
 
 
 def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
@@ -315,8 +286,7 @@ def read_aligned(con, runs: list[Run], after: list[int], limit: int) -> Aligned:
     start), ``limit`` steps per run at most."""
     after = (after + [-1] * len(runs))[:len(runs)]
     mode: Literal["time", "index"] = "time" if all(r.started_at is not None for r in runs) else "index"
-    windows = [list(_memo(("window", r.id, a, limit), partial(_window, con, r.id, a, limit)))
-               for r, a in zip(runs, after, strict=True)]
+    windows = [_window(con, r.id, a, limit) for r, a in zip(runs, after, strict=True)]
     steps = [[_step(row) for row in w if row[0] > a] for w, a in zip(windows, after, strict=True)]
     if mode == "index":
         shown = [s[:limit] for s in steps]
@@ -345,6 +315,132 @@ def read_aligned(con, runs: list[Run], after: list[int], limit: int) -> Aligned:
     cursors = [s[-1].index if s else a for s, a in zip(shown, after, strict=True)]
     more = any(len(full) > len(part) for full, part in zip(steps, shown, strict=True))
     return Aligned(mode=mode, rows=rows, after=after, next=cursors if more else None)
+
+
+STEPS_SHOWN = 25  # steps of each run on the first page of the aligned traces (the page's default ``limit``)
+
+
+class SideRow(Model):
+    """One run's value on a row of the comparison's tables, as shown: ``key`` and ``label`` as
+    :class:`CompareRow`'s, ``value`` this run's. Judge rows carry ``order`` ((judge, attempt, kind): the rows of
+    several runs are sorted by it), phase rows ``nonzero`` (seconds in the phase), facet rows ``rank`` (the
+    facet's place in ``FACET_NAME``; None: after those, by key)."""
+
+    key: str
+    label: str
+    value: str
+    order: list[str] | None = None
+    nonzero: bool | None = None
+    rank: int | None = None
+
+
+class SideAxis(Model):
+    """A run's phase axis for a comparison whose largest budget is ``budget_s`` seconds (``budget_hm`` as shown):
+    ``bins`` as :func:`_phases` bins them, each bin's ``title`` as the page shows it, ``used_pct`` the time used on
+    that axis."""
+
+    budget_s: float
+    budget_hm: str
+    bins: list[PhaseBin]
+    titles: list[str]
+    used_pct: float | None = None
+
+
+class SideStep(AlignedStep):
+    """A step of the run's first window of the aligned traces: ``at_s`` its time on the shared axis (the highest
+    elapsed time up to it, from 0: :func:`read_aligned` from the start), ``at_text`` and ``elapsed_text`` as shown
+    (h:mm:ss), ``href`` its page (set by the caller: the live URL or the static export's file)."""
+
+    at_s: float
+    at_text: str
+    elapsed_text: str
+    href: str = ""
+
+
+class CompareSide(Model):
+    """What a comparison shows of one run, whatever runs it is compared with (the static export's
+    ``runs/<id>/compare.json``, from which the browser builds ``/compare/?runs=`` as :func:`compare_page` and
+    traces/compare.html would): the header (``title``, ``method``, ``run_dir``, ``name``: agent and seed as the
+    column heads show them, ``href`` the run page), its rows (``facts``, ``judges``, ``phases``, ``facets``: one
+    value each), ``axes`` its phase axis for each budget a comparison can have (every budget of the warehouse at
+    least its own), and its first ``limit + 1`` agent steps (``steps``). ``has_times``: the trace has clocks
+    (time alignment needs every run to)."""
+
+    run_id: str
+    title: str
+    method: str
+    run_dir: str
+    name: str
+    href: str = ""
+    has_times: bool
+    budget_s: float
+    used_title: str
+    facts: list[SideRow]
+    judges: list[SideRow]
+    phases: list[SideRow]
+    facets: list[SideRow]
+    axes: list[SideAxis]
+    limit: int
+    steps: list[SideStep]
+
+
+def read_budgets(con) -> list[float]:
+    """Every run's budget in the warehouse, seconds, each once, ascending: the axes a comparison can have."""
+    return [float(h) * 3600 for (h,) in con.execute(
+        "SELECT DISTINCT budget_hours FROM runs WHERE budget_hours IS NOT NULL ORDER BY 1").fetchall()]
+
+
+def read_compare_side(con, run: Run, budgets_s: list[float], limit: int = STEPS_SHOWN) -> CompareSide:
+    """:class:`CompareSide` of ``run`` on an open connection: the same selectors as :func:`compare_page`
+    (:func:`read_compare_run`, :func:`_facts`, :func:`_facet_rows`, :func:`_window`) on this run alone; its phase
+    axis binned for each of ``budgets_s`` at least its own budget (:func:`read_budgets`)."""
+    own_s = run.budget_hours * 3600
+    side = read_compare_run(con, run, own_s)
+    facts = _facts([side])
+    facet_order = {name: n for n, name in enumerate(FACET_NAME)}
+    judge_keys = {f"judge:{j}:{a}:{k}": [j, a, k] for j, a, k in {(v.judge, v.attempt, v.kind) for v in side.judge_panel}}
+    judges = [SideRow(key=r.key, label=r.label, value=r.values[0], order=judge_keys[r.key])
+              for r in facts if r.key in judge_keys]
+    phases = [SideRow(key=f"phase:{p}", label=f"Time in {p}", value=units.hm(side.split_s.get(p, 0.0)),
+                      nonzero=bool(side.split_s.get(p))) for p in PHASES]
+    axes = []
+    for budget_s in sorted({own_s, *(b for b in budgets_s if b >= own_s)}):
+        split, bins = (side.split_s, side.phases) if budget_s == own_s else _phases(con, run, budget_s)
+        used = (None if run.time_taken_s is None
+                else round(min(100.0, 100 * run.time_taken_s / max(budget_s, 1.0)), 3))
+        axes.append(SideAxis(budget_s=budget_s, budget_hm=units.hm(budget_s), bins=bins, used_pct=used,
+                             titles=[f"{units.hm(b.start_s)}–{units.hm(b.end_s)}: {b.phase}" for b in bins]))
+    steps, seen = [], 0.0
+    for row in _window(con, run.id, -1, limit):
+        if row[0] <= -1:
+            continue
+        step = _step(row)
+        seen = max(seen, step.elapsed_s) if step.elapsed_s is not None else seen
+        steps.append(SideStep(**step.model_dump(), at_s=seen, at_text=hms(seen), elapsed_text=hms(step.elapsed_s)))
+    return CompareSide(
+        run_id=run.id, title=run.title, method=run.method, run_dir=run.run_dir,
+        name=run.agent_display + (f" (seed {run.seed})" if run.seed else ""), has_times=side.has_times,
+        budget_s=own_s, used_title=f"time used {units.hm(run.time_taken_s)}",
+        facts=[SideRow(key=r.key, label=r.label, value=r.values[0]) for r in facts
+               if not r.key.startswith(("judge:", "phase:"))],
+        judges=judges, phases=phases, axes=axes, limit=limit, steps=steps,
+        facets=[SideRow(key=r.key, label=r.label, value=r.values[0], rank=facet_order.get(r.key))
+                for r in _facet_rows([side])])
+
+
+@warehouse.retrying
+def compare_side(run_id: str, budgets_s: list[float] | None = None) -> CompareSide | None:
+    """:func:`read_compare_side` of one run in its own unit of work (``budgets_s``: :func:`read_budgets` when
+    None); None for an unknown run."""
+    with warehouse.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            run = read_run(con, run_id)
+            if run is None:
+                return None
+            return read_compare_side(con, run, read_budgets(con) if budgets_s is None else budgets_s)
+        finally:
+            con.execute("ROLLBACK")
 
 
 @warehouse.retrying
@@ -407,7 +503,6 @@ class PeerKey(Protocol):
 
 
 P = TypeVar("P", bound=PeerKey)
-T = TypeVar("T")
 Relation = Literal["attempt", "repeat", "other"]
 
 
