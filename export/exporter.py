@@ -29,14 +29,13 @@ from django.urls import Resolver404, URLResolver, get_resolver, resolve, reverse
 from tqdm import tqdm
 
 from ptbsite import warehouse
-from ptbsite.distill import API_EXPORTS, Distill, NotExported
+from ptbsite.distill import API_EXPORTS, STEPS_PER_PAGE, Distill, NotExported, trace_page_file
 from traces import selectors as runs
 from traces.selectors.compare import MAX_RUNS
 from traces.vocabulary import PHASES
 
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
-STEPS_PER_PAGE = 200
 MANIFEST = ".export-manifest.json"
 MANIFEST_VERSION = 4  # 4: comparisons built in the browser from one side file per run (no compare/<a>-<b>/)
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
@@ -143,15 +142,8 @@ class RunPages:
     steps_per_page: int = STEPS_PER_PAGE
 
     def file(self, trace: str, page: int) -> str:
-        """The file of page ``page`` (1-based) of a trace; the agent trace's first page is the run page itself."""
-        return self.file_for(self.run_id, trace, page)
-
-    @staticmethod
-    def file_for(run_id: str, trace: str, page: int) -> str:
-        """:meth:`file` of any run (a comparison's page links into the other run's step pages)."""
-        if trace == "agent":
-            return f"runs/{run_id}/index.html" if page == 1 else f"runs/{run_id}/steps/{page}.html"
-        return f"runs/{run_id}/traces/{trace.replace(':', '-')}/{page}.html"
+        """The file of page ``page`` (1-based) of a trace (``ptbsite.distill.trace_page_file``)."""
+        return trace_page_file(self.run_id, trace, page)
 
     def trace(self, name: str) -> TracePages:
         if name not in self.traces:

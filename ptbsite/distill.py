@@ -27,6 +27,18 @@ class NotExported(RuntimeError):
     """A URL, or its parameters, has no file in the static export; the message says why."""
 
 
+STEPS_PER_PAGE = 200  # steps on each exported page of a trace
+
+
+def trace_page_file(run_id: str, trace: str, page: int) -> str:
+    """The exported file of page ``page`` (1-based, STEPS_PER_PAGE steps each) of a run's trace: the agent trace's
+    first page is the run page itself (``runs/<id>/index.html``), its others ``runs/<id>/steps/<n>.html``, another
+    trace's ``runs/<id>/traces/<trace>/<n>.html``."""
+    if trace == "agent":
+        return f"runs/{run_id}/index.html" if page == 1 else f"runs/{run_id}/steps/{page}.html"
+    return f"runs/{run_id}/traces/{trace.replace(':', '-')}/{page}.html"
+
+
 class TraceContext(Protocol):
     def page_of_step(self, index: int) -> int: ...
     def page_of_cursor(self, after: int) -> int: ...
@@ -34,15 +46,13 @@ class TraceContext(Protocol):
 
 class RunContext(Protocol):
     """What a run-scoped declaration sees of the run being exported: its id, the exported page size (steps), and
-    its traces' pages (``traces``: name -> pages with ``cursors``; ``file(trace, page)``: the file of page n;
-    ``file_for(run_id, trace, page)``: the same of another run, for a page that links into it)."""
+    its traces' pages (``traces``: name -> pages with ``cursors``; ``file(trace, page)``: the file of page n)."""
 
     run_id: str
     steps_per_page: int
     traces: dict[str, Any]
 
     def file(self, trace: str, page: int) -> str: ...
-    def file_for(self, run_id: str, trace: str, page: int) -> str: ...
     def trace(self, name: str) -> TraceContext: ...
 
 

@@ -647,3 +647,19 @@ def test_an_export_of_an_earlier_layout_loses_its_pair_comparisons(tmp_path, mon
         Exporter(tmp_path).run()
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
         ".export-manifest.json", "compare", "compare/index.html"]
+
+
+def test_a_site_page_links_to_a_runs_step_by_the_page_that_holds_it():
+    """A step linked from a site page (the judges' report card cites ``/runs/<id>/?step=24``) is the file of the
+    page holding it, at its anchor; the whole export stopped with "steps of run ... linked from outside its pages"
+    on the K=9 demo warehouse. Anything but ASCII digits is still no file."""
+    from ptbsite.distill import NotExported
+    from traces.urls import run_file
+
+    assert run_file({"run_id": "abc123", "step": "24"}, None) == ("runs/abc123/index.html", "", "step-24")
+    assert run_file({"run_id": "abc123", "step": str(2 * STEPS_PER_PAGE + 50)}, None) == (
+        "runs/abc123/steps/3.html", "", f"step-{2 * STEPS_PER_PAGE + 50}")
+    assert run_file({"run_id": "abc123"}, None) == "runs/abc123/index.html"
+    for params in ({"run_id": "abc123", "step": "²"}, {"run_id": "abc123", "step": "4", "trace": "judge"}):
+        with pytest.raises(NotExported):
+            run_file(dict(params), None)

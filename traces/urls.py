@@ -6,7 +6,8 @@ from urllib.parse import urlencode
 from django.urls import path, reverse
 
 from ptbsite.query import ascii_int
-from ptbsite.distill import FileTarget, NotExported, Params, RunContext, distill_api, distill_path, safe_name
+from ptbsite.distill import (STEPS_PER_PAGE, FileTarget, NotExported, Params, RunContext, distill_api, distill_path,
+                             safe_name, trace_page_file)
 
 from . import challenge_views, compare_views, review, search_views, views
 
@@ -30,11 +31,11 @@ def run_file(params: Params, run: RunContext | None) -> FileTarget:
     """A run page, with ``step=`` the page holding that step (``#step-<n>``), with ``trace=`` a judge trace's."""
     run_id = safe_name(params.pop("run_id"), "run id")
     if run is None or run.run_id != run_id:
-        step = str(params.get("step", ""))
-        if run is not None and set(params) == {"step"} and ascii_int(step) is not None:
-            # A step of another run, linked from a comparison's column: agent-trace indices are dense from 0, so
-            # its page is the index's page in that run's step pages.
-            return run.file_for(run_id, "agent", int(step) // run.steps_per_page + 1), "", f"step-{step}"
+        index = ascii_int(str(params.get("step", "")))
+        if set(params) == {"step"} and index is not None:
+            # A step of a run linked from a site page (the judges' report card, the analysis) or another run's:
+            # agent-trace indices are dense from 0, so its page is the index's page in that run's step pages.
+            return trace_page_file(run_id, "agent", index // STEPS_PER_PAGE + 1), "", f"step-{index}"
         if params:
             raise NotExported(f"/runs/{run_id}/: steps of run {run_id} linked from outside its pages")
         return f"runs/{run_id}/index.html"
