@@ -208,9 +208,9 @@ class SearchPage(Model):
     exact: bool
     tested: int
     total: int | None = None
-    typed: TypedQuery | None = Field(None, description="the key=value words of the asked q read as filters (as "
-                                     "/search/ reads them, split_filters): q is then the words left; None when q "
-                                     "had none")
+    typed: TypedQuery | None = Field(default=None, description="the key=value words of the asked q read as "
+                                     "filters (as /search/ reads them, split_filters): q is then the words left; "
+                                     "None when q had none")
     options: dict[str, list[tuple[str, str]]] = Field(default_factory=dict, exclude=True)
 
 
