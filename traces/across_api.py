@@ -28,11 +28,22 @@ def search_all(request, q: str, agent: str | None = None, benchmark: str | None 
     field around the first word) and ``marks`` ([start, end) character offsets of the words in it).
     ``candidates``: runs the word index names (the number of matching runs when ``exact``). Filters as /runs/
     (``verdict``: flagged | judge_error | clean | not_assessed, or ``<question>:<label>``) and the step's
-    ``kind`` and ``tool``."""
-    return search.search_page(q[:search.MAX_QUERY], agent=agent, benchmark=benchmark, base_model=base_model,
-                              state=state, suite=suite, facet=facet, flagged=flagged, verdict=verdict,
-                              latest_only=latest, kind=kind or None, tool=tool, after=after,
-                              limit=max(1, min(limit, 100)))
+    ``kind`` and ``tool``. ``key=value`` words of ``q`` naming one of these filters and one of its values
+    (``benchmark=gsm8k loss``, ``agent="Opus 4.6"``) are that filter, as on /search/ (they win over the
+    parameter): ``typed`` says which, ``q`` the words left."""
+    asked = q[:search.MAX_QUERY]
+    typed = search.split_filters(asked, search.filter_options()) if "=" in asked else None
+    given = {f.param: f.value for f in typed.filters} if typed else {}
+    page = search.search_page(
+        typed.q.strip() if typed and typed.filters else asked, agent=given.get("agent", agent),
+        benchmark=given.get("benchmark", benchmark), base_model=given.get("base_model", base_model),
+        state=given.get("state", state), suite=suite, facet=facet,
+        flagged=given["flagged"] == "1" if "flagged" in given else flagged, verdict=given.get("verdict", verdict),
+        latest_only=True if "latest" in given else latest, kind=given.get("kind", kind) or None,
+        tool=given.get("tool", tool), after=after, limit=max(1, min(limit, 100)))
+    if typed and (typed.filters or typed.refused):
+        page.typed = typed
+    return page
 
 
 @router.get("/compare", response=compare.ComparePage, summary="Runs side by side, as on /compare/")

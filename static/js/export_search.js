@@ -6,6 +6,10 @@
 // and "stale", the runs whose records in the bundle are hidden by the "not" filter). The address keeps the search
 // (?q=&run=&agent=...), so a search can be linked; the run page's form sends ?run=<id> (and trace, kind, tool) to
 // search one run. Links are made from the site's root as this page sees it, so the copy can live under any path.
+// key=value words of the query (benchmark=gsm8k, agent="Opus 4.6", kind=tool_call), as the live search reads them
+// (traces.selectors.search.split_filters), choose that filter when this page has it and one of its values is the
+// value (case aside); the page says what it understood; the rest stay words. Read from the address (the header's
+// box on every page sends q) and on Enter, not while typing.
 (function () {
   "use strict";
   const form = document.getElementById("search-form");
@@ -15,6 +19,8 @@
   const status = document.getElementById("search-status");
   const more = document.getElementById("search-more");
   const runNote = document.getElementById("search-run");
+  const typedNote = document.getElementById("typed-filters");
+  const TYPED = /(^|\s)([a-z_]+)=(?:"([^"]*)"|(\S+))(?=\s|$)/g;
   const PAGE = 20;
   const selects = Array.from(form.querySelectorAll("select"));
   const wanted = new URLSearchParams(window.location.search);
@@ -77,6 +83,54 @@
       });
     }
     return pagefind;
+  }
+
+  // Takes the key=value words of the search box that name a filter of this page and one of its values out of it,
+  // choosing that value; says so in #typed-filters (as text). A known filter with an unknown value stays words.
+  function readTyped() {
+    const understood = [];
+    const refused = [];
+    const rest = input.value.replace(TYPED, function (all, space, key, quoted, bare) {
+      const select = selects.find(function (s) { return s.name === key; });
+      if (!select) return all;
+      const value = (quoted !== undefined ? quoted : bare).trim().toLowerCase();
+      const option = Array.from(select.options).find(function (o) { return o.value && o.value.toLowerCase() === value; });
+      const label = select.parentNode.firstChild.textContent.trim();
+      if (!option) {
+        refused.push([all.trim(), label]);
+        return all;
+      }
+      select.value = option.value;
+      understood.push([all.trim(), label + ": " + option.value]);
+      return space;
+    }).replace(/\s+/g, " ").trim();
+    if (!understood.length && !refused.length) {
+      typedNote.hidden = true;  // this search typed none: the last one's note no longer applies
+      return;
+    }
+    if (understood.length) input.value = rest;
+    typedNote.replaceChildren();
+    function add(tag, text) {
+      const el = typedNote.appendChild(document.createElement(tag));
+      el.textContent = text;
+    }
+    if (understood.length) {
+      typedNote.append("Read as filters: ");
+      understood.forEach(function (u, i) {
+        if (i) typedNote.append(", ");
+        add("code", u[0]);
+        typedNote.append(" is ");
+        add("strong", u[1]);
+      });
+      typedNote.append(rest ? ", searching " : ".");
+      if (rest) { add("q", rest); typedNote.append("."); }
+    }
+    refused.forEach(function (r) {
+      if (typedNote.childNodes.length) typedNote.append(" ");
+      add("code", r[0]);
+      typedNote.append(": not a value of the filter " + r[1] + " in this copy of the site: searched as words.");
+    });
+    typedNote.hidden = false;
   }
 
   function filters() {
@@ -174,13 +228,14 @@
       + " pages of steps that hold the words; more below.";
   }
 
-  async function search(wait) {
+  async function search(wait, typed) {
     const mine = ++generation;
     const run = form.elements.run.value;
     runNote.hidden = !run;
     if (run && !runNote.querySelector(".run-title").textContent) runNote.querySelector(".run-title").textContent = run;
     const pf = await load();  // first: it fills the filters' choices (and picks those the address names)
     if (mine !== generation) return;
+    if (typed) readTyped();
     const q = input.value.trim();
     const chosen = filters();
     remember(q, chosen);
@@ -204,10 +259,10 @@
 
   input.addEventListener("input", function () { search(true); });
   selects.forEach(function (select) { select.addEventListener("change", function () { search(false); }); });
-  form.addEventListener("submit", function (event) { event.preventDefault(); search(false); });
+  form.addEventListener("submit", function (event) { event.preventDefault(); search(false, true); });
   more.addEventListener("click", async function () {
     const mine = generation;
     if (await showMore(mine)) say(counted(input.value.trim()));
   });
-  if (input.value || form.elements.run.value) search(false);
+  if (input.value || form.elements.run.value) search(false, true);
 })();

@@ -226,14 +226,16 @@
       + " " + steps.rows.length + " row" + (steps.rows.length === 1 ? "" : "s") + " here; each step links to its own page."));
     const body = el("tbody", {id: "compare-rows"});
     for (const r of steps.rows) {
-      body.appendChild(el("tr", {}, el("td", {className: "at"}, r.at || ""), ...r.cells.map(stepCell)));
+      // Aligned by position, a row has no time: no first column (its "#" was empty on every row).
+      const at = steps.mode === "time" ? [el("td", {className: "at"}, r.at || "")] : [];
+      body.appendChild(el("tr", {}, ...at, ...r.cells.map(stepCell)));
     }
     if (steps.more) {
-      body.appendChild(el("tr", {}, el("td", {colspan: String(n + 1), className: "muted"}, "More steps: on each run's page.")));
+      body.appendChild(el("tr", {}, el("td", {colspan: String(steps.mode === "time" ? n + 1 : n), className: "muted"}, "More steps: on each run's page.")));
     }
     const stepNames = sides.map(function (s, i) { return el("th", {}, runNo(i + 1), " " + s.name); });
     parts.push(el("div", {className: "compare-scroll"}, el("table", {className: "compare-steps", id: "compare-steps"},
-      el("thead", {}, el("tr", {}, el("th", {className: "at"}, steps.mode === "time" ? "Elapsed" : "#"), ...stepNames)),
+      el("thead", {}, el("tr", {}, ...(steps.mode === "time" ? [el("th", {className: "at"}, "Elapsed")] : []), ...stepNames)),
       body)));
     root.replaceChildren(...parts);
     root.dataset.ready = "true";

@@ -17,6 +17,7 @@ from ..steps import KindFilter
 from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerdict, Model, OverrideEntry, Percent, Run,
                        RunTexts, StepPage)
 from .analysis import Timeline, read_timeline, read_timeline_summary
+from . import compare
 from .compare import Peer, read_cell_peers
 from .runs import (EXPLORATORY_ORIGINS, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
@@ -68,6 +69,12 @@ class RunPage(Run, RunTexts):
     judge_questions: list[JudgeQuestion] = Field(default_factory=list)
     challenges: list[PublicChallenge] = Field(default_factory=list)
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
+
+    @property
+    def other_agents_cut(self) -> bool:
+        """Whether the other agents' runs ``peers`` offers may leave some of the cell out: ``pick_peers`` chose
+        ``PEERS_SHOWN`` of them (those whose method follows the run's by name); fewer are every other agent's."""
+        return sum(p.relation == "other" for p in self.peers) >= compare.PEERS_SHOWN
     steps: StepPage
     timeline: Timeline = Field(exclude=True)
     tools: list[str]

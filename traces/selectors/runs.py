@@ -484,20 +484,30 @@ def run_texts(run_id: str) -> RunTexts | None:
 
 @warehouse.retrying
 def filter_options() -> dict[str, list[tuple[str, str]]]:
-    """The values the runs list can be filtered by, as (value, label) pairs: ``agents`` (key, display name),
-    ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs (id, the default suite's display name),
-    sorted by label."""
+    """The values the runs list can be filtered by, as (value, label) pairs: ``agents`` (key, the display name
+    its runs show, :func:`agent_display`: an unlisted sweep is "<listed agent> (unlisted sweep)", not its stored
+    ``<config> (<harness agent>)``), ``benchmarks`` and ``base_models`` of the ingested (non-baseline) runs (id,
+    the default suite's display name), each sorted by label, case aside."""
     with warehouse.connect() as con:
         return read_filter_options(con)
 
 
 def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
     # One scan of the runs for the three lists (each query on a DuckLake table has a fixed cost of its own).
-    pairs, bench_ids, model_ids = con.execute(
-        "SELECT list(DISTINCT struct_pack(k := m.agent_key, n := m.agent_name)), list(DISTINCT r.benchmark), "
-        f"list(DISTINCT r.base_model) FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN}").fetchone()
-    agents = sorted(((p["k"], p["n"]) for p in pairs or ()),  # by name then key, names NULL last (SQL's order)
-                    key=lambda a: (a[1] is None, a[1] or "", a[0] is None, a[0] or ""))
+    methods, bench_ids, model_ids = con.execute(
+        "SELECT list(DISTINCT struct_pack(k := m.agent_key, n := m.agent_name, s := r.suite, m := r.method)), "
+        f"list(DISTINCT r.benchmark), list(DISTINCT r.base_model) FROM runs r JOIN methods m ON m.id = r.method "
+        f"WHERE {AGENT_RUN}").fetchone()
+    # A key's label is the name its runs show (the runs list's and search results' rows, the leaderboard's): the
+    # first of its methods by name names it (every method of a key shows one name).
+    named: dict[Any, Any] = {}  # agent key: its label (either NULL in a hand-made warehouse)
+    for t in sorted(methods or (), key=lambda t: (t["k"] is None, t["k"] or "", t["m"] or "")):
+        if t["k"] in named:
+            continue
+        suite_of = display_suite(t["s"]) if t["s"] else None
+        named[t["k"]] = agent_display(suite_of, t["m"], t["n"] or "") if suite_of and t["m"] else t["n"]
+    agents = sorted(named.items(),  # by name (case aside) then key, names NULL last (SQL's order)
+                    key=lambda a: (a[1] is None, (a[1] or "").lower(), a[0] is None, a[0] or ""))
     benchmarks = [(b,) for b in sorted(b for b in bench_ids or () if b is not None)]
     models = [(m,) for m in sorted(m for m in model_ids or () if m is not None)]
     suite = display_suite()

@@ -196,7 +196,8 @@ class SearchPage(Model):
     filters (an upper bound of the runs that match; ``exact`` when it is their number: a query of single words
     without kind or tool filter, every run indexed). ``tested``: runs this page tested. ``total``: the runs that
     match in all when it is known: ``candidates`` when ``exact``, else this page's runs when it is the first and
-    the last (every candidate checked: a phrase, a kind or tool filter); None when later pages may add runs."""
+    the last (every candidate checked: a phrase, a kind or tool filter); None when later pages may add runs.
+    ``typed``: the JSON twin's ``key=value`` words of ``q`` read as filters (the page says them in words)."""
 
     q: str
     needles: list[str]
@@ -207,6 +208,9 @@ class SearchPage(Model):
     exact: bool
     tested: int
     total: int | None = None
+    typed: TypedQuery | None = Field(default=None, description="the key=value words of the asked q read as "
+                                     "filters (as /search/ reads them, split_filters): q is then the words left; "
+                                     "None when q had none")
     options: dict[str, list[tuple[str, str]]] = Field(default_factory=dict, exclude=True)
 
 
