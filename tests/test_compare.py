@@ -304,3 +304,23 @@ def test_a_side_file_holds_the_runs_phase_axis_for_every_larger_budget(demo_inge
     assert [(s.index, s.output, s.input, s.output_cut) for s in side.steps[:compare.STEPS_SHOWN]] == [
         (s.index, s.output, s.input, s.output_cut) for s in steps]
     assert len(side.steps) == min(run.step_count, compare.STEPS_SHOWN + 1)
+
+
+def test_a_bin_with_two_phases_tied_takes_the_first_by_name_every_time():
+    """A phase-axis bin holding as many seconds of training as of evaluation is "evaluation" (the first by name)
+    on every read: ``arg_max`` alone chose either, so the static side file and the live page could draw the same
+    bin in two colours (seen in a test run, 1 in ~3)."""
+    from types import SimpleNamespace
+
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads = 4")
+    con.execute("CREATE TABLE phases (run_id VARCHAR, phase VARCHAR, start_s DOUBLE, end_s DOUBLE)")
+    width = 3600.0 / compare.PHASE_BINS
+    rows = [("r", "training" if i % 2 else "evaluation", b * width + i * width / 4, b * width + (i + 1) * width / 4)
+            for b in range(compare.PHASE_BINS) for i in range(4)]
+    con.executemany("INSERT INTO phases VALUES (?, ?, ?, ?)", rows)
+    for _ in range(20):
+        _, bins = compare._phases(con, SimpleNamespace(id="r"), 3600.0)
+        assert [b.phase for b in bins] == ["evaluation"] * compare.PHASE_BINS

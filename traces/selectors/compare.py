@@ -156,14 +156,15 @@ def parse_cursors(value: str | None) -> list[int]:
 
 def _phases(con, run: Run, budget_s: float) -> tuple[dict[str, float], list[PhaseBin]]:
     """Seconds per phase and the phase axis in PHASE_BINS bins of ``budget_s / PHASE_BINS`` (each bin's phase:
-    the one with most seconds in it), in SQL: a 60,000-step trace's ~5,000 stretches become 120 rows at most."""
+    the one with most seconds in it, the first by name on a tie: ``arg_max`` alone picked either, so one axis could
+    differ between two reads), in SQL: a 60,000-step trace's ~5,000 stretches become 120 rows at most."""
     width = max(budget_s, 1.0) / PHASE_BINS
     split = dict.fromkeys(PHASES, 0.0)
     for phase, seconds in con.execute("SELECT phase, sum(end_s - start_s) FROM phases WHERE run_id = ? GROUP BY phase",
                                       [run.id]).fetchall():
         split[phase] = split.get(phase, 0.0) + seconds
     rows = con.execute(
-        "SELECT b, arg_max(phase, s) FROM (SELECT b, phase, sum(least(end_s, (b + 1) * ?) - greatest(start_s, b * ?)) "
+        "SELECT b, first(phase ORDER BY s DESC, phase) FROM (SELECT b, phase, sum(least(end_s, (b + 1) * ?) - greatest(start_s, b * ?)) "
         "AS s FROM (SELECT phase, start_s, end_s, unnest(range(CAST(floor(start_s / ?) AS BIGINT), "
         "CAST(floor(greatest(end_s - 1e-9, start_s) / ?) AS BIGINT) + 1)) AS b FROM phases WHERE run_id = ? "
         "AND end_s > start_s AND start_s < ?) WHERE b < ? GROUP BY b, phase) GROUP BY b ORDER BY b",
