@@ -6,7 +6,9 @@ A run is stored in one transaction (with the other runs of its ingest batch): wi
 bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of ``vocabulary.TEXT_CHUNK``
 bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
 rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
-transaction. Reading results trees is ``ingest``.
+transaction. Every write that changes what a page over a suite's latest runs reads (an ingest batch, a rerun's
+evaluation, an override, a re-run judge) replaces the rows of ``latest_runs`` it touched in the same transaction
+(:func:`refresh_latest_runs`). Reading results trees is ``ingest``.
 """
 from __future__ import annotations
 
