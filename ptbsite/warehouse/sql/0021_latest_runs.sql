@@ -15,25 +15,31 @@
 -- traces.vocabulary.PHASES (NULL: none; tests/test_latest_runs.py checks the names); idle_stretches: how many.
 -- Scalars, not lists: a page reads them without converting a list per run (K=90: 38 against 13 CPU ms).
 CREATE VIEW latest_run_rows AS
-SELECT r.suite, r.id AS run_id, r.method, r.benchmark, r.base_model, r.state,
-    (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id AND e.origin NOT IN ('rerun-exploratory',
-        'rerun-partial') ORDER BY e.created_at DESC LIMIT 1) AS score,
-    (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id ORDER BY e.created_at DESC LIMIT 1) AS newest_accuracy,
+SELECT r.suite, r.id AS run_id, r.method, r.benchmark, r.base_model, r.state, e.score, e.newest_accuracy,
     r.time_taken_s, r.budget_hours, r.synthetic, r.trace_format, r.tokens_in, r.tokens_out, r.cost_usd,
-    (SELECT CAST(to_json(list(struct_pack(judge := v.judge, attempt := v.attempt, era := v.era, kind := v.kind,
-        value := v.value, flagged := v.flagged) ORDER BY v.era, v.judge, v.attempt, v.kind)) AS VARCHAR)
-        FROM verdicts v WHERE v.run_id = r.id) AS verdicts,
-    (SELECT CAST(to_json(list(struct_pack(kind := o.kind, flagged := o.flagged) ORDER BY o.created_at)) AS VARCHAR)
-        FROM verdict_overrides o WHERE o.run_id = r.id) AS overrides,
-    (SELECT ',' || string_agg(DISTINCT f.facet, ',' ORDER BY f.facet) || ',' FROM facets f WHERE f.run_id = r.id)
-        AS facets,
-    (SELECT max(f.value_num) FILTER (WHERE f.facet = 'self_score') FROM facets f WHERE f.run_id = r.id) AS self_score,
-    EXISTS (SELECT 1 FROM phases p WHERE p.run_id = r.id) AS traced,
-    (SELECT sum(p.end_s - p.start_s) FROM phases p WHERE p.run_id = r.id AND p.phase = 'data') AS data_s,
-    (SELECT sum(p.end_s - p.start_s) FROM phases p WHERE p.run_id = r.id AND p.phase = 'training') AS training_s,
-    (SELECT sum(p.end_s - p.start_s) FROM phases p WHERE p.run_id = r.id AND p.phase = 'evaluation') AS evaluation_s,
-    (SELECT sum(p.end_s - p.start_s) FROM phases p WHERE p.run_id = r.id AND p.phase = 'other') AS other_s,
-    (SELECT sum(p.end_s - p.start_s) FROM phases p WHERE p.run_id = r.id AND p.phase = 'idle') AS idle_s,
-    (SELECT count(*) FROM phases p WHERE p.run_id = r.id AND p.phase = 'idle') AS idle_stretches
-FROM runs r WHERE r.is_latest;
+    v.verdicts, o.overrides, f.facets, f.self_score, p.traced, p.data_s, p.training_s, p.evaluation_s, p.other_s,
+    p.idle_s, p.idle_stretches
+FROM runs r
+LEFT JOIN LATERAL (SELECT max_by(e.accuracy, e.created_at) FILTER (WHERE e.origin NOT IN ('rerun-exploratory',
+        'rerun-partial')) AS score, max_by(e.accuracy, e.created_at) AS newest_accuracy
+    FROM evaluations e WHERE e.run_id = r.id) e ON true
+LEFT JOIN LATERAL (SELECT CAST(to_json(list(struct_pack(judge := v.judge, attempt := v.attempt, era := v.era,
+        kind := v.kind, value := v.value, flagged := v.flagged) ORDER BY v.era, v.judge, v.attempt, v.kind))
+        AS VARCHAR) AS verdicts
+    FROM verdicts v WHERE v.run_id = r.id) v ON true
+LEFT JOIN LATERAL (SELECT CAST(to_json(list(struct_pack(kind := o.kind, flagged := o.flagged) ORDER BY o.created_at))
+        AS VARCHAR) AS overrides
+    FROM verdict_overrides o WHERE o.run_id = r.id) o ON true
+LEFT JOIN LATERAL (SELECT ',' || string_agg(DISTINCT f.facet, ',' ORDER BY f.facet) || ',' AS facets,
+        max(f.value_num) FILTER (WHERE f.facet = 'self_score') AS self_score
+    FROM facets f WHERE f.run_id = r.id) f ON true
+LEFT JOIN LATERAL (SELECT count(*) > 0 AS traced,
+        sum(p.end_s - p.start_s) FILTER (WHERE p.phase = 'data') AS data_s,
+        sum(p.end_s - p.start_s) FILTER (WHERE p.phase = 'training') AS training_s,
+        sum(p.end_s - p.start_s) FILTER (WHERE p.phase = 'evaluation') AS evaluation_s,
+        sum(p.end_s - p.start_s) FILTER (WHERE p.phase = 'other') AS other_s,
+        sum(p.end_s - p.start_s) FILTER (WHERE p.phase = 'idle') AS idle_s,
+        count(*) FILTER (WHERE p.phase = 'idle') AS idle_stretches
+    FROM phases p WHERE p.run_id = r.id) p ON true
+WHERE r.is_latest;
 CREATE TABLE latest_runs AS SELECT * FROM latest_run_rows ORDER BY suite, method, benchmark, base_model;
