@@ -31,7 +31,7 @@ from ptbsite import warehouse
 from ptbsite.suites import load_suite
 from traces import search_across, search_index, vocabulary
 from traces.records import FacetRow, PhaseRow
-from traces.services import insert_records
+from traces.services import insert_records, refresh_latest_runs
 from traces.vocabulary import STEP_TEXT_CAP
 from traces.steps import Step
 
@@ -155,6 +155,7 @@ def _reindex_run(run_id: str, families: list[str], context: evidence.EvidenceCon
             con.execute("DELETE FROM phases WHERE run_id = ?", [run_id])
             insert_records(con, FacetRow, found.facets)
             insert_records(con, PhaseRow, found.phases)
+            refresh_latest_runs(con, run_ids=[run_id])  # the analysis reads them there
         if "evidence" in families:
             # Judge traces are never marked (the ingest marks the agent's calls only).
             con.execute("UPDATE steps SET suspicious = NULL WHERE run_id = ? AND suspicious IS NOT NULL", [run_id])

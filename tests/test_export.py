@@ -64,6 +64,9 @@ def _write(warehouse_file: Path, *statements: tuple[str, list]) -> None:
     with closing(duckdb.connect(str(warehouse_file))) as con:
         for sql, params in statements:
             con.execute(sql, params)
+        # Every write of the site keeps latest_runs (traces.services.refresh_latest_runs): here, all of it.
+        con.execute("DELETE FROM latest_runs")
+        con.execute("INSERT INTO latest_runs SELECT * FROM latest_run_rows")
     warehouse.version.bump(str(warehouse_file))
 
 

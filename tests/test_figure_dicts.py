@@ -50,7 +50,7 @@ def plotly_calibration(runs) -> dict:
 
 
 def test_the_calibration_dicts_equal_plotlys_figure(demo_ingested):
-    runs = selectors.analysis("posttrainbench").runs
+    runs = selectors.analysis("posttrainbench").rated  # the runs with a ratio: the chart's candidates
     built = figures.calibration(runs)
     assert sum(len(t["x"]) for t in built["data"]) >= 3  # the demo has runs with a ratio
     assert same_json(built, plotly_calibration(runs))

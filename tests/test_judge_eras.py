@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import judge_eras_tree as eras
+from traces import services
 from tests.results_tree import A, B
 from tests.test_upstream_rules import (ALL_BASE, W_AIME, W_ARENA, W_BFCL, W_GPQA, W_GSM8K)
 
@@ -192,6 +193,7 @@ def test_reviewers_overrides_on_top_unless_reviews_0(eras_tree, client):
         con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
                     "VALUES (?, 'contamination', false, 'the flagged file was the train split', 'reviewer', ?)",
                     [run.id, datetime(2026, 11, 1)])
+        services.refresh_latest_runs(con, run_ids=[run.id])  # as traces.services.override_verdict does
     try:
         for rule in ("era", "any", "majority", "ignore"):
             for reviews, gsm8k in (("1", 80), ("0", CELLS["gsm8k"][RULES.index(rule)])):
@@ -214,6 +216,7 @@ def test_reviewers_overrides_on_top_unless_reviews_0(eras_tree, client):
     finally:
         with warehouse.connect() as con:
             con.execute("DELETE FROM verdict_overrides WHERE run_id = ?", [run.id])
+            services.refresh_latest_runs(con, run_ids=[run.id])
 
 
 UPSTREAM_MIRROR = Path(os.environ.get("PTB_UPSTREAM_MIRROR", "/work/.mirror/aisa-group+PostTrainBench/repo"))

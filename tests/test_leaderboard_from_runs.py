@@ -17,7 +17,7 @@ from leaderboard import selectors
 from leaderboard.services import DEFAULT_PUBLISHED_DIR
 from ptbsite import warehouse
 from ptbsite.suites import load_suite
-from traces import layout
+from traces import layout, services
 from ingest.tree import ingest_tree
 
 WEIGHTS = json.loads((DEFAULT_PUBLISHED_DIR / "data/factors.json").read_text())
@@ -137,6 +137,7 @@ def test_an_override_changes_the_leaderboard(hand_tree):
         con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
                     "VALUES (?, 'disallowed_model', false, 'the downloaded model was the base model', 'reviewer', ?)",
                     [hand_tree["overridden"], datetime(2026, 11, 1)])
+        services.refresh_latest_runs(con, run_ids=[hand_tree["overridden"]])  # as services.override_verdict does
     run_a = method_metric({("Qwen3-1.7B-Base", "gsm8k"): 0.5, ("Qwen3-1.7B-Base", "gpqamain"): 0.3,
                            ("gemma-3-4b-pt", "humaneval"): 0.6})
     run_b = method_metric({("Qwen3-1.7B-Base", "gsm8k"): 0.7})

@@ -44,7 +44,7 @@ def _runs_to_check(report) -> list[str]:
     picks = [next(r for r in report.runs if r.flagged_contamination and r.suspicious_trace),
              next(r for r in report.runs if r.accuracy is None),
              next(r for r in report.runs if r.accuracy is not None and r.steps_planned)]
-    facts = [f for f in selectors.analysis("posttrainbench").runs if f.self_score is not None and f.ratio is not None]
+    facts = [f for f in selectors.analysis("posttrainbench").rated if f.self_score is not None]
     ids = [_id(r) for r in picks] + [facts[0].run.id]
     return list(dict.fromkeys(ids))
 

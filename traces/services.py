@@ -6,7 +6,9 @@ A run is stored in one transaction (with the other runs of its ingest batch): wi
 bytes are not shown); the whole text is kept in ``step_texts``, zlib-compressed in chunks of ``vocabulary.TEXT_CHUNK``
 bytes, and served range by range (``traces.selectors.step_text``). Each batch of steps written also writes its
 rows of the word index ``step_words`` (``traces.search_index``), from the steps' whole texts, in the same
-transaction. Reading results trees is ``ingest``.
+transaction. Every write that changes what a page over a suite's latest runs reads (an ingest batch, a rerun's
+evaluation, an override, a re-run judge) replaces the rows of ``latest_runs`` it touched in the same transaction
+(:func:`refresh_latest_runs`). Reading results trees is ``ingest``.
 """
 from __future__ import annotations
 
@@ -272,18 +274,44 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     search_across.sort_step_words(con)
     in_batch = Counter(_cell(w.rows.run) for w in batch)
     cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
-    if not cells:
+    if cells:
+        # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
+        # (DuckLake writes every updated row again). One statement for every cell of the batch.
+        values = ", ".join("(?, ?, ?)" for _ in cells)
+        con.execute(
+            f"UPDATE runs SET is_latest = (runs.cluster_id = top.cluster_id) FROM ("
+            f"SELECT r.method, r.benchmark, r.base_model, max(r.cluster_id) AS cluster_id FROM runs r "
+            f"JOIN (VALUES {values}) AS cell(method, benchmark, base_model) USING (method, benchmark, base_model) "
+            f"GROUP BY ALL) AS top WHERE runs.method = top.method AND runs.benchmark = top.benchmark AND "
+            f"runs.base_model = top.base_model AND runs.is_latest IS DISTINCT FROM (runs.cluster_id = top.cluster_id)",
+            [value for cell in cells for value in cell])
+    refresh_latest_runs(con, cells=sorted(in_batch), run_ids=replaced)
+
+
+def refresh_latest_runs(con, *, cells: Sequence[tuple[str, str, str]] = (), run_ids: Sequence[str] = ()) -> None:
+    """Replace, inside the caller's transaction, the rows of ``latest_runs`` (what the pages over a suite's
+    latest runs read: migration 0021) of the ``cells`` ((method, benchmark, base model): their latest run, after
+    an ingest batch) and of the runs ``run_ids`` (a run whose evaluations, verdicts, overrides, facets or phases
+    changed; a run replaced by an ingest), from their definition, the view ``latest_run_rows``. A run that is
+    not the latest of its cell has no row. Every write that changes what a row holds calls it: without it, the
+    pages over the latest runs would show what was stored before. Two statements (a DELETE, an INSERT from the
+    view); the cells are a join with VALUES and the runs one list parameter, not a parameter per row. Raises
+    duckdb.Error."""
+    where: list[str] = []
+    params: list[object] = []
+    if cells:
+        where.append(f"EXISTS (SELECT 1 FROM (VALUES {', '.join('(?, ?, ?)' for _ in cells)}) AS "
+                     "cell(method, benchmark, base_model) WHERE cell.method = {t}.method AND cell.benchmark = "
+                     "{t}.benchmark AND cell.base_model = {t}.base_model)")
+        params += [value for cell in cells for value in cell]
+    if run_ids:
+        where.append("list_contains(?, {t}.run_id)")
+        params.append(list(dict.fromkeys(run_ids)))
+    if not where:
         return
-    # The latest run of a cell is the one with the highest cluster id; only rows whose flag changes are written
-    # (DuckLake writes every updated row again). One statement for every cell of the batch.
-    values = ", ".join("(?, ?, ?)" for _ in cells)
-    con.execute(
-        f"UPDATE runs SET is_latest = (runs.cluster_id = top.cluster_id) FROM ("
-        f"SELECT r.method, r.benchmark, r.base_model, max(r.cluster_id) AS cluster_id FROM runs r "
-        f"JOIN (VALUES {values}) AS cell(method, benchmark, base_model) USING (method, benchmark, base_model) "
-        f"GROUP BY ALL) AS top WHERE runs.method = top.method AND runs.benchmark = top.benchmark AND "
-        f"runs.base_model = top.base_model AND runs.is_latest IS DISTINCT FROM (runs.cluster_id = top.cluster_id)",
-        [value for cell in cells for value in cell])
+    condition = " OR ".join(where)
+    con.execute("DELETE FROM latest_runs WHERE " + condition.format(t="latest_runs"), params)
+    con.execute("INSERT INTO latest_runs SELECT l.* FROM latest_run_rows l WHERE " + condition.format(t="l"), params)
 
 
 def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
@@ -375,6 +403,7 @@ def add_evaluation(*, run_id: str, accuracy: float, metrics: dict, provenance: d
             id=evaluation_id, run_id=run_id, origin="rerun-exploratory" if exploratory else "rerun",
             accuracy=float(accuracy), metrics_json=json.dumps(metrics), provenance_json=json.dumps(provenance),
             created_at=now)])
+        refresh_latest_runs(con, run_ids=[run_id])
 
     warehouse.run_in_transaction(write)
 
@@ -408,6 +437,7 @@ def override_verdict(*, run_id: str, kind: str, flagged: bool, reason: str, revi
         con.execute(
             "INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at, previous) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, kind, flagged, reason.strip(), reviewer, now, previous])
+        refresh_latest_runs(con, run_ids=[run_id])
         return previous
 
     previous = warehouse.run_in_transaction(write)
@@ -435,6 +465,7 @@ def store_judge_rerun(*, run_id: str, verdicts: list[Verdict]) -> int:
             con.execute("DELETE FROM verdicts WHERE run_id = ? AND judge = ? AND attempt = 'rerun' AND era = ? AND kind = ?",
                         [run_id, row.judge, row.era, row.kind])
         insert_records(con, VerdictRow, rows)
+        refresh_latest_runs(con, run_ids=[run_id])
 
     warehouse.run_in_transaction(write)
     return len(rows)

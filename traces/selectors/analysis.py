@@ -2,9 +2,9 @@
 (facts of a suite's latest runs and the per-agent tables built from them). Scores are fractions."""
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ptbsite import warehouse
 from ptbsite.suites import display_suite
@@ -14,7 +14,7 @@ from pydantic import Field, computed_field
 from ..reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ..schemas import Model, Percent, Run
 from ..vocabulary import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
-from .runs import AGENT_RUN, SCORE_SQL, agent_display, fetch_dicts
+from .runs import AGENT_RUN, agent_display, fetch_dicts
 
 class TimelineCall(Model):
     """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped).
@@ -253,15 +253,21 @@ class AnalysisTwin(Model):
 
 @dataclass
 class Analysis:
-    """The analysis page of a suite: its latest runs' facts and the per-agent tables built from them."""
+    """The analysis page of a suite: the per-agent tables over its latest runs (``run_count`` of them,
+    ``synthetic_runs`` generated demo runs) and, for the calibration chart and the twins, the runs with a defined
+    overoptimism ratio (:attr:`rated`, built from ``rated_rows`` when first asked for: the page itself does not
+    read them, so its cost does not grow with the runs)."""
 
     suite: str
-    runs: list[RunFacts]
+    run_count: int
+    synthetic_runs: int
     method_mix: list[MethodMix]
     score_by_method: list[MethodScore]
     calibration: list[AgentCalibration]
     time_use: list[AgentTimeUse]
     reported: list[ReportedFact] = field(default_factory=list)
+    rated_rows: list[tuple] = field(default_factory=list, repr=False)  # _RUN_SQL rows, in the page's order
+    base_scores: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)  # (base model, benchmark)
 
     @property
     def reported_by_topic(self) -> list[tuple[str, list[ReportedFact]]]:
@@ -270,10 +276,12 @@ class Analysis:
         topics = [(text, [f for f in self.reported if f.topic == topic]) for topic, text in FACT_TOPIC_TEXT.items()]
         return [(text, items) for text, items in topics if items]
 
-    @property
-    def synthetic_runs(self) -> int:
-        """How many of the runs are generated demo runs."""
-        return sum(1 for f in self.runs if f.run.synthetic)
+    @cached_property
+    def rated(self) -> list[RunFacts]:
+        """The facts of the runs with a defined ratio (self-reported / verified), ordered by agent name then run
+        id as the page's tables are: the calibration chart's points and the twin's ``calibration.runs``. Shared by
+        every caller of the analysis of a warehouse version (callers must not change them)."""
+        return [f for f in _facts(self.rated_rows, display_suite(self.suite), self.base_scores) if f.ratio is not None]
 
     def twin(self) -> AnalysisTwin:
         """The page's JSON twin: every section in one object."""
@@ -286,7 +294,7 @@ class Analysis:
             CalibrationRun(run_id=f.run.id, agent_key=f.run.agent_key, benchmark=f.run.benchmark,
                            base_model=f.run.base_model, self_score=f.self_score, verified=f.verified, ratio=f.ratio,
                            base_score=f.base_score)
-            for f in self.runs if f.ratio is not None and f.self_score is not None and f.verified is not None])
+            for f in self.rated if f.ratio is not None and f.self_score is not None and f.verified is not None])
 
 
 def _mean(values: list[float]) -> float | None:
@@ -305,50 +313,71 @@ def run_facts(suite: str) -> list[RunFacts]:
         return read_run_facts(con, suite)
 
 
+# What the analysis reads of a run: its row of ``latest_runs`` (migration 0021) with its method's agent, every
+# value a scalar: ``mask`` has bit i set when the run used METHOD_FACETS[i] (a string search in the stored facet
+# names); ``traced`` it has phases; ``idle`` its idle stretches; then its seconds in each phase of PHASES (0 for
+# none). The order of :func:`_facts`' rows.
+_RUN_SQL = ("SELECT r.run_id, r.method, m.agent_key, m.agent_name, r.benchmark, r.base_model, r.synthetic, r.score, "
+            "r.time_taken_s, r.budget_hours, r.self_score, "
+            + " + ".join(f"coalesce(contains(r.facets, ',{m},')::INTEGER, 0) * {1 << i}"
+                         for i, m in enumerate(METHOD_FACETS))
+            + ", r.traced, r.idle_stretches, " + ", ".join(f"coalesce(r.{p}_s, 0.0)" for p in PHASES)
+            + f" FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN}")
+_SCORE, _SELF, _MASK = 7, 10, 11
+
+
+def _read_rows(con, suite: str) -> list[tuple]:
+    """The suite's latest agent runs as :data:`_RUN_SQL` rows, ordered by stored agent name (case-blind) then id:
+    the page's order (each agent's first run opens its row)."""
+    rows = con.execute(_RUN_SQL, [suite]).fetchall()
+    rows.sort(key=lambda row: ((row[3] or "").lower(), row[0]))
+    return rows
+
+
 def read_run_facts(con, suite: str) -> list[RunFacts]:
     """:func:`run_facts` on an open connection. The runs are read with what the page shows of them
     (:class:`FactRun`: no verdicts, which the analysis does not count), agent names resolved once per method.
 
-    One query: each run's method facets, self-reported score, seconds per phase and idle gaps are aggregated per
-    run in SQL (joins on the suite's latest runs, no list of ids), so Python sees one row per run, not one per facet
-    and phase row (K=90: ~20,000 facet and ~9,000 phase rows for 2,520 runs). The latest runs are materialized
-    once for the three joins (K=90: 94 -> 61 CPU ms for the query, bench/RESULTS.md)."""
-    shown, names = display_suite(suite), {}
-    phase_sums = ", ".join(f"sum(p.end_s - p.start_s) FILTER (WHERE p.phase = '{p}')" for p in PHASES)
-    methods_in = ", ".join(f"'{m}'" for m in METHOD_FACETS)
-    rows = con.execute(f"""
-        WITH latest AS MATERIALIZED (SELECT r.id, r.method, r.benchmark, r.base_model, r.synthetic, r.time_taken_s,
-                               r.budget_hours, {SCORE_SQL} AS score
-                        FROM runs r WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN}),
-        own AS (SELECT f.run_id, list(DISTINCT f.facet) FILTER (WHERE f.facet IN ({methods_in})) AS methods,
-                       max(f.value_num) FILTER (WHERE f.facet = 'self_score') AS self_score
-                FROM facets f JOIN latest l ON l.id = f.run_id GROUP BY f.run_id),
-        timed AS (SELECT p.run_id, {phase_sums}, count(*) FILTER (WHERE p.phase = 'idle') AS idle
-                  FROM phases p JOIN latest l ON l.id = p.run_id GROUP BY p.run_id)
-        SELECT l.id, l.method, m.agent_key, m.agent_name, l.benchmark, l.base_model, l.synthetic, l.score,
-               l.time_taken_s, l.budget_hours, o.methods, o.self_score, t.run_id IS NOT NULL, t.idle, t.* EXCLUDE (run_id, idle)
-        FROM latest l JOIN methods m ON m.id = l.method LEFT JOIN own o ON o.run_id = l.id
-        LEFT JOIN timed t ON t.run_id = l.id""", [suite]).fetchall()
+    One query of ``latest_runs`` (migration 0021: each latest run with its score, facets, self-reported score and
+    seconds per phase gathered at write time, ``traces.services.refresh_latest_runs``) joined with ``methods``,
+    whose cost does not grow with the facet and phase rows stored (K=90: ~20,000 and ~9,000 for 2,520 runs)."""
+    return _facts(_read_rows(con, suite), display_suite(suite), read_base_scores(con, suite))
+
+
+def read_base_scores(con, suite: str) -> dict[tuple[str, str], float]:
+    """{(base model, benchmark): the base model's zero-shot score (fraction)}: the suite's published baselines,
+    else the newest evaluation of a latest baseline run (``latest_runs.newest_accuracy``)."""
     base = {(m, t): v for m, t, v in con.execute(
         "SELECT base_model, benchmark, value FROM reported_cells WHERE suite = ? AND agent = 'base-zeroshot'",
         [suite]).fetchall()}
     for m, t, v in con.execute(
-            "SELECT r.base_model, r.benchmark, (SELECT e.accuracy FROM evaluations e WHERE e.run_id = r.id "
-            f"ORDER BY e.created_at DESC LIMIT 1) FROM runs r WHERE r.suite = ? AND NOT ({AGENT_RUN}) "
-            "AND r.is_latest", [suite]).fetchall():
-        if v is not None:
-            base.setdefault((m, t), v)
+            f"SELECT r.base_model, r.benchmark, r.newest_accuracy FROM latest_runs r WHERE r.suite = ? AND NOT "
+            f"({AGENT_RUN}) AND r.newest_accuracy IS NOT NULL", [suite]).fetchall():
+        base.setdefault((m, t), v)
+    return base
+
+
+def _methods(mask: int) -> frozenset[str]:
+    """The method facets of a :data:`_RUN_SQL` mask."""
+    return frozenset(m for i, m in enumerate(METHOD_FACETS) if mask >> i & 1)
+
+
+def _facts(rows: Iterable[tuple], shown, base: dict[tuple[str, str], float]) -> list[RunFacts]:
+    """:class:`RunFacts` of :data:`_RUN_SQL` rows, in their order: agent names resolved once per method
+    (``shown``: the suite as displayed, None when unknown), method facets once per mask."""
+    names: dict[tuple[str, str], str] = {}
+    methods_of: dict[int, frozenset[str]] = {}
     facts = []
-    # Ordered by the stored agent name, then id (the page's agent order: each agent's first run opens its row).
-    for (run_id, method, key, stored, benchmark, model, synthetic, score, taken, budget, methods, own, timed, idle,
-         *seconds) in sorted(rows, key=lambda row: ((row[3] or "").lower(), row[0])):
+    for (run_id, method, key, stored, benchmark, model, synthetic, score, taken, budget, own, mask, traced, idle,
+         *seconds) in rows:
         if (method, stored) not in names:
             names[(method, stored)] = (agent_display(shown, method, stored) if shown else stored) or method
+        if mask not in methods_of:
+            methods_of[mask] = _methods(mask)
         run = FactRun(run_id, key, names[(method, stored)], benchmark, model, synthetic, score,
                       None if taken is None or not budget else taken / (budget * 3600))
-        facts.append(RunFacts(run, set(methods or ()), own, score, overoptimism(own, score),
-                              base.get((model, benchmark)), dict(zip(PHASES, (s or 0.0 for s in seconds))),
-                              idle or 0, timed))
+        facts.append(RunFacts(run, set(methods_of[mask]), own, score, overoptimism(own, score),
+                              base.get((model, benchmark)), dict(zip(PHASES, seconds)), idle, traced))
     return facts
 
 
@@ -370,41 +399,47 @@ def analysis(suite: str) -> Analysis:
 
 
 def read_analysis(con, suite: str) -> Analysis:
-    """:func:`analysis` computed on an open connection (no memo)."""
-    facts = read_run_facts(con, suite)
+    """:func:`analysis` computed on an open connection (no memo), from ``latest_runs`` (migration 0021): one query
+    of a row of scalars per run (no facet or phase row read, no list converted), then per agent and per table a
+    comprehension over its rows, summed in the page's run order as before (the same floats). No Python object is
+    built per run: the runs with a ratio (:attr:`Analysis.rated`) are built from the rows when first asked for."""
     reported = read_reported_facts(con, suite)
-    agents: dict[str, list[RunFacts]] = {}
-    for f in facts:
-        agents.setdefault(f.run.agent_key, []).append(f)
+    rows = _read_rows(con, suite)
+    agents: dict[str, list[tuple]] = {}
+    for row in rows:
+        agents.setdefault(row[2], []).append(row)
+    shown = display_suite(suite)
     mix, calibration, time_use = [], [], []
+    traced_at = _MASK + 1
+    seconds_at = range(_MASK + 3, _MASK + 3 + len(PHASES))
     for key, items in agents.items():  # one pass per agent's runs for each table (K=90: 63 agents, 2,520 runs)
-        name = items[0].run.agent
-        counts: Counter[str] = Counter()
-        for f in items:
-            counts.update(f.methods)
-        mix.append(MethodMix(key=key, agent=name, runs=len(items), counts={m: counts[m] for m in METHOD_FACETS}))
-        rated = [f for f in items if f.ratio is not None]
-        # A defined ratio has both scores (traces.vocabulary.overoptimism), so no rated run lacks one.
-        best = max(rated, key=lambda f: f.verified if f.verified is not None else -1.0) if rated else None
+        first = items[0]
+        name = (agent_display(shown, first[1], first[3]) if shown else first[3]) or first[1]
+        masks = [row[_MASK] for row in items]
+        mix.append(MethodMix(key=key, agent=name, runs=len(items),
+                             counts={m: sum(1 for mask in masks if mask >> i & 1) for i, m in enumerate(METHOD_FACETS)}))
+        rated = [(row[0], row[_SELF], row[_SCORE], ratio) for row in items
+                 if (ratio := overoptimism(row[_SELF], row[_SCORE])) is not None]
+        best = max(rated, key=lambda r: r[2]) if rated else None
         calibration.append(AgentCalibration(
-            key=key, agent=name, runs=len(rated), mean_ratio=_mean(_known(f.ratio for f in rated)),
-            mean_self=_mean(_known(f.self_score for f in rated)), mean_verified=_mean(_known(f.verified for f in rated)),
-            best_run=best.run.id if best else None, best_ratio=best.ratio if best else None))
-        timed = [f.run.budget_fraction for f in items if f.run.budget_fraction is not None]
-        traced = [f for f in items if f.timed]
+            key=key, agent=name, runs=len(rated), mean_ratio=_mean([r[3] for r in rated]),
+            mean_self=_mean([r[1] for r in rated]), mean_verified=_mean([r[2] for r in rated]),
+            best_run=best[0] if best else None, best_ratio=best[3] if best else None))
+        timed = [row[8] / (row[9] * 3600) for row in items if row[8] is not None and row[9]]
+        traced = [row for row in items if row[traced_at]]
         time_use.append(AgentTimeUse(
             key=key, agent=name, runs=len(items), runs_timed=len(timed), budget_fraction=_mean(timed),
-            runs_traced=len(traced), hours={p: (_mean([f.split[p] / 3600 for f in traced]) or 0.0) for p in PHASES},
-            idle_gaps=_mean([float(f.idle_gaps) for f in traced])))
-    # Per method facet, the verified scores of the runs with it and without it, in the runs' order (one pass).
-    with_m: dict[str, list[float]] = {m: [] for m in METHOD_FACETS}
-    without_m: dict[str, list[float]] = {m: [] for m in METHOD_FACETS}
-    for f in facts:
-        if f.verified is None:
-            continue
-        for m in METHOD_FACETS:
-            (with_m if m in f.methods else without_m)[m].append(f.verified)
-    by_method = [MethodScore(facet=m, runs=len(with_m[m]), mean_score=_mean(with_m[m]), runs_without=len(without_m[m]),
-                             mean_without=_mean(without_m[m])) for m in METHOD_FACETS]
-    return Analysis(suite, facts, mix, by_method, calibration, time_use, reported)
-
+            runs_traced=len(traced),
+            hours={p: (_mean([row[at] / 3600 for row in traced]) or 0.0) for p, at in zip(PHASES, seconds_at)},
+            idle_gaps=_mean([float(row[traced_at + 1]) for row in traced])))
+    # Per method facet, the verified scores of the runs with it and without it, in the runs' order.
+    scored = [(row[_SCORE], row[_MASK]) for row in rows if row[_SCORE] is not None]
+    by_method = []
+    for i, m in enumerate(METHOD_FACETS):
+        with_m = [score for score, mask in scored if mask >> i & 1]
+        without_m = [score for score, mask in scored if not mask >> i & 1]
+        by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m),
+                                     runs_without=len(without_m), mean_without=_mean(without_m)))
+    return Analysis(suite, len(rows), sum(1 for row in rows if row[6]), mix, by_method, calibration, time_use,
+                    reported, [row for row in rows if overoptimism(row[_SELF], row[_SCORE]) is not None],
+                    read_base_scores(con, suite))

@@ -3,6 +3,7 @@ static export's run fingerprints. Scores are fractions."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 from ptbsite import warehouse
@@ -12,7 +13,7 @@ from ..verdicts import Verdict
 from ptbsite.suites import display_suite
 
 from .compare import pick_peers
-from .runs import AGENT_RUN, SCORE_SQL, agent_display, verdict_outcome, verdicts_of
+from .runs import AGENT_RUN, VerdictPattern, agent_display, verdict_outcome, verdicts_of
 
 @dataclass
 class CellRun:
@@ -57,52 +58,58 @@ def latest_cells(suite: str) -> list[CellRun]:
 
 
 def read_latest_cells(con, suite: str) -> list[CellRun]:
-    """:func:`latest_cells` on an open connection: three queries, the cells' own columns only, no
-    :class:`~traces.schemas.Run` built, no list of run ids as a parameter. The verdicts and the reviewers'
-    overrides are read whole and kept for the cells' runs: a semi-join on the latest runs scans ``runs`` again,
-    which cost more (K=90: 27 against 15 CPU ms for the verdicts, 23 against 12 for the overrides, a table
-    reviewers write by hand). Agent names are resolved once per method; flags once per pattern of verdicts and
-    overrides (``runs.verdict_outcome``). The cells' verdicts carry what the judging rules read (judge, attempt,
-    era, kind, value, flag), not the judges' words (``text``, ``note`` and ``source_file`` empty: the run page
-    reads those). Cells of one pattern share their ``flags`` and ``verdicts``, and a run's ``overrides`` dict
-    is the one read (callers must not change them)."""
+    """:func:`latest_cells` on an open connection: one query of ``latest_runs`` (migration 0021: each latest run
+    with its score, verdicts and overrides gathered at write time, ``traces.services.refresh_latest_runs``) joined
+    with ``methods``, whose cost does not grow with the verdicts, overrides and evaluations stored. Agent names
+    are resolved once per method; verdicts, overrides and flags once per distinct pattern of them (a few dozen at
+    K=90 for 2,520 runs; ``runs.verdict_outcome``). The cells' verdicts carry what the judging rules read (judge,
+    attempt, era, kind, value, flag), not the judges' words (``text``, ``note`` and ``source_file`` empty: the
+    run page reads those). Cells of one pattern share their ``flags``, ``verdicts`` and ``overrides`` (callers
+    must not change them)."""
     rows = con.execute(
-        "SELECT r.id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
-        f"r.benchmark, r.base_model, r.state, {SCORE_SQL}, r.time_taken_s, r.synthetic FROM runs r "
-        f"JOIN methods m ON m.id = r.method WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN} "
+        "SELECT r.run_id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
+        "r.benchmark, r.base_model, r.state, r.score, r.time_taken_s, r.synthetic, r.verdicts, r.overrides "
+        f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN} "
         "ORDER BY r.method, r.benchmark, r.base_model",
         [suite]).fetchall()
-    patterns: dict[str, list[tuple]] = {}
-    for row in con.execute(
-            "SELECT v.run_id, v.judge, v.attempt, v.era, v.kind, v.value, v.flagged FROM verdicts v "
-            "ORDER BY v.run_id, v.era, v.judge, v.attempt, v.kind").fetchall():
-        patterns.setdefault(row[0], []).append(row[1:])
-    overrides: dict[str, dict[str, bool]] = {}
-    for run_id, kind, flagged in con.execute(
-            "SELECT o.run_id, o.kind, o.flagged FROM verdict_overrides o ORDER BY o.created_at").fetchall():
-        overrides.setdefault(run_id, {})[kind] = flagged  # the latest override of a kind wins
     shown = display_suite(suite)
     names: dict[tuple[str, str], str] = {}
-    # Per pattern of verdicts and overrides (a few dozen at K=90 for 2,520 runs): the effective flags and the
-    # verdicts as the judging rules read them, built once and shared by the pattern's cells.
-    outcomes: dict[tuple, tuple[dict[str, str | None], list[Verdict]]] = {}
+    # Per pattern of verdicts and overrides (their JSON texts as stored): the effective flags, the verdicts as the
+    # judging rules read them and the overrides, built once and shared by the pattern's cells.
+    outcomes: dict[tuple[str | None, str | None], tuple[dict[str, str | None], list[Verdict], dict[str, bool]]] = {}
     cells = []
-    for run_id, method, key, agent, scaffold, effort, root, benchmark, model, state, score, taken, synthetic in rows:
+    for (run_id, method, key, agent, scaffold, effort, root, benchmark, model, state, score, taken, synthetic,
+         verdicts, overrides) in rows:
         if (method, agent) not in names:
             names[(method, agent)] = (agent_display(shown, method, agent) if shown else agent) or agent or method
-        chosen = overrides.get(run_id)
-        pattern = tuple(patterns.get(run_id, ()))
-        chosen_items = tuple(chosen.items()) if chosen else ()
-        outcome = outcomes.get((pattern, chosen_items))
+        outcome = outcomes.get((verdicts, overrides))
         if outcome is None:
-            flags, _, _ = verdict_outcome(pattern, chosen_items)
-            outcome = outcomes[(pattern, chosen_items)] = (dict(flags), verdicts_of(pattern))
+            pattern = verdict_pattern(verdicts)
+            chosen = override_choices(overrides)
+            flags, _, _ = verdict_outcome(pattern, tuple(chosen.items()))
+            outcome = outcomes[(verdicts, overrides)] = (dict(flags), verdicts_of(pattern), chosen)
         cells.append(CellRun(
             run_id=run_id, method=method, agent_key=key, agent_name=names[(method, agent)], scaffold=scaffold,
             reasoning_effort=effort, benchmark=benchmark, base_model=model, state=state, accuracy=score,
-            time_taken_s=taken, synthetic=synthetic, flags=outcome[0], overridden=bool(chosen),
-            results_root=root or "", verdicts=outcome[1], overrides=chosen or {}))
+            time_taken_s=taken, synthetic=synthetic, flags=outcome[0], overridden=bool(outcome[2]),
+            results_root=root or "", verdicts=outcome[1], overrides=outcome[2]))
     return cells
+
+
+def verdict_pattern(stored: str | None) -> VerdictPattern:
+    """The (judge, attempt, era, kind, value, flagged) of a run's verdicts, ordered by era, judge, attempt, kind,
+    from ``latest_runs.verdicts`` (a JSON list of objects; None: no verdict)."""
+    return tuple((v["judge"], v["attempt"], v["era"], v["kind"], v["value"], v["flagged"])
+                 for v in json.loads(stored)) if stored else ()
+
+
+def override_choices(stored: str | None) -> dict[str, bool]:
+    """{kind: flagged} of a run's overrides, the latest of each kind winning, in the order the kinds were first
+    overridden, from ``latest_runs.overrides`` (a JSON list of {kind, flagged}, oldest first; None: none)."""
+    chosen: dict[str, bool] = {}
+    for o in json.loads(stored) if stored else ():
+        chosen[o["kind"]] = o["flagged"]
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -132,11 +139,11 @@ def tree_baselines(suite: str) -> dict[str, TreeBaseline]:
 
 
 def read_tree_baselines(con, suite: str) -> dict[str, TreeBaseline]:
-    """:func:`tree_baselines` on an open connection."""
+    """:func:`tree_baselines` on an open connection (the latest runs as ``latest_runs`` holds them)."""
     rows = con.execute(
-        "SELECT m.results_root, r.base_model, r.benchmark, r.id, " + SCORE_SQL + " "
-        "FROM runs r JOIN methods m ON m.id = r.method JOIN base_models b ON b.suite = r.suite AND b.id = r.base_model "
-        "WHERE r.suite = ? AND r.method = ? AND r.is_latest ORDER BY r.id", [suite, BASELINE_FALLBACK_DIR]).fetchall()
+        "SELECT m.results_root, r.base_model, r.benchmark, r.run_id, r.score FROM latest_runs r "
+        "JOIN methods m ON m.id = r.method JOIN base_models b ON b.suite = r.suite AND b.id = r.base_model "
+        "WHERE r.suite = ? AND r.method = ? ORDER BY r.run_id", [suite, BASELINE_FALLBACK_DIR]).fetchall()
     out: dict[str, TreeBaseline] = {}
     for root, model, benchmark, run_id, accuracy in rows:
         tree = out.setdefault(root, TreeBaseline(root, {}, {}))
@@ -159,15 +166,15 @@ class AgentRunsUsage:
 
 
 def read_usage_by_agent(con, suite: str) -> dict[str, AgentRunsUsage]:
-    """Per agent key, :class:`AgentRunsUsage` of its latest runs in a suite: two grouped queries, one row per agent
-    and per kind of gap, so the caller's work does not grow with the runs (K=90: 2,520 runs, 63 agents; a record per run
+    """Per agent key, :class:`AgentRunsUsage` of its latest runs in a suite (``latest_runs``): two grouped queries,
+    one row per agent and per kind of gap, so the caller's work does not grow with the runs (K=90: 2,520 runs, 63 agents; a record per run
     was built before)."""
-    where = f"FROM runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND r.is_latest AND {AGENT_RUN}"
+    where = f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN}"
     out = {key: AgentRunsUsage(key, runs, tokens or [], costs or [], {}) for key, runs, tokens, costs in con.execute(
         "SELECT m.agent_key, count(*), "
-        "list(r.tokens_in + r.tokens_out ORDER BY r.id) FILTER (WHERE r.tokens_in + r.tokens_out IS NOT NULL), "
-        f"list(r.cost_usd ORDER BY r.id) FILTER (WHERE r.cost_usd IS NOT NULL) {where} GROUP BY m.agent_key "
-        "ORDER BY min(r.id)",  # each agent where its first run is (the order the per-run read gave)
+        "list(r.tokens_in + r.tokens_out ORDER BY r.run_id) FILTER (WHERE r.tokens_in + r.tokens_out IS NOT NULL), "
+        f"list(r.cost_usd ORDER BY r.run_id) FILTER (WHERE r.cost_usd IS NOT NULL) {where} GROUP BY m.agent_key "
+        "ORDER BY min(r.run_id)",  # each agent where its first run is (the order the per-run read gave)
         [suite]).fetchall()}
     for key, trace_format, state, no_tokens, count in con.execute(
             f"SELECT m.agent_key, r.trace_format, r.state, r.tokens_in + r.tokens_out IS NULL, count(*) {where} "
