@@ -14,6 +14,7 @@ process (``workers=1``) every run is read so.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
@@ -96,7 +97,11 @@ _worker_started: Any = None  # a worker's queue of (job index, pid, time.monoton
 
 
 def _init_worker(ingester: Ingester, started: Any = None) -> None:
+    """A reading process starts: the objects it inherits from the storing process (Django, the suite, the
+    ingester's rules) moved out of the garbage collector's sight (``gc.freeze``), so that its collections,
+    frequent while a trace's steps are built, do not walk them again and again (nor copy their pages)."""
     global _worker_ingester, _worker_started
+    gc.freeze()
     _worker_ingester, _worker_started = ingester, started
 
 
