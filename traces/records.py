@@ -272,21 +272,14 @@ class ParsedRun:
 
     def pack(self) -> None:
         """Move the rows of every non-empty list (steps, texts, verdicts, evaluations, facets, phases, monitor)
-        into :attr:`packed` as one Arrow table each (:func:`arrow_table`), the lists left empty. The rows, once
-        inserted, are the same (:meth:`tables`)."""
+        into :attr:`packed` as one Arrow table each (:func:`arrow_table`), the lists left empty; the writer
+        inserts the same rows either way (``traces.services.insert_records``)."""
         for name, cls in PACKED:
             rows = getattr(self, name)
             if rows:
-                self.packed[cls.TABLE] = concat(cls, [self.packed[cls.TABLE], arrow_table(cls, rows)]
-                                                if cls.TABLE in self.packed else [arrow_table(cls, rows)])
+                held = [self.packed[cls.TABLE]] if cls.TABLE in self.packed else []
+                self.packed[cls.TABLE] = concat(cls, [*held, arrow_table(cls, rows)])
                 setattr(self, name, [])
-
-    def tables(self, cls: type[Row]) -> list[pa.Table]:
-        """The run's rows of ``cls`` (one of :data:`PACKED`'s) as Arrow tables: the packed ones, then the list's."""
-        name = next(n for n, c in PACKED if c is cls)
-        rows = getattr(self, name)
-        packed = [self.packed[cls.TABLE]] if cls.TABLE in self.packed else []
-        return packed + ([arrow_table(cls, rows)] if rows else [])
 
 
 PACKED: tuple[tuple[str, type[Row]], ...] = (

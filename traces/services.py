@@ -41,21 +41,18 @@ def delete_run(con, run_id: str) -> None:
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
-def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, order: str = "") -> None:
+def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, tables: Sequence[Any] = (),
+                   order: str = "") -> None:
     """Insert ``rows`` (write models of ``traces.records``, all of type ``cls``) into ``cls.TABLE`` by column name
     as one Arrow table, inside the caller's transaction (one statement: on DuckLake each costs a round of catalog
-    work; a 50-hour run has 3,000 monitor samples); ``order``: an ``ORDER BY`` clause for the rows. Step rows
-    also write their rows of the word index. Raises duckdb.Error."""
-    if rows:
-        insert_tables(con, cls, [records.arrow_table(cls, rows)], order=order)
-
-
-def insert_tables(con, cls: type[records.Row], tables: Sequence[Any], *, order: str = "") -> None:
-    """:func:`insert_records` for rows already made Arrow tables of ``records.arrow_schema(cls)`` (``tables``,
-    inserted as one: their chunks are not copied). Raises duckdb.Error."""
-    table = records.concat(cls, [t for t in tables if t.num_rows])
-    if not table.num_rows:
+    work; a 50-hour run has 3,000 monitor samples); ``tables``: more rows of ``cls`` already made Arrow tables
+    (``records.arrow_schema(cls)``: a worker's ``ParsedRun.pack``), inserted before ``rows`` in the same
+    statement, their chunks not copied; ``order``: an ``ORDER BY`` clause for the rows. Step rows also write
+    their rows of the word index. Raises duckdb.Error."""
+    parts = [t for t in tables if t.num_rows] + ([records.arrow_table(cls, rows)] if rows else [])
+    if not parts:
         return
+    table = parts[0] if len(parts) == 1 else records.concat(cls, parts)
     names = ", ".join(records.columns(cls))
     con.register("new_rows", table)
     try:
@@ -66,22 +63,15 @@ def insert_tables(con, cls: type[records.Row], tables: Sequence[Any], *, order: 
         con.unregister("new_rows")
 
 
-def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow]) -> None:
-    """Insert step rows (in trace and index order) and their whole texts, with their rows of the word index."""
-    insert_records(con, StepRow, steps, order=" ORDER BY trace, idx")
-    if texts:
-        insert_records(con, StepTextRow, texts)
-        search_index.index_whole_texts(con, texts)
-
-
-def _insert_step_tables(con, steps: Sequence[Any], texts: Sequence[Any]) -> None:
-    """:func:`_insert_steps` for rows already made Arrow tables (``steps`` of ``StepRow``, ``texts`` of
-    ``StepTextRow``)."""
-    insert_tables(con, StepRow, steps, order=" ORDER BY trace, idx")
-    text_rows = [StepTextRow(**row) for table in texts for row in table.to_pylist()]
-    if text_rows:
-        insert_tables(con, StepTextRow, texts)
-        search_index.index_whole_texts(con, text_rows)
+def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow], *, step_tables: Sequence[Any] = (),
+                  text_tables: Sequence[Any] = ()) -> None:
+    """Insert step rows (in trace and index order) and their whole texts, with their rows of the word index;
+    ``step_tables``, ``text_tables``: more of them already made Arrow tables (:func:`insert_records`)."""
+    insert_records(con, StepRow, steps, tables=step_tables, order=" ORDER BY trace, idx")
+    whole = [StepTextRow(**row) for table in text_tables for row in table.to_pylist()] + texts
+    if whole:
+        insert_records(con, StepTextRow, texts, tables=text_tables)
+        search_index.index_whole_texts(con, whole)
 
 
 class StepWriter:
@@ -278,15 +268,19 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
         insert_records(con, MethodRow, methods)
     insert_records(con, RunRow, _latest_in_batch([w.rows.run for w in batch]))
     # Each table's rows of every run of the batch, packed by a worker (ParsedRun.pack) or not, in one statement.
-    _insert_step_tables(con, [t for w in batch for t in w.rows.tables(StepRow)],
-                        [t for w in batch for t in w.rows.tables(StepTextRow)])
+    _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts],
+                  step_tables=_packed(batch, StepRow), text_tables=_packed(batch, StepTextRow))
     for w in batch:
         for late in w.rows.late_usage:
             con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
                         [late.tokens_in, late.tokens_out, w.rows.run.id, late.trace, late.idx])
     # Facets, phases and monitor samples: the earlier versions of these runs were deleted above.
-    for cls in (VerdictRow, EvaluationRow, FacetRow, PhaseRow, MonitorRow):
-        insert_tables(con, cls, [t for w in batch for t in w.rows.tables(cls)])
+    insert_records(con, VerdictRow, [v for w in batch for v in w.rows.verdicts], tables=_packed(batch, VerdictRow))
+    insert_records(con, EvaluationRow, [e for w in batch for e in w.rows.evaluations],
+                   tables=_packed(batch, EvaluationRow))
+    insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets], tables=_packed(batch, FacetRow))
+    insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases], tables=_packed(batch, PhaseRow))
+    insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor], tables=_packed(batch, MonitorRow))
     # Each batch adds a row per word of its own to the inverted index: merged once they spread too far; and
     # unsorted rows to step_words, sorted once they are as many as the sorted ones.
     if upkeep:
@@ -330,6 +324,11 @@ def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
         top[_cell(run)] = max(top.get(_cell(run), run.cluster_id), run.cluster_id)
     return [replace(run, is_latest=False) if run.is_latest and run.cluster_id != top[_cell(run)]
             else run for run in runs]
+
+
+def _packed(batch: list[RunWrite], cls: type[records.Row]) -> list[Any]:
+    """The batch's rows of ``cls`` that its runs hold as Arrow tables (``ParsedRun.pack``)."""
+    return [w.rows.packed[cls.TABLE] for w in batch if cls.TABLE in w.rows.packed]
 
 
 def _cell(run: RunRow) -> tuple[str, str, str]:
