@@ -22,7 +22,7 @@ import queue
 import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -214,7 +214,7 @@ def default_workers() -> int:
 def _one_duckdb_thread() -> Iterator[None]:
     """This process's DuckDB runs its statements on one thread while an ingest writes, then as before: the
     ingest's parallelism is its reading processes, and the writer's statements (a batch of runs, its word index)
-    are small, so DuckDB's other threads cost more CPU than they save: an ingest of 179 runs (~45 MB of traces)
+    are small, so DuckDB's other threads cost more CPU than they save: an ingest of 144 runs (~45 MB of traces)
     took 24.4 CPU s with one thread against 30.5 with DuckDB's default of one per core (bench/RESULTS.md, i24i).
     The setting is the DuckDB instance's (one per process, ``ptbsite.warehouse.connections``)."""
     with warehouse.connect() as con:
@@ -322,8 +322,10 @@ def ingest_tree(
         synthetic=(root / SYNTHETIC_MARKER).exists() if synthetic is None else synthetic,
     )
     # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
-    with warehouse.hold_open(), _one_duckdb_thread():
+    with warehouse.hold_open(), ExitStack() as stack:
         jobs = _jobs(root, ingester, suite_id, report)
+        if jobs:  # (a tree with nothing to store attaches no warehouse for it)
+            stack.enter_context(_one_duckdb_thread())
         workers = min(default_workers() if workers is None else max(1, workers), len(jobs))
         pooled = [j for j in jobs if j.trace_bytes <= IN_PROCESS_BYTES] if workers > 1 else []
         here = [j for j in jobs if j not in pooled] if pooled else jobs
