@@ -567,6 +567,8 @@ def _naive(moment: datetime | None) -> datetime | None:
 
 def _naive_utc(moment: datetime) -> datetime:
     """UTC-aware -> naive UTC; a naive time is UTC already."""
+    if moment.tzinfo is timezone.utc:  # the parsers' times: no conversion to make
+        return moment.replace(tzinfo=None)
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 

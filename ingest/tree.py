@@ -14,6 +14,7 @@ process (``workers=1``) every run is read so.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
@@ -21,6 +22,7 @@ import queue
 import signal
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +33,7 @@ from django.conf import settings
 from ptbsite import warehouse
 from traces import layout
 from traces.records import MethodRow, ParsedRun
-from traces.services import Outcome, RunWriter, record_dir_times, refresh_agent
+from traces.services import Outcome, RunWriter, record_dir_times, refresh_agent, settle_word_index
 
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
@@ -95,7 +97,11 @@ _worker_started: Any = None  # a worker's queue of (job index, pid, time.monoton
 
 
 def _init_worker(ingester: Ingester, started: Any = None) -> None:
+    """A reading process starts: the objects it inherits from the storing process (Django, the suite, the
+    ingester's rules) moved out of the garbage collector's sight (``gc.freeze``), so that its collections,
+    frequent while a trace's steps are built, do not walk them again and again (nor copy their pages)."""
     global _worker_ingester, _worker_started
+    gc.freeze()
     _worker_ingester, _worker_started = ingester, started
 
 
@@ -109,14 +115,15 @@ def _message(job: _Job, exc: Exception) -> str:
 
 
 def _read_job(job: _Job, ingester: Ingester | None = None) -> tuple[int, str, object]:
-    """``(job index, outcome, value)``: ``("rows", rows)``, or ``("failed", message)`` (:func:`_message`).
-    Raises nothing."""
+    """``(job index, outcome, value)``: ``("rows", rows)``, the rows made Arrow tables (``ParsedRun.pack``: what
+    a worker sends), or ``("failed", message)`` (:func:`_message`). Raises nothing."""
     ingester = ingester or _worker_ingester
     assert ingester is not None
     if _worker_started is not None:
         _worker_started.put((job.index, os.getpid(), time.monotonic()))
     try:
         rows = ingester.parse_run(job.method, job.run_dir, baseline=job.baseline, known_hash=job.content_hash)
+        rows.pack()  # its rows travel as Arrow columns, not pickled one object each
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the tree
         return job.index, "failed", _message(job, exc)
     return job.index, "rows", rows
@@ -201,6 +208,25 @@ def default_workers() -> int:
         return max(1, int(os.environ["PTB_INGEST_WORKERS"]))
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
+
+
+@contextmanager
+def _one_duckdb_thread() -> Iterator[None]:
+    """This process's DuckDB runs its statements on one thread while an ingest writes, then as before: the
+    ingest's parallelism is its reading processes, and the writer's statements (a batch of runs, its word index)
+    are small, so DuckDB's other threads cost more CPU than they save: an ingest of 144 runs (~45 MB of traces)
+    took 24.4 CPU s with one thread against 30.5 with DuckDB's default of one per core (bench/RESULTS.md, i24i).
+    The setting is the DuckDB instance's (one per process, ``ptbsite.warehouse.connections``)."""
+    with warehouse.connect() as con:
+        row = con.execute("SELECT current_setting('threads')").fetchone()
+        threads = int(row[0]) if row else 0
+        con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        if threads and threads != 1:
+            with warehouse.connect() as con:
+                con.execute(f"SET threads = {threads}")
 
 
 @warehouse.retrying
@@ -296,8 +322,10 @@ def ingest_tree(
         synthetic=(root / SYNTHETIC_MARKER).exists() if synthetic is None else synthetic,
     )
     # One open warehouse for the whole tree: a plain file is not reopened and checkpointed for every run.
-    with warehouse.hold_open():
+    with warehouse.hold_open(), ExitStack() as stack:
         jobs = _jobs(root, ingester, suite_id, report)
+        if jobs:  # (a tree with nothing to store attaches no warehouse for it)
+            stack.enter_context(_one_duckdb_thread())
         workers = min(default_workers() if workers is None else max(1, workers), len(jobs))
         pooled = [j for j in jobs if j.trace_bytes <= IN_PROCESS_BYTES] if workers > 1 else []
         here = [j for j in jobs if j not in pooled] if pooled else jobs
@@ -331,7 +359,7 @@ def ingest_tree(
                     failed(outcome.key, _message(outcome.key, outcome.error))
 
         # Every run is stored through one writer: the pool's in batches, the long ones as streams.
-        writer = RunWriter(batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES)
+        writer = RunWriter(batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES, upkeep=False)
 
         def tick(job: _Job) -> None:
             done["runs"] += 1
@@ -364,6 +392,8 @@ def ingest_tree(
             for job in here:
                 settle([_store_here(job, ingester, writer)])
                 tick(job)
+        if report.stored:  # the word index, merged and sorted once every batch is in (settle_word_index)
+            warehouse.run_in_transaction(settle_word_index)
         for index in sorted(problems):
             report.problems += problems[index]
     report.seconds = time.monotonic() - started

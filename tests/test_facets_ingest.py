@@ -249,3 +249,25 @@ def test_frogsgame_suite_loads_and_its_leaderboard_renders_pass_at_4(client, fac
                                     "base_model": "Qwen3-8B-Base", "self_score": 0.42, "verified": 0.35,
                                     "ratio": pytest.approx(1.2), "base_score": None}]
     assert client.get("/?suite=nope").status_code == 404
+
+
+def test_monitor_blocks_times_and_rows():
+    """``ingest.monitor.parse_monitor``: each block's time (UTC), its GPU rows averaged and summed; a line that
+    only looks like a block's start is not one; an impossible time is refused as ``strptime`` refused it."""
+    from datetime import datetime, timezone
+
+    import pytest
+
+    from ingest.monitor import Sample, parse_monitor
+
+    text = ("=== System Monitor Started (interval: 60s) ===\n"
+            "--- 2026-04-13 00:13:00 UTC ---\n[GPU]\n0, 5 %, 2 %, 1 MiB, 81559 MiB, 31, 100.50 W\n"
+            "1, 15 %, 2 %, 3 MiB, 81559 MiB, 31, 100.50 W\n[CPU]\n 00:13:00 up 12 days --- x\n"
+            "  --- 2026-04-13 00:14:00 UTC ---  \n[GPU]\n0, 50 %, 2 %, 100 MiB, 81559 MiB, 30, 69.00 W\n"
+            "--- 2026-04-13 00:15:00 UTC --- and more\n0, 99 %, 2 %, 100 MiB, 81559 MiB, 30, 69.00 W\n")
+    assert parse_monitor(text) == [
+        Sample(datetime(2026, 4, 13, 0, 13, tzinfo=timezone.utc), 10.0, 4.0, 163118.0),
+        Sample(datetime(2026, 4, 13, 0, 14, tzinfo=timezone.utc), 74.5, 200.0, 163118.0),  # 00:15 is no block
+    ]
+    with pytest.raises(ValueError):
+        parse_monitor("--- 2026-02-30 00:00:00 UTC ---\n[GPU]\n0, 5 %, 2 %, 1 MiB, 81559 MiB, 31, 100.50 W\n")

@@ -47,7 +47,7 @@ def test_batches_store_what_one_run_per_transaction_stores(demo_tree, tmp_path, 
     assert (batched.stored, batched.failed) == (single.stored, single.failed) == (len(demo_tree.runs) +
                                                                                  len(demo_tree.baseline_runs), 0)
     assert batched.problems == single.problems
-    assert len(transactions) == single.stored  # one run, one transaction
+    assert len(transactions) == single.stored + 1  # one run, one transaction; the word index settled once at the end
     assert batched_transactions < single.stored / 4, batched_transactions
     assert _dump(tmp_path / "batched.duckdb") == _dump(tmp_path / "single.duckdb")
     # the latest run of every cell, whichever batch its retries landed in
@@ -65,11 +65,13 @@ def test_a_run_that_cannot_be_written_loses_nothing_of_its_batch(demo_tree, tmp_
     victim_id = layout.run_id(*victim.run_dir.split("/"))
     real_insert = services._insert_steps
 
-    def failing_insert(con, steps, texts):
-        # fault injection: the warehouse refuses this run's steps (a full disk, a constraint), nothing else's
-        if any(step.run_id == victim_id for step in steps):
+    def failing_insert(con, steps, texts, **tables):
+        # fault injection: the warehouse refuses this run's steps (a full disk, a constraint), nothing else's;
+        # a worker's run comes packed as Arrow tables (ParsedRun.pack)
+        packed = {run_id for table in tables.get("step_tables", ()) for run_id in table.column("run_id").to_pylist()}
+        if victim_id in packed or any(step.run_id == victim_id for step in steps):
             raise duckdb.IOException("injected write failure")
-        real_insert(con, steps, texts)
+        real_insert(con, steps, texts, **tables)
 
     monkeypatch.setattr(services, "_insert_steps", failing_insert)
     report = _ingest(demo_tree, tmp_path / "one-broken.duckdb", settings, workers=2)
@@ -102,3 +104,81 @@ def test_batch_boundaries_do_not_change_the_latest_flags(demo_tree, tmp_path, se
         con.close()
     for demo in demo_tree.runs:
         assert latest[layout.run_id(*demo.run_dir.split("/"))] == demo.is_latest, demo.run_dir
+
+
+# --- what the storing process is spared (issue 24, i24i) -----------------------------------------------------------
+
+def test_a_run_packed_by_its_worker_holds_the_rows_it_was_read_with(demo_tree, fresh_warehouse):
+    """``ParsedRun.pack``: every row list becomes one Arrow table of the same rows, the lists left empty; and it
+    pickles as a few buffers per table (smaller than the row objects)."""
+    import copy
+    import dataclasses
+    import pickle
+
+    from django.conf import settings as django_settings
+
+    from ingest.reader import Ingester
+    from ingest.redaction import Redactor
+    from traces import records
+
+    ingester = Ingester(root=demo_tree.root, suite_id=django_settings.DEFAULT_SUITE, redactor=Redactor({}),
+                        synthetic=True)
+    demo = next(d for d in demo_tree.runs if d.steps_planned)
+    method = layout.parse_method_name(demo.run_dir.split("/")[0])
+    rows = ingester.parse_run(method, demo_tree.root / demo.run_dir)
+    packed = copy.deepcopy(rows)
+    packed.pack()
+    lists = dict(records.PACKED)
+    assert rows.steps and rows.verdicts and rows.facets and rows.phases
+    for name, cls in lists.items():
+        assert getattr(packed, name) == []
+        expected = [dataclasses.asdict(r) for r in getattr(rows, name)]
+        got = packed.packed[cls.TABLE].to_pylist() if cls.TABLE in packed.packed else []
+        assert got == expected, name
+    assert packed.run == rows.run and packed.problems == rows.problems
+    assert len(pickle.dumps(packed)) < len(pickle.dumps(rows))
+
+
+def test_the_batches_leave_the_word_index_upkeep_to_the_end(demo_tree, tmp_path, settings, monkeypatch):
+    """``word_runs`` merged and ``step_words`` sorted once, after the last batch (``settle_word_index``), not
+    tested after every batch: the same rows (the batch test above compares them to one run a transaction)."""
+    from traces import search_across, search_index
+
+    calls = []
+    real_merge, real_sort = search_index.merge_word_runs, search_across.sort_step_words
+    monkeypatch.setattr(search_index, "merge_word_runs",
+                        lambda con, **kw: calls.append(("merge", kw)) or real_merge(con, **kw))
+    monkeypatch.setattr(search_across, "sort_step_words",
+                        lambda con, **kw: calls.append(("sort", kw)) or real_sort(con, **kw))
+    monkeypatch.setattr(search_across, "SORT_MIN_ROWS", 0)
+    settings.PTB_INGEST_BATCH_RUNS = 4
+    report = _ingest(demo_tree, tmp_path / "settled.duckdb", settings, workers=2)
+    assert report.stored > 3 * 4  # several batches
+    assert calls == [("merge", {}), ("sort", {"spread": search_across.SETTLED_SPREAD})]
+    con = duckdb.connect(str(tmp_path / "settled.duckdb"))
+    try:
+        words = [r[0] for r in con.execute("SELECT word FROM step_words ORDER BY rowid").fetchall()]
+        sorted_rows = con.execute("SELECT sorted_rows FROM step_words_sorted").fetchall()
+    finally:
+        con.close()
+    assert words == sorted(words) and sorted_rows == [(len(words),)]
+
+
+def test_the_ingest_writes_on_one_duckdb_thread_and_gives_the_setting_back(demo_tree, tmp_path, settings,
+                                                                           monkeypatch):
+    settings.PTB_WAREHOUSE = str(tmp_path / "threads.duckdb")
+    warehouse.reset_migration_cache()
+    with warehouse.connect() as con:
+        con.execute("SET threads = 3")
+    seen = []
+    real_write = services.write_runs
+
+    def write_runs(con, *args, **kwargs):
+        seen.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        return real_write(con, *args, **kwargs)
+
+    monkeypatch.setattr(services, "write_runs", write_runs)
+    assert ingest_tree(root=demo_tree.root, workers=2).stored > 0
+    assert seen and set(seen) == {1}
+    with warehouse.connect() as con:
+        assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 3

@@ -251,7 +251,11 @@ class StepWrite:
 class ParsedRun:
     """One run directory read (``ingest.reader.Ingester.parse_run``): its rows, the steps not handed to a
     writer already (``steps``, ``texts``), the usage to set on steps written already (``late_usage``),
-    ``problems`` ("path: message" strings) and ``stored_steps`` (step rows of every trace, written or held)."""
+    ``problems`` ("path: message" strings) and ``stored_steps`` (step rows of every trace, written or held).
+
+    ``packed``: rows of the lists above already made Arrow tables (:meth:`pack`), by table name: a run read by a
+    worker process travels to the storing process so (each table's columns pickled as a few buffers, not one
+    object per row), and the writer inserts them with the rows of the lists."""
 
     run: RunRow
     steps: list[StepRow] = field(default_factory=list)
@@ -264,7 +268,23 @@ class ParsedRun:
     late_usage: list[LateUsage] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     stored_steps: int = 0
+    packed: dict[str, pa.Table] = field(default_factory=dict)
 
+    def pack(self) -> None:
+        """Move the rows of every non-empty list (steps, texts, verdicts, evaluations, facets, phases, monitor)
+        into :attr:`packed` as one Arrow table each (:func:`arrow_table`), the lists left empty; the writer
+        inserts the same rows either way (``traces.services.insert_records``)."""
+        for name, cls in PACKED:
+            rows = getattr(self, name)
+            if rows:
+                held = [self.packed[cls.TABLE]] if cls.TABLE in self.packed else []
+                self.packed[cls.TABLE] = concat(cls, [*held, arrow_table(cls, rows)])
+                setattr(self, name, [])
+
+
+PACKED: tuple[tuple[str, type[Row]], ...] = (
+    ("steps", StepRow), ("texts", StepTextRow), ("verdicts", VerdictRow), ("evaluations", EvaluationRow),
+    ("facets", FacetRow), ("phases", PhaseRow), ("monitor", MonitorRow))  # ParsedRun's row lists and their class
 
 Row = (MethodRow | RunRow | StepRow | StepTextRow | WordSourceRow | VerdictRow | EvaluationRow | FacetRow | PhaseRow
        | MonitorRow)
@@ -323,6 +343,14 @@ def arrow_schema(cls: type[Row]) -> pa.Schema:
         _SCHEMAS[cls] = pa.schema([pa.field(f.name, by_name[f.arrow] if f.arrow else by_type[f.base],
                                             nullable=f.optional) for f in _fields(cls)])
     return _SCHEMAS[cls]
+
+
+def concat(cls: type[Row], tables: Sequence[pa.Table]) -> pa.Table:
+    """``tables`` of ``cls``'s rows (each of :func:`arrow_schema`) as one table, their columns' chunks kept
+    (nothing copied); an empty table of the schema when there are none."""
+    import pyarrow as pa
+
+    return pa.concat_tables(tables) if tables else arrow_schema(cls).empty_table()
 
 
 def arrow_table(cls: type[Row], rows: Sequence[Row]) -> pa.Table:

@@ -43,15 +43,20 @@ def delete_run(con, run_id: str) -> None:
     con.execute("DELETE FROM evaluations WHERE run_id = ? AND origin = 'original'", [run_id])
 
 
-def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, order: str = "") -> None:
+def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, tables: Sequence[Any] = (),
+                   order: str = "") -> None:
     """Insert ``rows`` (write models of ``traces.records``, all of type ``cls``) into ``cls.TABLE`` by column name
     as one Arrow table, inside the caller's transaction (one statement: on DuckLake each costs a round of catalog
-    work; a 50-hour run has 3,000 monitor samples); ``order``: an ``ORDER BY`` clause for the rows. Step rows
-    also write their rows of the word index. Raises duckdb.Error."""
-    if not rows:
+    work; a 50-hour run has 3,000 monitor samples); ``tables``: more rows of ``cls`` already made Arrow tables
+    (``records.arrow_schema(cls)``: a worker's ``ParsedRun.pack``), inserted before ``rows`` in the same
+    statement, their chunks not copied; ``order``: an ``ORDER BY`` clause for the rows. Step rows also write
+    their rows of the word index. Raises duckdb.Error."""
+    parts = [t for t in tables if t.num_rows] + ([records.arrow_table(cls, rows)] if rows else [])
+    if not parts:
         return
+    table = parts[0] if len(parts) == 1 else records.concat(cls, parts)
     names = ", ".join(records.columns(cls))
-    con.register("new_rows", records.arrow_table(cls, rows))
+    con.register("new_rows", table)
     try:
         con.execute(f"INSERT INTO {cls.TABLE} ({names}) SELECT {names} FROM new_rows{order}")
         if cls is StepRow:
@@ -60,12 +65,15 @@ def insert_records(con, cls: type[records.Row], rows: Sequence[records.Row], *, 
         con.unregister("new_rows")
 
 
-def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow]) -> None:
-    """Insert step rows (in trace and index order) and their whole texts, with their rows of the word index."""
-    insert_records(con, StepRow, steps, order=" ORDER BY trace, idx")
-    if texts:
-        insert_records(con, StepTextRow, texts)
-        search_index.index_whole_texts(con, texts)
+def _insert_steps(con, steps: list[StepRow], texts: list[StepTextRow], *, step_tables: Sequence[Any] = (),
+                  text_tables: Sequence[Any] = ()) -> None:
+    """Insert step rows (in trace and index order) and their whole texts, with their rows of the word index;
+    ``step_tables``, ``text_tables``: more of them already made Arrow tables (:func:`insert_records`)."""
+    insert_records(con, StepRow, steps, tables=step_tables, order=" ORDER BY trace, idx")
+    whole = [StepTextRow(**row) for table in text_tables for row in table.to_pylist()] + texts
+    if whole:
+        insert_records(con, StepTextRow, texts, tables=text_tables)
+        search_index.index_whole_texts(con, whole)
 
 
 class StepWriter:
@@ -141,8 +149,9 @@ class RunWriter:
     given: the writer calls nothing of its caller's (control flows one way: walker -> reader -> writer).
     """
 
-    def __init__(self, *, batch_runs: int = 1, batch_bytes: int = 1 << 62) -> None:
+    def __init__(self, *, batch_runs: int = 1, batch_bytes: int = 1 << 62, upkeep: bool = True) -> None:
         self.batch_runs, self.batch_bytes = max(1, batch_runs), batch_bytes
+        self.upkeep = upkeep  # each batch merges word_runs and sorts step_words when due (write_runs)
         self.pending: list[tuple[Any, RunWrite]] = []
         self.methods: set[str] = set()
         self._runs: dict[str, tuple[str, str, str]] | None = None  # stored run id -> its cell
@@ -168,7 +177,7 @@ class RunWriter:
         def unit(con) -> None:
             runs = self._known(con)
             write_runs(con, writes, methods=self._fresh(writes), replaced=[i for i in _ids(writes) if i in runs],
-                       shared=self._shared(writes))
+                       shared=self._shared(writes), upkeep=self.upkeep)
 
         try:
             warehouse.run_in_transaction(unit)
@@ -197,7 +206,8 @@ class RunWriter:
             writer.flush()
             rows = run.finish()
             writes = [RunWrite(rows, method)]
-            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes))
+            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes),
+                       upkeep=self.upkeep)
             return rows
 
         try:
@@ -238,7 +248,7 @@ class RunWriter:
 
 
 def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced: list[str],
-               shared: set[tuple[str, str, str]]) -> None:
+               shared: set[tuple[str, str, str]], upkeep: bool = True) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch:
     the ``methods`` rows (replacing those stored), the stored versions of the runs ``replaced`` deleted
     (:func:`delete_run`), the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote
@@ -247,8 +257,10 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     to delete and which cells are shared is what :class:`RunWriter` knows. The per-run cost of an ingest on
     DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
     (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the same transaction when the batches'
-    rows spread past ``search_index.MERGE_SPREAD`` a word. Raises duckdb.Error: nothing of the batch is stored
-    once the caller rolls back."""
+    rows spread past ``search_index.MERGE_SPREAD`` a word, and ``step_words`` sorted once half of it is not
+    (``search_across.sort_step_words``); ``upkeep`` False: neither, the caller does it once it has written every
+    batch (:func:`settle_word_index`). Raises duckdb.Error: nothing of the batch is stored once the caller rolls
+    back."""
     if not batch:
         return
     for run_id in replaced:
@@ -257,21 +269,25 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
         con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
         insert_records(con, MethodRow, methods)
     insert_records(con, RunRow, _latest_in_batch([w.rows.run for w in batch]))
-    _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts])
+    # Each table's rows of every run of the batch, packed by a worker (ParsedRun.pack) or not, in one statement.
+    _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts],
+                  step_tables=_packed(batch, StepRow), text_tables=_packed(batch, StepTextRow))
     for w in batch:
         for late in w.rows.late_usage:
             con.execute("UPDATE steps SET tokens_in = ?, tokens_out = ? WHERE run_id = ? AND trace = ? AND idx = ?",
                         [late.tokens_in, late.tokens_out, w.rows.run.id, late.trace, late.idx])
-    insert_records(con, VerdictRow, [v for w in batch for v in w.rows.verdicts])
-    insert_records(con, EvaluationRow, [e for w in batch for e in w.rows.evaluations])
     # Facets, phases and monitor samples: the earlier versions of these runs were deleted above.
-    insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets])
-    insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases])
-    insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor])
+    insert_records(con, VerdictRow, [v for w in batch for v in w.rows.verdicts], tables=_packed(batch, VerdictRow))
+    insert_records(con, EvaluationRow, [e for w in batch for e in w.rows.evaluations],
+                   tables=_packed(batch, EvaluationRow))
+    insert_records(con, FacetRow, [r for w in batch for r in w.rows.facets], tables=_packed(batch, FacetRow))
+    insert_records(con, PhaseRow, [r for w in batch for r in w.rows.phases], tables=_packed(batch, PhaseRow))
+    insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor], tables=_packed(batch, MonitorRow))
     # Each batch adds a row per word of its own to the inverted index: merged once they spread too far; and
     # unsorted rows to step_words, sorted once they are as many as the sorted ones.
-    search_index.merge_word_runs(con)
-    search_across.sort_step_words(con)
+    if upkeep:
+        search_index.merge_word_runs(con)
+        search_across.sort_step_words(con)
     in_batch = Counter(_cell(w.rows.run) for w in batch)
     cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
     if cells:
@@ -314,6 +330,17 @@ def refresh_latest_runs(con, *, cells: Sequence[tuple[str, str, str]] = (), run_
     con.execute("INSERT INTO latest_runs SELECT l.* FROM latest_run_rows l WHERE " + condition.format(t="l"), params)
 
 
+def settle_word_index(con) -> None:
+    """The word index tidied once an ingest wrote its batches (``RunWriter(upkeep=False)``), inside the caller's
+    transaction: ``word_runs`` merged when its rows spread past ``search_index.MERGE_SPREAD`` a word, and
+    ``step_words`` sorted when over a tenth of it is unsorted (``search_across.SETTLED_SPREAD``). Done per batch,
+    each test of it read the whole of ``word_runs`` (HyperLogLog of every word) and the rewrites came one after
+    another as the tables doubled: 10-15% of the storing process's CPU (bench/RESULTS.md, i24i). Raises
+    duckdb.Error."""
+    search_index.merge_word_runs(con)
+    search_across.sort_step_words(con, spread=search_across.SETTLED_SPREAD)
+
+
 def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
     """The batch's run rows with ``is_latest`` already False where a run of the same cell (method, benchmark, base
     model) in the batch has a higher cluster id: the rows go in with the flag the UPDATE after the insert would
@@ -325,6 +352,11 @@ def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
         top[_cell(run)] = max(top.get(_cell(run), run.cluster_id), run.cluster_id)
     return [replace(run, is_latest=False) if run.is_latest and run.cluster_id != top[_cell(run)]
             else run for run in runs]
+
+
+def _packed(batch: list[RunWrite], cls: type[records.Row]) -> list[Any]:
+    """The batch's rows of ``cls`` that its runs hold as Arrow tables (``ParsedRun.pack``)."""
+    return [w.rows.packed[cls.TABLE] for w in batch if cls.TABLE in w.rows.packed]
 
 
 def _cell(run: RunRow) -> tuple[str, str, str]:
