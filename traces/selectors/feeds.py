@@ -214,14 +214,14 @@ class RunFingerprintParts:
 @warehouse.retrying
 def run_fingerprint_parts() -> RunFingerprintParts:
     """:class:`RunFingerprintParts` of every non-baseline run. The own part covers the run's content hash (its
-    files, hence its steps), latest flag and state, its method's names, its evaluations, verdicts and overrides;
+    files, hence its steps), directory, latest flag and state, its method's names, its evaluations, verdicts and overrides;
     the identity its directory, latest flag, method and the method's agent (its display name and seed follow from
     them and the suite files, which the export's code fingerprint covers). One query, then the peers chosen per
     cell in Python."""
     with warehouse.connect() as con:
         rows = con.execute(f"""
             SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest, r.suite, r.benchmark, r.base_model,
-                md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
+                md5(concat_ws('|', r.content_hash, r.run_dir, r.is_latest, r.state, r.state_detail, r.accuracy,
                 m.agent_name, m.agent_key, m.scaffold,
                 (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
                         ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
