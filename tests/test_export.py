@@ -400,17 +400,21 @@ def test_export_is_incremental(site_copy):
                               "TIMESTAMP '2031-01-01 00:00:00')", [run.id]))
     assert again.search_records == 0  # the search bundle is not rebuilt either
     changed = export_site(exported)
-    # The run and the other runs of its cell: their pages list it to compare with, and write those comparisons.
-    cell = [r for r in selectors.list_runs(limit=None)[0]
-            if (r.suite, r.benchmark, r.base_model) == (run.suite, run.benchmark, run.base_model)]
-    assert changed.runs_written == len(cell) and changed.runs_skipped == again.runs_skipped - len(cell)
+    # The run alone: the pages that offer it to compare with read its new score from its cell's file.
+    assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
     assert changed.search_records == 0  # a new evaluation changes the run's pages, not its steps
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
+    cell = json.loads((exported / f"cells/{run.suite}/{run.benchmark}/{run.base_model}.json").read_text())
+    assert cell["runs"][run.id] == {"state": run.state_text, "score": "50.0"}
 
+    # Removed: the pages that offered it list their peers again; its cell's file no longer holds it.
+    offering = [r for r in selectors.run_fingerprints() if run.id in [p.run.id for p in selectors.cell_peers(r)]]
     _write(export_warehouse, ("DELETE FROM runs WHERE id = ?", [run.id]))
     removed = export_site(exported)
-    assert (removed.runs_written, removed.runs_removed) == (len(cell) - 1, 1)
+    assert (removed.runs_written, removed.runs_refreshed, removed.runs_removed) == (len(offering), len(offering), 1)
+    cell = json.loads((exported / f"cells/{run.suite}/{run.benchmark}/{run.base_model}.json").read_text())
+    assert run.id not in cell["runs"]
     assert not (exported / f"runs/{run.id}").exists() and not (exported / f"api/runs/{run.id}.json").exists()
     assert_no_broken_link(exported)
 
