@@ -68,7 +68,8 @@ def main() -> None:
     with warehouse.connect():
         cpu, wall = time.process_time(), time.perf_counter()
         everything = {r.id: r for r in selectors.list_runs(limit=None)[0]}
-        owns, peers = selectors.run_fingerprint_parts()
+        parts = selectors.run_fingerprint_parts()
+        owns, peers = parts.owns, parts.peers
         print(f"{len(owns)} runs read once: {time.process_time() - cpu:.2f} CPU s, {time.perf_counter() - wall:.2f} "
               f"wall s; peers per run {sum(map(len, peers.values())) / len(peers):.1f}", flush=True)
         sample = sorted(owns)[:args.runs]

@@ -38,7 +38,8 @@ def mtimes(outdir: Path) -> dict[str, int]:
 
 def run_of(name: str) -> str | None:
     """The run whose files hold ``name`` (relative to the site: ``runs/<id>/...``, ``api/runs/<id>[/....|.json]``,
-    ``compare/<id>-<other>/...``, ``pagefind/delta/<id>/...``), None for the site's own files."""
+    ``compare/<id>-<other>/...``, ``pagefind/delta/<id>/...``), None for the site's own files (a cell's file,
+    ``cells/<suite>/<benchmark>/<base model>.json``, included: every run of the cell shares it)."""
     parts = name.split("/")
     if parts[0] == "runs" and len(parts) > 2:
         return parts[1]

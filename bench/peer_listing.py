@@ -60,7 +60,7 @@ def main() -> None:
     from traces.selectors.feeds import run_fingerprint_parts
     from traces.selectors.runs import AGENT_RUN
 
-    _, peers = run_fingerprint_parts()
+    peers = run_fingerprint_parts().peers
     if not peers:
         raise SystemExit("no agent runs in this warehouse")
     print(summary("the agents after it by name (now)", peers))

@@ -37,7 +37,7 @@ from traces.vocabulary import PHASES
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
 MANIFEST = ".export-manifest.json"
-MANIFEST_VERSION = 4  # 4: comparisons built in the browser from one side file per run (no compare/<a>-<b>/)
+MANIFEST_VERSION = 5  # 5: peers' states and scores from one file per cell; 4: comparisons built in the browser
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
 SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
 SEARCH_SHARDS = f"{SEARCH_DIR}/shards.json"  # the search page's list of indexes to merge and base records to hide
@@ -47,6 +47,9 @@ SEARCH_DELTA = f"{SEARCH_DIR}/delta"  # one Pagefind index per run changed since
 MAX_DELTA_RUNS = 16
 SEARCH_QUERY = {"q", "run", *(name for name, _ in SEARCH_FILTERS)}
 COMPARE_SIDE = "compare.json"  # runs/<id>/compare.json: what a comparison shows of the run (compare_side)
+# cells/<suite>/<benchmark>/<base model>.json: the state and score of each run of a cell (traces.selectors.cell_facts),
+# which a run page's "Compare with" shows of its peers (static/js/static_peers.js; the page links it as /cells/...).
+CELLS_DIR = "cells"
 # Pages only the export has (no view of the live site renders them): their live-looking path -> (file, template,
 # context, the query its page reads in the browser: a link to it may carry that query and no other). The
 # comparison page is one shell that builds ``?runs=a,b`` from the runs' side files (static/js/static_compare.js).
@@ -59,7 +62,8 @@ LIVE_ONLY = "live-only.html"
 # Query parameters whose views exist only on the live site: a link with one of them leads to LIVE_ONLY.
 LIVE_ONLY_PARAMS = {"facet", "suite", "latest"}
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
-_LINK = re.compile(r'(\s(?:href|src|action|data-click-url|data-plotly)=")([^"]*)(")')  # data-plotly: plots.js loads it
+# data-plotly: plots.js loads it; data-cell: static_peers.js
+_LINK = re.compile(r'(\s(?:href|src|action|data-click-url|data-plotly|data-cell)=")([^"]*)(")')
 _HTMX = re.compile(r'\s+hx-[a-z-]+="[^"]*"')  # swaps need the server; the static pages use plain links
 _RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static", "suites")  # suites: display names
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
@@ -155,6 +159,17 @@ def _safe(value: str, what: str) -> str:
     if not _SAFE.match(value):
         raise ExportError(f"{what} {value!r} cannot name a file")
     return value
+
+
+def cell_file(suite: str, benchmark: str, base_model: str) -> str:
+    """The file of a cell's runs' states and scores (``traces.selectors.cell_facts``), relative to the export
+    root: ``cells/<suite>/<benchmark>/<base model>.json``. ExportError for a name that cannot name a file (or a
+    name of dots only: a folder)."""
+    for value, what in ((suite, "suite"), (benchmark, "benchmark"), (base_model, "base model")):
+        if not value.strip("."):
+            raise ExportError(f"{what} {value!r} cannot name a file")
+        _safe(value, what)
+    return f"{CELLS_DIR}/{suite}/{benchmark}/{base_model}.json"
 
 
 class Exporter:
@@ -265,6 +280,11 @@ class Exporter:
             if extra:
                 raise ExportError(f"{path}?{urlencode(query)}: {', '.join(sorted(extra))} is not read by its page")
             return EXPORT_PAGES[path][0], urlencode(query), ""
+        if path.startswith(f"/{CELLS_DIR}/"):
+            names = path.removeprefix(f"/{CELLS_DIR}/").split("/")
+            if len(names) != 3 or not names[2].endswith(".json"):
+                raise ExportError(f"{path}: no static file for this URL")
+            return cell_file(names[0], names[1], names[2].removesuffix(".json")), "", ""
         static = "/" + settings.STATIC_URL.lstrip("/")
         if path.startswith(static):
             name = path.removeprefix(static)
@@ -316,8 +336,10 @@ class Exporter:
         # database instead of opening the file again (~15 ms each).
         with warehouse.connect():
             code = self.code_fingerprint()
-            owns, peers = runs.run_fingerprint_parts()
-            fingerprints = runs.combined_fingerprints(owns, peers)
+            parts = runs.run_fingerprint_parts()
+            owns, peers, fingerprints = parts.owns, parts.peers, parts.combined()
+            cells = {cell_file(*cell): fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
+            cell_of = {cell_file(*cell): cell for cell in parts.cells}
             inputs = self.inputs_fingerprint(code, fingerprints)
             if previous.get("inputs") != inputs or not (self.outdir / "index.html").is_file():
                 self.progress("rendering the site pages (leaderboard views, plots, runs list, analysis)")
@@ -328,15 +350,17 @@ class Exporter:
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
             known_own = previous.get("own", {}) if known else {}
+            known_cells = previous.get("cells", {}) if previous.get("site") == site else {}
             for run_id in sorted(set(previous.get("runs", {})) - set(fingerprints)):
                 self.remove_run(run_id)
                 self.report.runs_removed += 1
             touched = [run_id for run_id, fingerprint in sorted(fingerprints.items())
                        if known.get(run_id) != fingerprint or not (self.outdir / f"runs/{run_id}/index.html").is_file()]
-            # A run whose own part is as exported and whose peers changed (a run its page offers to compare with
-            # changed, came or went): its page is rendered again (it lists them); the comparisons are built in the
-            # browser from each run's side file, written with the run's own files.
-            refresh = {run_id: [p for p in peers[run_id] if known_own.get(p) != owns[p]]
+            # A run whose own part is as exported and whose peers' identities changed (a run its page offers to
+            # compare with was renamed, stopped or started counting, came or went): its page and its JSON twin are
+            # rendered again (they list them). A peer's state and score are in its cell's file, written below; the
+            # comparisons are built in the browser from each run's side file, written with the run's own files.
+            refresh = {run_id: peers[run_id]
                        for run_id in touched if known_own.get(run_id) == owns[run_id]
                        and (self.outdir / f"runs/{run_id}/index.html").is_file()
                        and (self.outdir / f"runs/{run_id}/{COMPARE_SIDE}").is_file()}
@@ -344,16 +368,20 @@ class Exporter:
             self.report.runs_skipped = len(fingerprints) - len(touched)
             # Until this export finishes, the manifest vouches only for the runs it does not touch (and for the
             # search it found): a crash midway leaves the changed runs to be written again next time.
-            if touched or self.report.runs_removed:
+            stale_cells = sorted(f for f, fingerprint in cells.items()
+                                 if known_cells.get(f) != fingerprint or not (self.outdir / f).is_file())
+            if touched or self.report.runs_removed or stale_cells:
                 self.write_manifest(None, site, {k: fingerprints[k] for k in untouched},
-                                    {k: owns[k] for k in untouched}, previous.get("search"))
+                                    {k: owns[k] for k in untouched}, previous.get("search"),
+                                    {f: cells[f] for f in cells if f not in stale_cells})
             read = self.read_runs(touched, len(fingerprints))
             self.write_runs(touched, read, refresh, peers)
+            self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
             search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(inputs, site, fingerprints, owns, search)
+        self.write_manifest(inputs, site, fingerprints, owns, search, cells)
         self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
@@ -382,7 +410,7 @@ class Exporter:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
             with runs.runs_read_once(read):
                 if run_id in refresh:
-                    self.refresh_peers(run_id, refresh[run_id])
+                    self.refresh_peers(run_id)
                 else:
                     self.rewrite_run(run_id)
 
@@ -436,27 +464,44 @@ class Exporter:
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
     def write_manifest(self, inputs: str | None, site: str, fingerprints: dict[str, str], owns: dict[str, str],
-                       search: dict | None) -> None:
+                       search: dict | None, cells: dict[str, str]) -> None:
         """``.export-manifest.json``: {"version", "inputs": the site pages' inputs (:meth:`inputs_fingerprint`),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
-        (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`)};
-        written only when its bytes change."""
+        (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
+        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; written only when its bytes
+        change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "inputs": inputs, "site": site,
-                                         "runs": fingerprints, "own": owns, "search": search},
+                                         "runs": fingerprints, "own": owns, "search": search, "cells": cells},
                                         indent=1, sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
         self.run_pages(run_id)
 
-    def refresh_peers(self, run_id: str, changed_peers: list[str]) -> None:
-        """The file of a run that shows its peers, for a run whose own part did not change while ``changed_peers``
-        did (or came, or went): its page, which lists them; written only when its bytes changed (:meth:`write`).
-        Its comparisons need nothing: the browser builds them from the runs' side files."""
+    def refresh_peers(self, run_id: str) -> None:
+        """The files of a run that list its peers, for a run whose own part did not change while its peers'
+        identities did (or they came, or went): its page and its JSON twin; each written only when its bytes
+        changed (:meth:`write`). Its peers' states and scores are its cell's file's (:meth:`write_cells`); its
+        comparisons need nothing: the browser builds them from the runs' side files."""
         pages, _ = self.run_layout(run_id)
-        page = self.routes["traces:run"]
-        if page.pages:
-            self.export_pages("traces:run", page, page.pages(pages), pages)
+        for name in ("traces:run", "api:run"):
+            declared = self.routes[name]
+            if declared.pages:
+                self.export_pages(name, declared, declared.pages(pages), pages)
+
+    def write_cells(self, stale: dict[str, tuple[str, str, str]], current: set[str]) -> None:
+        """Write the cell files of ``stale`` ({file: (suite, benchmark, base model)}, :func:`cell_file`: the cell's
+        runs' states and scores, ``traces.selectors.cell_facts``; each written only when its bytes changed) and
+        remove those not in ``current`` (a cell whose runs are gone)."""
+        for file, (suite, benchmark, base_model) in sorted(stale.items()):
+            self.write(file, runs.cell_facts(suite, benchmark, base_model).model_dump_json().encode())
+        folder = self.outdir / CELLS_DIR
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*"), reverse=True):
+                if path.is_file() and path.relative_to(self.outdir).as_posix() not in current:
+                    path.unlink()
+                elif path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
 
     def budgets(self) -> list[float]:
         """Every run's budget, seconds (``traces.selectors.read_budgets``), read once per export: each side file

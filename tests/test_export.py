@@ -21,17 +21,19 @@ from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
 from ingest.tree import ingest_tree
+from traces.schemas import STATE_TEXT
 from traces.vocabulary import STEP_TEXT_CAP
 
 from .test_trace_integrity import INIT, RESULT, tool_call, tool_result, write_run
 
 pytestmark = pytest.mark.django_db
 
-_LINK = re.compile(r'\s(?:href|src)="([^"]*)"')
+_LINK = re.compile(r'\s(?:href|src|data-cell)="([^"]*)"')
 
 
 def local_links(outdir: Path) -> list[tuple[Path, Path, str]]:
-    """(page, target file, fragment) for every local href/src in every exported HTML page."""
+    """(page, target file, fragment) for every local href/src (and a run page's cell file, ``data-cell``) in every
+    exported HTML page."""
     found = []
     for page in sorted(outdir.rglob("*.html")):
         for url in _LINK.findall(page.read_text()):
@@ -401,17 +403,21 @@ def test_export_is_incremental(site_copy):
                               "TIMESTAMP '2031-01-01 00:00:00')", [run.id]))
     assert again.search_records == 0  # the search bundle is not rebuilt either
     changed = export_site(exported)
-    # The run and the other runs of its cell: their pages list it to compare with, and write those comparisons.
-    cell = [r for r in selectors.list_runs(limit=None)[0]
-            if (r.suite, r.benchmark, r.base_model) == (run.suite, run.benchmark, run.base_model)]
-    assert changed.runs_written == len(cell) and changed.runs_skipped == again.runs_skipped - len(cell)
+    # The run alone: the pages that offer it to compare with read its new score from its cell's file.
+    assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
     assert changed.search_records == 0  # a new evaluation changes the run's pages, not its steps
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
+    cell = json.loads((exported / f"cells/{run.suite}/{run.benchmark}/{run.base_model}.json").read_text())
+    assert cell["runs"][run.id] == {"state": run.state_text, "score": "50.0"}
 
+    # Removed: the pages that offered it list their peers again; its cell's file no longer holds it.
+    offering = [r for r in selectors.run_fingerprints() if run.id in [p.run.id for p in selectors.cell_peers(r)]]
     _write(export_warehouse, ("DELETE FROM runs WHERE id = ?", [run.id]))
     removed = export_site(exported)
-    assert (removed.runs_written, removed.runs_removed) == (len(cell) - 1, 1)
+    assert (removed.runs_written, removed.runs_refreshed, removed.runs_removed) == (len(offering), len(offering), 1)
+    cell = json.loads((exported / f"cells/{run.suite}/{run.benchmark}/{run.base_model}.json").read_text())
+    assert run.id not in cell["runs"]
     assert not (exported / f"runs/{run.id}").exists() and not (exported / f"api/runs/{run.id}.json").exists()
     assert_no_broken_link(exported)
 
@@ -495,9 +501,11 @@ def test_the_comparisons_a_run_page_links_to_are_exported(exported):
     assert (exported / "static/js/static_compare.js").is_file()
 
 
-def test_a_run_fingerprint_covers_the_runs_its_page_offers_not_its_whole_cell(export_warehouse, monkeypatch):
-    """Issue 24: at the real size a cell holds ~90 runs and a run page ~15 peers; a change to a run of the cell
-    that the page does not offer to compare with must not re-export the page (nor its comparisons)."""
+def test_a_run_fingerprint_covers_the_identity_of_the_runs_its_page_offers_not_their_scores(export_warehouse,
+                                                                                           monkeypatch):
+    """Issue 24: at the real size a cell holds ~90 runs and a run page ~15 peers. A run's fingerprint covers what
+    its page shows of each peer by identity (its directory, which attempt counts, its agent), not the peer's state
+    and score (the static page reads those from its cell's file), nor the runs of its cell it does not offer."""
     from traces.selectors import compare
 
     fingerprints = selectors.run_fingerprints()
@@ -507,16 +515,30 @@ def test_a_run_fingerprint_covers_the_runs_its_page_offers_not_its_whole_cell(ex
     assert pairs, "the demo tree has a cell with two agents' runs"
     run, other = pairs[0]
     assert other.id in [p.run.id for p in selectors.cell_peers(run.id)]
-    _write(export_warehouse, ("UPDATE runs SET state_detail = 'changed once' WHERE id = ?", [other.id]))
+    cells = selectors.run_fingerprint_parts().cell_fingerprints()
+    cell = (other.suite, other.benchmark, other.base_model)
+    _write(export_warehouse, ("UPDATE runs SET state = 'eval_failed', state_detail = 'changed once' WHERE id = ?",
+                              [other.id]),
+           ("INSERT INTO evaluations VALUES ('rerun-3', ?, 'rerun', 0.375, '{}', '{}', "
+            "TIMESTAMP '2031-01-01 00:00:00')", [other.id]))
     once = selectors.run_fingerprints()
-    assert once[other.id] != fingerprints[other.id] and once[run.id] != fingerprints[run.id]  # its peer changed
-    assert {k for k in once if once[k] != fingerprints[k]} == {
+    assert {k for k in once if once[k] != fingerprints[k]} == {other.id}  # not the pages that offer it
+    after = selectors.run_fingerprint_parts().cell_fingerprints()
+    assert {c for c in after if after[c] != cells[c]} == {cell}  # its cell's file is written again
+    facts = selectors.cell_facts(*cell)
+    assert facts.runs[other.id].model_dump() == {"state": STATE_TEXT["eval_failed"], "score": "37.5"}
+    assert set(facts.runs) == {r.id for r in runs if (r.suite, r.benchmark, r.base_model) == cell}
+
+    _write(export_warehouse, ("UPDATE runs SET run_dir = run_dir || '-moved' WHERE id = ?", [other.id]))
+    moved = selectors.run_fingerprints()
+    assert {k for k in moved if moved[k] != once[k]} == {
         r.id for r in runs if r.id == other.id or other.id in [p.run.id for p in selectors.cell_peers(r.id)]}
+    assert moved[run.id] != once[run.id]
 
     monkeypatch.setattr(compare, "PEERS_SHOWN", 0)  # other agents' runs are no longer on the page
     assert other.id not in [p.run.id for p in selectors.cell_peers(run.id)]
     hidden = selectors.run_fingerprints()
-    _write(export_warehouse, ("UPDATE runs SET state_detail = 'changed twice' WHERE id = ?", [other.id]))
+    _write(export_warehouse, ("UPDATE runs SET run_dir = run_dir || '-again' WHERE id = ?", [other.id]))
     twice = selectors.run_fingerprints()
     assert twice[other.id] != hidden[other.id] and twice[run.id] == hidden[run.id]
 
@@ -593,10 +615,11 @@ def test_each_run_costs_a_bounded_number_of_files(shared_site):
     assert len(shared) < steps / 20, (len(shared), steps)
 
 
-def test_a_changed_run_rewrites_only_the_files_of_other_runs_that_show_it(site_copy):
-    """Issue 24: a run's change re-renders, of each run whose page offers it to compare with, that page
-    (``runs_refreshed``), not their step pages, twins or side files; the comparisons read the changed run's side
-    file, which is written again with its pages."""
+def test_a_changed_score_rewrites_the_runs_files_its_cell_file_and_the_site_pages_only(site_copy):
+    """Issue 24: a run's new score (a rerun's evaluation) re-renders that run's files and the file of its cell
+    (``cells/<suite>/<benchmark>/<base model>.json``: every run of the cell's state and score, which the pages
+    offering the run read in the browser), and the site pages; not one file of the runs whose pages offer it. The
+    comparisons read the changed run's side file, which is written again with its pages."""
     outdir = site_copy.outdir
     export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
     fingerprints = selectors.run_fingerprints()
@@ -604,22 +627,61 @@ def test_a_changed_run_rewrites_only_the_files_of_other_runs_that_show_it(site_c
     listing = {r: [o for o in fingerprints if r in offered[o]] for r in fingerprints}
     run = max(fingerprints, key=lambda r: (len(listing[r]), r))
     assert listing[run], "a run of the demo tree is offered by another run's page"
+    changed_run = selectors.get_run(run)
+    assert changed_run is not None
+    cell = f"cells/{changed_run.suite}/{changed_run.benchmark}/{changed_run.base_model}.json"
+    for other in listing[run]:  # each page that offers it links the cell file, and holds no state or score
+        page = (outdir / f"runs/{other}/index.html").read_text()
+        assert f'data-cell="../../{cell}"' in page
+        assert f'data-run="{run}">' in page and '<span class="peer-facts"></span>' in page
     before = _mtimes(outdir)
     _write(site_copy.warehouse, ("INSERT INTO evaluations VALUES ('rerun-2', ?, 'rerun', 0.625, '{}', '{\"by\": "
                                  "\"test\"}', TIMESTAMP '2031-01-01 00:00:00')", [run]))
     changed = export_site(outdir)
-    assert (changed.runs_written, changed.runs_refreshed) == (1 + len(listing[run]), len(listing[run]))
+    assert (changed.runs_written, changed.runs_refreshed, changed.global_pages) == (1, 0, True)
     written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
-    for other in listing[run]:
-        theirs = {n for n in written if n.startswith((f"runs/{other}/", f"api/runs/{other}/", f"api/runs/{other}.",
-                                                      "compare/"))}
-        assert theirs == {f"runs/{other}/index.html"}, theirs
-        assert "62.5" in (outdir / f"runs/{other}/index.html").read_text()
-    assert f"runs/{run}/compare.json" in written
+    own = {n for n in written if n.startswith((f"runs/{run}/", f"api/runs/{run}/", f"api/runs/{run}."))}
+    assert f"runs/{run}/index.html" in own and f"runs/{run}/compare.json" in written
+    assert cell in written
+    assert json.loads((outdir / cell).read_text())["runs"][run] == {"state": changed_run.state_text,
+                                                                    "score": "62.5"}
+    rest = written - own - {cell, ".export-manifest.json"}
+    assert not {n for n in rest if n.startswith(("runs/", "api/runs/", "compare/", "cells/", "pagefind/"))} \
+        - {"runs/index.html"}, rest  # the site's pages only: nothing of another run, no other cell
     evaluations = next(r for r in json.loads((outdir / f"runs/{run}/compare.json").read_text())["facts"]
                        if r["key"] == "evaluations")
     assert "rerun 62.5%" in evaluations["value"]
     assert set(before) - set(_mtimes(outdir)) == set()  # nothing removed
+    assert_no_broken_link(outdir)
+
+
+def test_a_peer_that_stops_counting_rewrites_the_pages_that_offer_it(site_copy):
+    """A run that stops being the latest of its cell changes what the pages offering it say of it ("The attempt
+    that counts", "older attempt" in its title): those pages and their JSON twins are written again
+    (``runs_refreshed``), not their step pages or side files; a run without peers left links no cell file."""
+    outdir = site_copy.outdir
+    export_site(outdir)
+    fingerprints = selectors.run_fingerprints()
+    offered = {r: [p.run.id for p in selectors.cell_peers(r)] for r in fingerprints}
+    latest = {r.id for r in selectors.list_runs(limit=None)[0] if r.is_latest}
+    run = max((r for r in fingerprints if r in latest), key=lambda r: (sum(r in o for o in offered.values()), r))
+    listing = {o for o in fingerprints if run in offered[o]}
+    assert listing
+    before = _mtimes(outdir)
+    _write(site_copy.warehouse, ("UPDATE runs SET is_latest = false WHERE id = ?", [run]))
+    changed = export_site(outdir)
+    now = {r: [p.run.id for p in selectors.cell_peers(r)] for r in fingerprints}
+    relisted = {o for o in fingerprints if o != run and now[o] != offered[o]}  # the run left their lists
+    written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
+    refreshed = {o for o in fingerprints if o != run and any(n.startswith(f"runs/{o}/") for n in written)}
+    assert refreshed <= listing | relisted and changed.runs_refreshed >= len(refreshed) > 0
+    for other in refreshed:
+        theirs = {n for n in written if n.startswith((f"runs/{other}/", f"api/runs/{other}/", f"api/runs/{other}."))}
+        assert theirs <= {f"runs/{other}/index.html", f"api/runs/{other}.json"}, theirs
+        twin = json.loads((outdir / f"api/runs/{other}.json").read_text())
+        assert [p["run"]["id"] for p in twin["peers"]] == now[other]
+        assert all(set(p["run"]) >= {"id", "run_dir", "title", "is_latest"} and "score" not in p["run"]
+                   and "state" not in p["run"] for p in twin["peers"])
     assert_no_broken_link(outdir)
 
 

@@ -22,8 +22,8 @@ from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analy
                        run_facts, run_timeline)
 from .feeds import (AgentRunsUsage, CellRun, TreeBaseline, latest_cells, read_latest_cells, read_tree_baselines, read_usage_by_agent,
                     run_content_hashes, run_fingerprints, tree_baselines,
-                    combined_fingerprints, run_fingerprint_parts)
-from .compare import ComparePage, CompareSide, Peer, cell_peers, compare_page, compare_side, read_budgets
+                    RunFingerprintParts, run_fingerprint_parts)
+from .compare import CellFacts, ComparePage, CompareSide, Peer, PeerRun, cell_facts, cell_peers, compare_page, compare_side, read_budgets
 from .pages import (MAX_PAGE_SIZE, PAGE_SIZE, RunPage, RunQuery, RunsPage, RunStepsPage, open_run, parse_time_jump,
                     run_page, run_steps, runs_page, timeline_page)
 from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, RunSortKey, checkpoint_path, evaluations, facet_clause,
@@ -40,7 +40,7 @@ RunSummary = Run  # the name before issue 14
 __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuery", "open_run", "parse_time_jump",
     "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
     "EXPLORATORY_ORIGINS", "PROBLEMS_SHOWN", "RUN_SORTS", "RunSortKey", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
-    "AgentCalibration", "AgentTimeUse", "ComparePage", "CompareSide", "Peer", "compare_side", "read_budgets", "cell_peers", "compare_page", "Analysis", "AnalysisTwin", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
+    "AgentCalibration", "AgentTimeUse", "CellFacts", "ComparePage", "CompareSide", "Peer", "PeerRun", "cell_facts", "compare_side", "read_budgets", "cell_peers", "compare_page", "Analysis", "AnalysisTwin", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
     "RunTexts", "AgentRunsUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",
@@ -49,7 +49,7 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "field_chars", "read_latest_cells", "read_runs_with_facet", "read_usage_by_agent", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "list_runs", "override_agreement", "override_log",
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
-    "run_fingerprints", "combined_fingerprints", "run_fingerprint_parts",
+    "run_fingerprints", "RunFingerprintParts", "run_fingerprint_parts",
     "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",

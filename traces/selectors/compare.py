@@ -27,9 +27,9 @@ from pydantic import Field
 from ptbsite import units, warehouse
 from ptbsite.query import ascii_int
 
-from ..templatetags.trace_format import hms
-from ..schemas import Evaluation, Facet, JudgeVerdict, Model, Percent, Run
-from .runs import AGENT_RUN, read_evaluations, read_run, read_run_facets, read_runs_by_id
+from ..templatetags.trace_format import hms, percent
+from ..schemas import STATE_TEXT, Evaluation, Facet, JudgeVerdict, Model, Percent, Run, RunState
+from .runs import AGENT_RUN, SCORE_SQL, read_evaluations, read_run, read_run_facets, read_runs_by_id
 from .verdicts import read_judge_panel
 from ..vocabulary import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
 
@@ -479,12 +479,47 @@ def compare_page(run_ids: list[str], *, after: list[int] | None = None, limit: i
                        missing=[i for i in run_ids if i not in found])
 
 
+class PeerRun(Model):
+    """A run as a run page's "Compare with" lists it. In JSON only what names it and says how it relates (its id,
+    method, directory, title, agent, seed, whether it counts): what changes with the run's identity, so the static
+    export writes a run's page again only when a peer's identity changes. ``state`` and ``score`` (fraction, None
+    when not scored) are the live page's, not in JSON: each peer's own ``/api/runs/<id>`` has them, and the
+    static page reads them from its cell's file (``cell_facts``)."""
+
+    id: str
+    method: str
+    run_dir: str
+    suite: str
+    benchmark: str
+    base_model: str
+    cluster_id: int
+    is_latest: bool
+    agent_key: str
+    agent_display: str
+    seed: int | None
+    title: str
+    state: RunState = Field(exclude=True)
+    score: float | None = Field(None, exclude=True)
+
+    @classmethod
+    def of(cls, run: Run) -> PeerRun:
+        return cls(id=run.id, method=run.method, run_dir=run.run_dir, suite=run.suite, benchmark=run.benchmark,
+                   base_model=run.base_model, cluster_id=run.cluster_id, is_latest=run.is_latest,
+                   agent_key=run.agent_key, agent_display=run.agent_display, seed=run.seed, title=run.title,
+                   state=run.state, score=run.score)
+
+    @property
+    def state_text(self) -> str:
+        """The state in words (STATE_TEXT)."""
+        return STATE_TEXT.get(self.state, self.state)
+
+
 class Peer(Model):
     """A run a run page offers to compare with: the run and how it relates (``attempt``: the same agent method
     on the same cell, an older attempt or the one that counts; ``repeat``: another seed of the same agent;
     ``other``: another agent's run of the cell, the one that counts)."""
 
-    run: Run
+    run: PeerRun
     relation: Literal["attempt", "repeat", "other"]
 
 
@@ -547,7 +582,46 @@ def read_cell_peers(con, run: Run) -> list[Peer]:
         "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id, run.method]).fetchall()]
     chosen = pick_peers(run, cell)
     found = {r.id: r for r in read_runs_by_id(con, [c.id for c, _ in chosen])}
-    return [Peer(run=found[c.id], relation=relation) for c, relation in chosen if c.id in found]
+    return [Peer(run=PeerRun.of(found[c.id]), relation=relation) for c, relation in chosen if c.id in found]
+
+
+class PeerFacts(Model):
+    """What a run page's "Compare with" shows of a peer beyond its identity, as the live page words it:
+    ``state`` (``Run.state_text``) and ``score`` (percent with one decimal, as the ``percent`` filter writes it;
+    None when not scored)."""
+
+    state: str
+    score: str | None
+
+
+class CellFacts(Model):
+    """The state and score of every agent run of one cell (suite, benchmark, base model), by run id: the static
+    export's ``cells/<suite>/<benchmark>/<base model>.json``, from which a run page fills in its peers'
+    (``static/js/static_peers.js``), so a run's new score or state changes one file of its cell, not the page of
+    every run that offers it."""
+
+    suite: str
+    benchmark: str
+    base_model: str
+    runs: dict[str, PeerFacts]
+
+
+def read_cell_facts(con, suite: str, benchmark: str, base_model: str) -> CellFacts:
+    """:class:`CellFacts` of one cell, in one query (every agent run of the cell: any of them can be a peer)."""
+    rows = con.execute(
+        f"SELECT r.id, r.state, {SCORE_SQL} FROM runs r JOIN methods m ON m.id = r.method "
+        f"WHERE r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND {AGENT_RUN} ORDER BY r.id",
+        [suite, benchmark, base_model]).fetchall()
+    return CellFacts(suite=suite, benchmark=benchmark, base_model=base_model, runs={
+        run_id: PeerFacts(state=STATE_TEXT.get(state, state), score=None if score is None else percent(score))
+        for run_id, state, score in rows})
+
+
+@warehouse.retrying
+def cell_facts(suite: str, benchmark: str, base_model: str) -> CellFacts:
+    """:func:`read_cell_facts` in its own unit of work."""
+    with warehouse.connect() as con:
+        return read_cell_facts(con, suite, benchmark, base_model)
 
 
 @warehouse.retrying

@@ -185,31 +185,50 @@ def read_usage_by_agent(con, suite: str) -> dict[str, AgentRunsUsage]:
 
 def run_fingerprints() -> dict[str, str]:
     """{run id: sha256 hex} for every non-baseline run, over what its pages show beyond the trace itself: its own
-    part (:func:`run_fingerprint_parts`) and the own part of each run its page offers to compare with (its peers,
-    ``traces.selectors.compare.pick_peers``): the comparisons it links to are written with its pages. Other runs
-    of its cell are not on its pages, so a change to one of them leaves its fingerprint as it was (at the real
-    benchmark's size a cell holds ~90 runs, a run page ~15 peers). A run whose fingerprint did not change renders
-    to the same bytes."""
-    owns, peers = run_fingerprint_parts()
-    return combined_fingerprints(owns, peers)
+    part and the identity of each run its page offers to compare with (its peers,
+    ``traces.selectors.compare.pick_peers``: links, names, relation, seed, which attempt counts;
+    :func:`run_fingerprint_parts`). The peers' state and score are not on the static page (it reads them from its
+    cell's file, ``compare.cell_facts``), so a peer's new score leaves the fingerprint as it was; nor are the other
+    runs of its cell (at the real benchmark's size a cell holds ~90 runs, a run page ~15 peers). A run whose
+    fingerprint did not change renders to the same bytes."""
+    return run_fingerprint_parts().combined()
 
 
-def combined_fingerprints(owns: dict[str, str], peers: dict[str, list[str]]) -> dict[str, str]:
-    """:func:`run_fingerprints` from :func:`run_fingerprint_parts`' two maps."""
-    return {run_id: hashlib.sha256(";".join([f"{run_id}:{own}", *sorted(f"{p}:{owns[p]}" for p in peers[run_id])])
-                                   .encode()).hexdigest() for run_id, own in owns.items()}
+@dataclass(frozen=True)
+class RunFingerprintParts:
+    """What the static export's increments read, for every non-baseline run, sorted by id: ``owns`` {run id: md5
+    hex of what its own pages show}, ``idents`` {run id: md5 hex of what a peer list shows of it}, ``peers`` {run
+    id: its peers' ids, in its page's order} and ``cells`` {(suite, benchmark, base model): its runs' ids}."""
+
+    owns: dict[str, str]
+    idents: dict[str, str]
+    peers: dict[str, list[str]]
+    cells: dict[tuple[str, str, str], list[str]]
+
+    def combined(self) -> dict[str, str]:
+        """{run id: sha256 hex} (:func:`run_fingerprints`): its own part and each peer's identity."""
+        return {run_id: hashlib.sha256(";".join([f"{run_id}:{own}", *sorted(
+                    f"{p}:{self.idents[p]}" for p in self.peers[run_id])]).encode()).hexdigest()
+                for run_id, own in self.owns.items()}
+
+    def cell_fingerprints(self) -> dict[tuple[str, str, str], str]:
+        """{cell: sha256 hex over its runs' own parts}: a cell's facts (``compare.cell_facts``: each run's state
+        and score) can have changed only where this did."""
+        return {cell: hashlib.sha256(";".join(f"{r}:{self.owns[r]}" for r in run_ids).encode()).hexdigest()
+                for cell, run_ids in self.cells.items()}
 
 
 @warehouse.retrying
-def run_fingerprint_parts() -> tuple[dict[str, str], dict[str, list[str]]]:
-    """({run id: md5 hex of what its own pages show}, {run id: its peers' ids, in its page's order}) for every
-    non-baseline run, sorted by id. The own part covers the run's content hash (its files, hence its steps), latest
-    flag and state, its method's names, its evaluations, verdicts and overrides. One query, then the peers chosen
-    per cell in Python."""
+def run_fingerprint_parts() -> RunFingerprintParts:
+    """:class:`RunFingerprintParts` of every non-baseline run. The own part covers the run's content hash (its
+    files, hence its steps), directory, latest flag and state, its method's names, its evaluations, verdicts and overrides;
+    the identity its directory, latest flag, method and the method's agent (its display name and seed follow from
+    them and the suite files, which the export's code fingerprint covers). One query, then the peers chosen per
+    cell in Python."""
     with warehouse.connect() as con:
         rows = con.execute(f"""
             SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest, r.suite, r.benchmark, r.base_model,
-                md5(concat_ws('|', r.content_hash, r.is_latest, r.state, r.state_detail, r.accuracy,
+                md5(concat_ws('|', r.content_hash, r.run_dir, r.is_latest, r.state, r.state_detail, r.accuracy,
                 m.agent_name, m.agent_key, m.scaffold,
                 (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
                         ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
@@ -217,26 +236,29 @@ def run_fingerprint_parts() -> tuple[dict[str, str], dict[str, list[str]]]:
                         v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
                    FROM verdicts v WHERE v.run_id = r.id),
                 (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
-                   FROM verdict_overrides o WHERE o.run_id = r.id)))
-            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN}
+                   FROM verdict_overrides o WHERE o.run_id = r.id))),
+                md5(concat_ws('|', r.run_dir, r.is_latest, r.method, m.agent_name, m.agent_key))
+            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} ORDER BY r.id
         """).fetchall()
     cells: dict[tuple[str, str, str], list[_Cellmate]] = {}
-    for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own in rows:
+    for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own, ident in rows:
         cells.setdefault((suite, benchmark, base_model), []).append(
-            _Cellmate(run_id, method, agent_key, cluster_id, is_latest, own))
+            _Cellmate(run_id, method, agent_key, cluster_id, is_latest, own, ident))
     owns: dict[str, str] = {}
+    idents: dict[str, str] = {}
     peers: dict[str, list[str]] = {}
     for cell in cells.values():
         for run in cell:
-            owns[run.id] = run.own
+            owns[run.id], idents[run.id] = run.own, run.ident
             peers[run.id] = [p.id for p, _ in pick_peers(run, cell)]
-    return dict(sorted(owns.items())), dict(sorted(peers.items()))
+    return RunFingerprintParts(dict(sorted(owns.items())), dict(sorted(idents.items())), dict(sorted(peers.items())),
+                               {key: [r.id for r in cell] for key, cell in sorted(cells.items())})
 
 
 @dataclass(frozen=True, slots=True)
 class _Cellmate:
-    """An agent run as :func:`run_fingerprints` reads it: what choosing peers reads, and ``own``, the md5 of what
-    its own page shows."""
+    """An agent run as :func:`run_fingerprint_parts` reads it: what choosing peers reads, ``own``, the md5 of what
+    its own page shows, and ``ident``, the md5 of what a peer list shows of it."""
 
     id: str
     method: str
@@ -244,6 +266,7 @@ class _Cellmate:
     cluster_id: int
     is_latest: bool
     own: str
+    ident: str
 
 
 @warehouse.retrying

@@ -65,7 +65,8 @@ class RunPage(Run, RunTexts):
     override_log: list[OverrideEntry]
     judge_panel: list[JudgeVerdict] = Field(default_factory=list)
     peers: list[Peer] = Field(default_factory=list, description="runs of the same cell to compare it with "
-                              "(traces.selectors.compare.read_cell_peers)")
+                              "(traces.selectors.compare.read_cell_peers), by what names them: each one's state "
+                              "and score are its own /api/runs/<id>'s")
     judge_questions: list[JudgeQuestion] = Field(default_factory=list)
     challenges: list[PublicChallenge] = Field(default_factory=list)
     redaction_warnings: list[str] = Field(default_factory=list, exclude=True)
