@@ -65,6 +65,9 @@ _RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static", "su
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
 # template rendering (about 1.7x faster on 2 cores). Each run's files are its own, so the order does not matter.
 WORKERS = min(8, (os.cpu_count() or 1) + 1)
+# DuckDB's threads while the export reads (warehouse.duckdb_threads): its queries are many and small (a run's
+# pages ~30), and the export's concurrency is its own WORKERS; on all cores each query cost ~2x the CPU.
+DUCKDB_THREADS = 1
 
 
 class ExportError(RuntimeError):
@@ -313,8 +316,8 @@ class Exporter:
             previous = {}
             self.remove_pair_comparisons()
         # One connection held open for the whole export: every selector's own connect() then reuses the open
-        # database instead of opening the file again (~15 ms each).
-        with warehouse.connect():
+        # database instead of opening the file again (~15 ms each). DuckDB on one thread: DUCKDB_THREADS.
+        with warehouse.connect(), warehouse.duckdb_threads(DUCKDB_THREADS):
             code = self.code_fingerprint()
             owns, peers = runs.run_fingerprint_parts()
             fingerprints = runs.combined_fingerprints(owns, peers)
@@ -380,7 +383,7 @@ class Exporter:
 
         def one(run_id: str) -> None:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
-            with runs.runs_read_once(read):
+            with runs.runs_read_once(read), warehouse.once.reads_kept():  # each read of the run's pages once
                 if run_id in refresh:
                     self.refresh_peers(run_id, refresh[run_id])
                 else:
@@ -388,7 +391,7 @@ class Exporter:
 
         self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
-                   smoothing=0.1) as bar, ThreadPoolExecutor(WORKERS) as pool):
+                   smoothing=0.1) as bar, warehouse.duckdb_threads(DUCKDB_THREADS), ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):
                 self.report.runs_written = n
                 self.report.runs_refreshed += changed[n - 1] in refresh

@@ -249,6 +249,7 @@ def challenges(*, run_id: str | None = None, ids: list[str] | None = None,
         return read_challenges(con, run_id=run_id, ids=ids, status=status)
 
 
+@warehouse.once.read_once
 def read_public_challenges(con, run_id: str) -> list[PublicChallenge]:
     """The run's challenges the public may see: accepted (contested) and resolved ones, newest first."""
     return [c.public() for c in read_challenges(con, run_id=run_id) if c.status in ("accepted", "resolved")]

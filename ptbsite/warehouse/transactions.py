@@ -63,6 +63,22 @@ def snapshot() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 @contextmanager
+def duckdb_threads(count: int) -> Iterator[None]:
+    """DuckDB's threads of this process's warehouse instance set to ``count`` for the block, then back to what they
+    were (a global setting of the instance: every unit of the process sees it). For a process whose concurrency is
+    its own threads, as the static export's: its small queries cost about half the CPU on one DuckDB thread each
+    (bench/RESULTS.md, "The export's CPU per run")."""
+    with connect() as con:
+        before = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        con.execute(f"SET threads = {int(count)}")
+    try:
+        yield
+    finally:
+        with connect() as con:
+            con.execute(f"SET threads = {before}")
+
+
+@contextmanager
 def transaction() -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection inside BEGIN ... COMMIT; any exception rolls everything back and propagates.
 

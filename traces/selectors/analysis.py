@@ -88,6 +88,7 @@ def run_timeline(run: Run) -> Timeline:
         return read_timeline(con, run)
 
 
+@warehouse.once.read_once
 def read_timeline_summary(con, run: Run) -> tuple[Timeline, bool, bool]:
     """(the run's time use without its stretches, tool calls and monitor samples; whether it has phases; whether
     it has monitor samples): what the run page shows before its timeline figure loads from
@@ -105,6 +106,7 @@ def read_timeline_summary(con, run: Run) -> tuple[Timeline, bool, bool]:
                     idle_gaps=idle_gaps, phases=[], calls=[], monitor=[]), bool(rows), has_monitor
 
 
+@warehouse.once.read_once
 def read_timeline(con, run: Run) -> Timeline:
     """:func:`run_timeline` on an open connection."""
     stretches = [PhaseStretch(**r) for r in fetch_dicts(

@@ -154,6 +154,7 @@ def parse_cursors(value: str | None) -> list[int]:
     return out if value else []
 
 
+@warehouse.once.read_once
 def _phases(con, run: Run, budget_s: float) -> tuple[dict[str, float], list[PhaseBin]]:
     """Seconds per phase and the phase axis in PHASE_BINS bins of ``budget_s / PHASE_BINS`` (each bin's phase:
     the one with most seconds in it, the first by name on a tie: ``arg_max`` alone picked either, so one axis could
@@ -260,6 +261,7 @@ def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
                       phases=bins, used_pct=used)
 
 
+@warehouse.once.read_once
 def _window(con, run_id: str, after: int, limit: int) -> list[tuple]:
     """The agent trace's steps from index ``after`` (the cursor step itself, for the time it carries) up to
     ``limit + 1`` after it: a keyset window by index (indices are dense), then the rest when it falls short."""
@@ -537,6 +539,7 @@ class _CellRun(NamedTuple):
     is_latest: bool
 
 
+@warehouse.once.read_once
 def read_cell_peers(con, run: Run) -> list[Peer]:
     """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with (:func:`pick_peers`): the cell's
     runs read as the choice needs them (a cell holds ~90 runs at the real benchmark's size), then the chosen ones

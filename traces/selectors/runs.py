@@ -457,6 +457,7 @@ def run_titles(run_ids: Iterable[str]) -> dict[str, str]:
         return {rid: run.title for rid in dict.fromkeys(run_ids) if (run := read_run(con, rid)) is not None}
 
 
+@warehouse.once.read_once
 def read_run_texts(con, run_id: str) -> RunTexts | None:
     row = con.execute(
         "SELECT left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
@@ -518,6 +519,7 @@ def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
             "base_models": sorted(((m, model_name(m)) for (m,) in models), key=lambda o: o[1].lower())}
 
 
+@warehouse.once.read_once
 def read_evaluations(con, run_id: str) -> list[Evaluation]:
     rows = fetch_dicts(con, "SELECT id, origin, accuracy AS score, metrics_json, provenance_json, created_at "
                             "FROM evaluations WHERE run_id = ? ORDER BY created_at DESC", [run_id])
@@ -535,6 +537,7 @@ def evaluations(run_id: str) -> list[Evaluation]:
         return read_evaluations(con, run_id)
 
 
+@warehouse.once.read_once
 def read_reference_scores(con, suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
     rows = dict(con.execute(
         "SELECT agent, value FROM reported_cells WHERE suite = ? AND base_model = ? AND benchmark = ? "
@@ -550,6 +553,7 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
         return read_reference_scores(con, suite, base_model, benchmark)
 
 
+@warehouse.once.read_once
 def read_run_facets(con, run_id: str) -> list[Facet]:
     order = {name: i for i, name in enumerate(FACET_ORDER)}
     found = [Facet(facet=r["facet"], value=r["value"], value_num=r["value_num"],

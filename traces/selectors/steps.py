@@ -112,6 +112,7 @@ def _tested(con, run_id: str, trace: str, indices: list[int], text: str) -> list
 MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (``StepPage.capped`` says so)
 
 
+@warehouse.once.read_once
 def read_steps_page(
     con, run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
@@ -268,6 +269,7 @@ def read_previous_cursor(
     return row[0] if row else -1
 
 
+@warehouse.once.read_once
 def read_has_steps_before(con, run_id: str, *, before: int, trace: str = "agent", kind: str | None = None,
                           tool: str | None = None, q: str | None = None) -> bool:
     """Whether the trace has a step matching the filters with an index below ``before`` (the "Earlier steps"
@@ -348,6 +350,7 @@ def whole_steps(run_id: str, *, trace: str = "agent", after: int = -1,
         return read_whole_steps(con, run_id, trace=trace, after=after, limit=limit)
 
 
+@warehouse.once.read_once
 def read_step_at_time(con, run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
     row = con.execute(
         "SELECT min(idx) FROM steps WHERE run_id = ? AND trace = ? AND elapsed_s >= ?", [run_id, trace, seconds]
@@ -364,6 +367,7 @@ def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | 
         return read_step_at_time(con, run_id, seconds, trace=trace)
 
 
+@warehouse.once.read_once
 def read_trace_names(con, run_id: str) -> list[str]:
     names = [r[0] for r in con.execute(
         "SELECT DISTINCT trace FROM steps WHERE run_id = ? ORDER BY trace", [run_id]).fetchall()]
@@ -377,6 +381,7 @@ def trace_names(run_id: str) -> list[str]:
         return read_trace_names(con, run_id)
 
 
+@warehouse.once.read_once
 def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
     """Distinct tool names of a trace, for the tool filter."""
     return [r[0] for r in con.execute(
@@ -384,6 +389,7 @@ def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
         [run_id, trace]).fetchall()]
 
 
+@warehouse.once.read_once
 def read_evidence(con, run_id: str, limit: int = EVIDENCE_LIMIT) -> tuple[list[EvidenceStep], int]:
     """(the first ``limit`` evidence steps, how many there are) of the run's agent trace."""
     rows = fetch_dicts(con, f"SELECT idx AS index, suspicious AS rules, left(input, {EVIDENCE_CHARS}) AS input "

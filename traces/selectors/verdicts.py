@@ -99,6 +99,7 @@ def _combines(v: Verdict, verdicts: list[Verdict]) -> bool:
                                if m is not None)
 
 
+@warehouse.once.read_once
 def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
     """Every verdict of the run with the judge's words and reasoning (:class:`traces.schemas.JudgeVerdict`), by
     question (KIND_ORDER), within one the verdicts the era's rule reads first, then by judge and attempt.
@@ -153,6 +154,7 @@ def judge_questions(run: Run, panel: list[JudgeVerdict], said: list | None = Non
     return out
 
 
+@warehouse.once.read_once
 def read_override_log(con, run_id: str) -> list[OverrideEntry]:
     return [OverrideEntry(**r, new="flagged" if r["flagged"] else "clean") for r in fetch_dicts(
         con, "SELECT kind, previous, flagged, reason, reviewer, created_at FROM verdict_overrides WHERE run_id = ? "
