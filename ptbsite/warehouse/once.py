@@ -63,7 +63,7 @@ def kept_key(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Hashabl
     return (target.__module__, target.__qualname__, tuple((name, _hashable(v)) for name, v in values))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _signature(function: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(function)
 
