@@ -68,6 +68,8 @@ WORKERS = min(8, (os.cpu_count() or 1) + 1)
 # DuckDB's threads while the export reads (warehouse.duckdb_threads): its queries are many and small (a run's
 # pages ~30), and the export's concurrency is its own WORKERS; on all cores each query cost ~2x the CPU.
 DUCKDB_THREADS = 1
+# Runs whose pages' reads are read ahead together (ReadAhead): one query per table for them all.
+READ_AHEAD = 32
 
 
 class ExportError(RuntimeError):
@@ -152,6 +154,31 @@ class RunPages:
         if name not in self.traces:
             raise ExportError(f"run {self.run_id} has no trace {name!r}")
         return self.traces[name]
+
+
+class ReadAhead:
+    """What the pages of the runs to write read, read ahead (``traces.selectors.read_ahead``) READ_AHEAD runs at a
+    time in the order they are written (``order``; their reads in ``everything``, {run id: Run}): the first thread
+    to :meth:`take` a run of a batch reads the whole batch; each run's part is handed out once, then dropped."""
+
+    def __init__(self, order: list[str], everything: dict[str, runs.Run]):
+        self.order = order
+        self.everything = everything
+        self.batch_of = {run_id: n // READ_AHEAD for n, run_id in enumerate(order)}
+        self.locks = [threading.Lock() for _ in range(0, len(order), READ_AHEAD)]
+        self.read: dict[int, dict[str, dict]] = {}
+
+    def take(self, run_id: str) -> dict:
+        """The answers read ahead for ``run_id``'s pages (``warehouse.once.reads_kept``'s ``ahead``); {} when
+        it is not among the runs to write, or taken already."""
+        n = self.batch_of.get(run_id)
+        if n is None:
+            return {}
+        with self.locks[n]:
+            if n not in self.read:
+                batch = self.order[n * READ_AHEAD:(n + 1) * READ_AHEAD]
+                self.read[n] = runs.read_ahead([self.everything[r] for r in batch if r in self.everything])
+            return self.read[n].pop(run_id, {})
 
 
 def _safe(value: str, what: str) -> str:
@@ -381,9 +408,12 @@ class Exporter:
         peers = peers or {}
         self.budgets()
 
+        ahead = ReadAhead(changed, everything)
+
         def one(run_id: str) -> None:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
-            with runs.runs_read_once(read), warehouse.once.reads_kept():  # each read of the run's pages once
+            # Each read of the run's pages once, many of them read ahead with other runs' (ReadAhead).
+            with runs.runs_read_once(read), warehouse.once.reads_kept(ahead.take(run_id)):
                 if run_id in refresh:
                     self.refresh_peers(run_id, refresh[run_id])
                 else:

@@ -94,16 +94,30 @@ def read_timeline_summary(con, run: Run) -> tuple[Timeline, bool, bool]:
     it has monitor samples): what the run page shows before its timeline figure loads from
     ``/runs/<id>/timeline.json``. The seconds per phase and the idle gaps are summed in SQL (a 60,000-step trace
     has ~5,000 stretches), and the steps are never read, so it costs the same for a 200- and a 60,000-step trace."""
-    split = dict.fromkeys(PHASES, 0.0)
-    idle_gaps = 0
-    rows = con.execute("SELECT phase, sum(end_s - start_s), count(*) FROM phases WHERE run_id = ? GROUP BY phase",
-                       [run.id]).fetchall()
-    for phase, seconds, count in rows:
-        split[phase] = split.get(phase, 0.0) + seconds
-        idle_gaps += count if phase == "idle" else 0
-    has_monitor = con.execute("SELECT 1 FROM monitor WHERE run_id = ? LIMIT 1", [run.id]).fetchone() is not None
-    return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
-                    idle_gaps=idle_gaps, phases=[], calls=[], monitor=[]), bool(rows), has_monitor
+    return read_timeline_summaries_of(con, [run])[run.id]
+
+
+def read_timeline_summaries_of(con, runs: list[Run]) -> dict[str, tuple[Timeline, bool, bool]]:
+    """{run id: :func:`read_timeline_summary`} of ``runs``, in two queries."""
+    ids = [run.id for run in runs]
+    rows: dict[str, list[tuple]] = {run_id: [] for run_id in ids}
+    for run_id, phase, seconds, count in con.execute(
+            "SELECT run_id, phase, sum(end_s - start_s), count(*) FROM phases WHERE run_id = ANY(?::VARCHAR[]) "
+            "GROUP BY run_id, phase", [ids]).fetchall():
+        rows[run_id].append((phase, seconds, count))
+    monitored = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM monitor WHERE run_id = ANY(?::VARCHAR[])",
+                                           [ids]).fetchall()}
+    out = {}
+    for run in runs:
+        split = dict.fromkeys(PHASES, 0.0)
+        idle_gaps = 0
+        for phase, seconds, count in rows[run.id]:
+            split[phase] = split.get(phase, 0.0) + seconds
+            idle_gaps += count if phase == "idle" else 0
+        out[run.id] = (Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s,
+                                split_s=split, idle_gaps=idle_gaps, phases=[], calls=[], monitor=[]),
+                       bool(rows[run.id]), run.id in monitored)
+    return out
 
 
 @warehouse.once.read_once

@@ -295,9 +295,23 @@ class IndexedStep:
 def step_index(run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
     """Every step of a trace in order (index, elapsed seconds)."""
     with warehouse.connect() as con:
-        rows = con.execute("SELECT idx, elapsed_s FROM steps WHERE run_id = ? AND trace = ? ORDER BY idx",
-                           [run_id, trace]).fetchall()
-    return [IndexedStep(*row) for row in rows]
+        return read_step_index(con, run_id, trace=trace)
+
+
+@warehouse.once.read_once
+def read_step_index(con, run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
+    """:func:`step_index` on an open connection."""
+    return read_step_indices_of(con, [run_id]).get((run_id, trace), [])
+
+
+def read_step_indices_of(con, run_ids: list[str]) -> dict[tuple[str, str], list[IndexedStep]]:
+    """{(run id, trace): :func:`step_index`} of every trace of ``run_ids``, in one query."""
+    out: dict[tuple[str, str], list[IndexedStep]] = {}
+    for run_id, trace, idx, elapsed in con.execute(
+            "SELECT run_id, trace, idx, elapsed_s FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+            "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
+        out.setdefault((run_id, trace), []).append(IndexedStep(idx, elapsed))
+    return out
 
 
 @dataclass
@@ -369,9 +383,16 @@ def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | 
 
 @warehouse.once.read_once
 def read_trace_names(con, run_id: str) -> list[str]:
-    names = [r[0] for r in con.execute(
-        "SELECT DISTINCT trace FROM steps WHERE run_id = ? ORDER BY trace", [run_id]).fetchall()]
-    return sorted(names, key=lambda n: (n != "agent", n))
+    return read_trace_names_of(con, [run_id])[run_id]
+
+
+def read_trace_names_of(con, run_ids: list[str]) -> dict[str, list[str]]:
+    """{run id: :func:`trace_names`} of ``run_ids`` (every id a key), in one query."""
+    names: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+    for run_id, trace in con.execute("SELECT DISTINCT run_id, trace FROM steps WHERE run_id = ANY(?::VARCHAR[])",
+                                     [run_ids]).fetchall():
+        names[run_id].append(trace)
+    return {run_id: sorted(found, key=lambda n: (n != "agent", n)) for run_id, found in names.items()}
 
 
 @warehouse.retrying
@@ -384,20 +405,38 @@ def trace_names(run_id: str) -> list[str]:
 @warehouse.once.read_once
 def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
     """Distinct tool names of a trace, for the tool filter."""
-    return [r[0] for r in con.execute(
-        "SELECT DISTINCT tool FROM steps WHERE run_id = ? AND trace = ? AND tool IS NOT NULL ORDER BY tool",
-        [run_id, trace]).fetchall()]
+    return read_tools_used_of(con, [run_id], trace)[run_id]
+
+
+def read_tools_used_of(con, run_ids: list[str], trace: str = "agent") -> dict[str, list[str]]:
+    """{run id: :func:`read_tools_used` of its ``trace``} of ``run_ids`` (every id a key), in one query."""
+    tools: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+    for run_id, tool in con.execute(
+            "SELECT DISTINCT run_id, tool FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ? "
+            "AND tool IS NOT NULL ORDER BY run_id, tool", [run_ids, trace]).fetchall():
+        tools[run_id].append(tool)
+    return tools
 
 
 @warehouse.once.read_once
 def read_evidence(con, run_id: str, limit: int = EVIDENCE_LIMIT) -> tuple[list[EvidenceStep], int]:
     """(the first ``limit`` evidence steps, how many there are) of the run's agent trace."""
-    rows = fetch_dicts(con, f"SELECT idx AS index, suspicious AS rules, left(input, {EVIDENCE_CHARS}) AS input "
-                            "FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL "
-                            "ORDER BY idx LIMIT ?", [run_id, limit])
-    count = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL",
-                        [run_id]).fetchone()[0]
-    return [EvidenceStep(**{**r, "rules": r["rules"].split(",")}) for r in rows], count
+    return read_evidence_of(con, [run_id], limit)[run_id]
+
+
+def read_evidence_of(con, run_ids: list[str], limit: int = EVIDENCE_LIMIT) -> dict[str, tuple[list[EvidenceStep], int]]:
+    """{run id: :func:`read_evidence`} of ``run_ids`` (every id a key), in one query."""
+    found: dict[str, tuple[list[EvidenceStep], int]] = {run_id: ([], 0) for run_id in run_ids}
+    for r in fetch_dicts(con, f"SELECT run_id, index, rules, input, n FROM (SELECT run_id, idx AS index, "
+                              f"suspicious AS rules, left(input, {EVIDENCE_CHARS}) AS input, row_number() OVER "
+                              "(PARTITION BY run_id ORDER BY idx) AS k, count(*) OVER (PARTITION BY run_id) AS n "
+                              "FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = 'agent' AND suspicious IS NOT "
+                              "NULL) WHERE k <= ? ORDER BY run_id, index", [run_ids, max(limit, 1)]):
+        steps, _ = found[r["run_id"]]
+        if len(steps) < limit:
+            steps.append(EvidenceStep(index=r["index"], rules=r["rules"].split(","), input=r["input"]))
+        found[r["run_id"]] = (steps, r["n"])
+    return found
 
 
 @warehouse.retrying

@@ -8,6 +8,7 @@ import re
 from ..schemas import CitedStep, JudgeQuestion, JudgeVerdict, OverrideEntry, Run
 from ..verdicts import AGGREGATE_JUDGE, SCORED_KINDS, Verdict, chosen_verdicts, effective_flags, era_rule, kind_text
 from .runs import fetch_dicts, read_verdicts
+from .steps import read_trace_names
 
 REASONING_SHOWN = 20_000  # characters of a judge's reasoning (its trace's messages) a run page shows
 CITED_SHOWN = 40  # cited steps listed per verdict
@@ -106,8 +107,7 @@ def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
 
     A judge's reasoning (its own trace's messages) is given once, on its first verdict in that order; its other
     verdicts name the question it is under (``reasoning_under``). judge_result.json has no trace of its own."""
-    traces = {r[0] for r in con.execute("SELECT DISTINCT trace FROM steps WHERE run_id = ? AND trace <> 'agent'",
-                                        [run.id]).fetchall()}
+    traces = set(read_trace_names(con, run.id)) - {"agent"}
     rule = era_rule(run.verdicts)
     counted = {id(v) for kind in {v.kind for v in run.verdicts} for v in chosen_verdicts(run.verdicts, kind, rule)}
     order = {k: i for i, k in enumerate(KIND_ORDER)}
@@ -156,9 +156,17 @@ def judge_questions(run: Run, panel: list[JudgeVerdict], said: list | None = Non
 
 @warehouse.once.read_once
 def read_override_log(con, run_id: str) -> list[OverrideEntry]:
-    return [OverrideEntry(**r, new="flagged" if r["flagged"] else "clean") for r in fetch_dicts(
-        con, "SELECT kind, previous, flagged, reason, reviewer, created_at FROM verdict_overrides WHERE run_id = ? "
-             "ORDER BY created_at", [run_id])]
+    return read_override_logs_of(con, [run_id])[run_id]
+
+
+def read_override_logs_of(con, run_ids: list[str]) -> dict[str, list[OverrideEntry]]:
+    """{run id: :func:`override_log`} of ``run_ids`` (every id a key), in one query."""
+    out: dict[str, list[OverrideEntry]] = {run_id: [] for run_id in run_ids}
+    for r in fetch_dicts(con, "SELECT run_id, kind, previous, flagged, reason, reviewer, created_at FROM "
+                              "verdict_overrides WHERE run_id = ANY(?::VARCHAR[]) ORDER BY run_id, created_at",
+                         [run_ids]):
+        out[r.pop("run_id")].append(OverrideEntry(**r, new="flagged" if r["flagged"] else "clean"))
+    return out
 
 
 @warehouse.retrying
