@@ -158,7 +158,8 @@ class RunPages:
 
 class ReadAhead:
     """What the pages of the runs to write read, read ahead (``traces.selectors.read_ahead``) READ_AHEAD runs at a
-    time in the order they are written (``order``; their reads in ``everything``, {run id: Run}): the first thread
+    time in the order they are written (``order``; their reads in ``everything``, {run id: Run}), with the first
+    page of each trace as its pages read it (STEPS_PER_PAGE steps; the run's JSON twin PAGE_SIZE): the first thread
     to :meth:`take` a run of a batch reads the whole batch; each run's part is handed out once, then dropped."""
 
     def __init__(self, order: list[str], everything: dict[str, runs.Run]):
@@ -177,7 +178,8 @@ class ReadAhead:
         with self.locks[n]:
             if n not in self.read:
                 batch = self.order[n * READ_AHEAD:(n + 1) * READ_AHEAD]
-                self.read[n] = runs.read_ahead([self.everything[r] for r in batch if r in self.everything])
+                self.read[n] = runs.read_ahead([self.everything[r] for r in batch if r in self.everything],
+                                               agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE), trace_pages=STEPS_PER_PAGE)
             return self.read[n].pop(run_id, {})
 
 

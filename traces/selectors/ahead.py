@@ -7,7 +7,7 @@ answer those reads without a query. On DuckLake each query costs ~10-30 CPU ms o
 """
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ptbsite import warehouse
@@ -18,21 +18,24 @@ from ..schemas import Run
 from .analysis import read_timeline_summaries_of, read_timeline_summary
 from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
-from .steps import (read_evidence, read_evidence_of, read_step_index, read_step_indices_of, read_tools_used,
-                    read_tools_used_of, read_trace_names, read_trace_names_of)
+from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
+                    read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of)
 from .verdicts import read_override_log, read_override_logs_of
 
 
 @warehouse.retrying
-def read_ahead(some: list[Run]) -> dict[str, dict[Hashable, Any]]:
+def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (),
+               trace_pages: int | None = None) -> dict[str, dict[Hashable, Any]]:
     """{run id: {``warehouse.once.kept_key`` of a read: its answer}} of the runs ``some``, in one unit of work of
-    ~14 queries whatever their number (each of the runs' rows of a table in one query)."""
+    ~20 queries whatever their number (each of the runs' rows of a table in one query); with the first page
+    (unfiltered, ``read_steps_page``) of ``agent_pages`` steps of the agent trace (each size), and of
+    ``trace_pages`` steps of every other trace."""
     ids = [run.id for run in some]
     out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in ids}
     if not ids:
         return out
     with warehouse.snapshot() as con:
-        per_run = {
+        per_run: dict[Callable[..., Any], dict[str, Any]] = {
             read_run_texts: read_run_texts_of(con, ids),
             read_evaluations: read_evaluations_of(con, ids),
             read_run_facets: read_run_facets_of(con, ids),
@@ -45,6 +48,13 @@ def read_ahead(some: list[Run]) -> dict[str, dict[Hashable, Any]]:
         summaries = read_timeline_summaries_of(con, some)
         references = read_all_reference_scores(con)
         indices = read_step_indices_of(con, ids)
+        first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
+                       for limit in agent_pages}
+        others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
+        if trace_pages is not None:
+            for trace in others:
+                having = [run for run in some if trace in per_run[read_trace_names].get(run.id, [])]
+                first_pages[(trace, trace_pages)] = read_first_pages_of(con, having, trace=trace, limit=trace_pages)
     for run in some:
         kept = out[run.id]
         for read, answers in per_run.items():
@@ -55,6 +65,10 @@ def read_ahead(some: list[Run]) -> dict[str, dict[Hashable, Any]]:
             (run.suite, run.base_model, run.benchmark), {"base": None, "instruct": None})
         for trace in {"agent", *kept.get(kept_key(read_trace_names, run.id), [])}:
             kept[kept_key(read_step_index, run.id, trace=trace)] = indices.get((run.id, trace), [])
+        for (trace, limit), pages in first_pages.items():
+            if run.id in pages:
+                kept[kept_key(read_steps_page, run.id, trace=trace, limit=limit, budget_hours=run.budget_hours,
+                              step_count=run.step_count if trace == "agent" else None)] = pages[run.id]
     return out
 
 

@@ -13,7 +13,7 @@ from ptbsite import warehouse
 from pydantic import computed_field
 
 from .. import search_index
-from ..schemas import EvidenceStep, Model, Step, StepPage
+from ..schemas import EvidenceStep, Model, Run, Step, StepPage
 from ..vocabulary import TEXT_CHUNK
 from .runs import fetch_dicts
 
@@ -134,12 +134,8 @@ def read_steps_page(
     if before is not None:
         where, params = f"{where} AND idx < ?", [*params, before]
     filtered = bool(kind or tool or q)
-    budget_s = budget_hours * 3600 if budget_hours else None
     chars = field_chars(limit)
-    columns = (  # with two parameters, the characters of each field shown
-        "idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
-        "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
-        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes")
+    columns = _PAGE_COLUMNS
     select = f"SELECT {columns} FROM steps WHERE {where} "
     capped = False
     if filtered:
@@ -164,10 +160,55 @@ def read_steps_page(
     if not filtered:
         total = step_count if step_count is not None else con.execute(
             f"SELECT count(*) FROM steps WHERE {count_where}", count_params).fetchone()[0]
+    return _page_of(rows, limit, total, budget_hours, capped)
+
+
+# A page's columns, with two parameters: the characters of each field shown (field_chars).
+_PAGE_COLUMNS = (
+    "idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
+    "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
+    "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes")
+
+
+def _page_of(rows: list[dict], limit: int, total: int, budget_hours: float | None, capped: bool) -> StepPage:
+    """The StepPage of ``rows`` (of _PAGE_COLUMNS, in order; one more than ``limit`` when a next page follows)."""
+    budget_s = budget_hours * 3600 if budget_hours else None
     steps = [Step(**{**r, "suspicious": r["suspicious"].split(",") if r["suspicious"] else [],
                      "remaining_s": (budget_s - r["elapsed_s"]) if (budget_s and r["elapsed_s"] is not None) else None})
              for r in rows[:limit]]
     return StepPage(steps=steps, next=steps[-1].index if len(rows) > limit else None, total=total, capped=capped)
+
+
+def read_first_pages_of(con, runs: list[Run], *, trace: str, limit: int) -> dict[str, StepPage]:
+    """{run id: the first page of ``limit`` steps of its ``trace``, unfiltered} of ``runs``, as
+    ``read_steps_page(con, run.id, trace=trace, limit=limit, budget_hours=run.budget_hours, step_count=
+    run.step_count if trace == "agent" else None)`` reads it, in two or three queries for them all (the index
+    window of each, the rest of those it does not fill, the counts that are not stored)."""
+    ids = [run.id for run in runs]
+    chars, window = field_chars(limit), limit + 1
+    rows: dict[str, list[dict]] = {run_id: [] for run_id in ids}
+    for r in fetch_dicts(con, f"SELECT run_id, {_PAGE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+                              "AND trace = ? AND idx > -1 AND idx <= ? ORDER BY run_id, idx",
+                         [chars, chars, ids, trace, -1 + window]):
+        rows[r.pop("run_id")].append(r)
+    rows = {run_id: found[:limit + 1] for run_id, found in rows.items()}
+    short = [run_id for run_id, found in rows.items() if len(found) <= limit]
+    if short:
+        for r in fetch_dicts(con, f"SELECT * EXCLUDE (k) FROM (SELECT run_id, {_PAGE_COLUMNS}, row_number() OVER "
+                                  "(PARTITION BY run_id ORDER BY idx) AS k FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+                                  "AND trace = ? AND idx > ?) WHERE k <= ? ORDER BY run_id, index",
+                             [chars, chars, short, trace, -1 + window, limit + 1]):
+            found = rows[r.pop("run_id")]
+            if len(found) <= limit:
+                found.append(r)
+    stored = {run.id: run.step_count for run in runs if trace == "agent" and run.step_count is not None}
+    counted = [run_id for run_id in ids if run_id not in stored]
+    totals = dict.fromkeys(counted, 0)
+    if counted:
+        totals.update(con.execute("SELECT run_id, count(*) FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ? "
+                                  "GROUP BY run_id", [counted, trace]).fetchall())
+    return {run.id: _page_of(rows[run.id], limit, stored.get(run.id, totals.get(run.id, 0)), run.budget_hours, False)
+            for run in runs}
 
 
 @warehouse.retrying
