@@ -15,7 +15,7 @@ from ptbsite.warehouse.once import kept_key
 
 from ..challenges import read_public_challenges, read_public_challenges_of
 from ..schemas import Run
-from .analysis import read_timeline_summaries_of, read_timeline_summary
+from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_summary, read_timelines_of
 from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
 from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
@@ -46,6 +46,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (),
             read_public_challenges: read_public_challenges_of(con, ids),
         }
         summaries = read_timeline_summaries_of(con, some)
+        timelines = read_timelines_of(con, some)
         references = read_all_reference_scores(con)
         indices = read_step_indices_of(con, ids)
         first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
@@ -61,6 +62,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (),
             if run.id in answers:
                 kept[kept_key(read, run.id)] = answers[run.id]
         kept[kept_key(read_timeline_summary, run)] = summaries[run.id]
+        kept[kept_key(read_timeline, run)] = timelines[run.id]
         kept[kept_key(read_reference_scores, run.suite, run.base_model, run.benchmark)] = references.get(
             (run.suite, run.base_model, run.benchmark), {"base": None, "instruct": None})
         for trace in {"agent", *kept.get(kept_key(read_trace_names, run.id), [])}:
