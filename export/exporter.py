@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
@@ -154,6 +155,14 @@ class RunPages:
         if name not in self.traces:
             raise ExportError(f"run {self.run_id} has no trace {name!r}")
         return self.traces[name]
+
+
+@contextmanager
+def export_reads() -> Iterator[None]:
+    """The warehouse as the export reads it: DuckDB on DUCKDB_THREADS threads (``warehouse.duckdb_threads``), each
+    unit of work on a cursor an earlier one left (``warehouse.hold_cursors``: a run's pages are ~10 units)."""
+    with warehouse.duckdb_threads(DUCKDB_THREADS), warehouse.hold_cursors():
+        yield
 
 
 class ReadAhead:
@@ -345,8 +354,8 @@ class Exporter:
             previous = {}
             self.remove_pair_comparisons()
         # One connection held open for the whole export: every selector's own connect() then reuses the open
-        # database instead of opening the file again (~15 ms each). DuckDB on one thread: DUCKDB_THREADS.
-        with warehouse.connect(), warehouse.duckdb_threads(DUCKDB_THREADS):
+        # database instead of opening the file again (~15 ms each); and read as export_reads says.
+        with warehouse.connect(), export_reads():
             code = self.code_fingerprint()
             owns, peers = runs.run_fingerprint_parts()
             fingerprints = runs.combined_fingerprints(owns, peers)
@@ -423,7 +432,7 @@ class Exporter:
 
         self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
-                   smoothing=0.1) as bar, warehouse.duckdb_threads(DUCKDB_THREADS), ThreadPoolExecutor(WORKERS) as pool):
+                   smoothing=0.1) as bar, export_reads(), ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):
                 self.report.runs_written = n
                 self.report.runs_refreshed += changed[n - 1] in refresh

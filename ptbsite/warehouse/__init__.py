@@ -12,7 +12,7 @@ import duckdb
 
 from . import memo, once, version
 from .bulk import insert_rows
-from .connections import ALIAS, close_connections, hold_open
+from .connections import ALIAS, close_connections, hold_cursors, hold_open
 from .maintenance import Compaction, compact
 from .middleware import RequestScopeMiddleware
 from .migrations import SQL_DIR, migrate, migrate_now, migration_files, reset_migration_cache
@@ -22,7 +22,7 @@ from .transactions import connect, duckdb_threads, run_in_transaction, snapshot,
 
 __all__ = [
     "ALIAS", "SQL_DIR", "UNREACHABLE_ATTEMPTS", "Compaction", "RequestScopeMiddleware", "WarehouseSpec",
-    "WarehouseUnavailable", "close_connections", "compact", "connect", "describe", "duckdb", "duckdb_threads", "hold_open", "insert_rows", "memo", "once", "migrate", "migrate_now",
+    "WarehouseUnavailable", "close_connections", "compact", "connect", "describe", "duckdb", "duckdb_threads", "hold_cursors", "hold_open", "insert_rows", "memo", "once", "migrate", "migrate_now",
     "migration_files", "parse_spec", "reset_migration_cache", "retrying", "run_in_transaction", "snapshot", "transaction",
     "version", "warehouse_spec",
 ]

@@ -41,8 +41,10 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
     con = with_retries(open_migrated)
     try:
         yield con
-    finally:
+    except BaseException:
         connections.close(text, con)
+        raise
+    connections.close(text, con, clean=True)
 
 
 @contextmanager
