@@ -168,12 +168,14 @@ def export_reads() -> Iterator[None]:
 class ReadAhead:
     """What the pages of the runs to write read, read ahead (``traces.selectors.read_ahead``) READ_AHEAD runs at a
     time in the order they are written (``order``; their reads in ``everything``, {run id: Run}), with the first
-    page of each trace as its pages read it (STEPS_PER_PAGE steps; the run's JSON twin PAGE_SIZE): the first thread
+    page of each trace as its pages read it (STEPS_PER_PAGE steps; the run's JSON twin PAGE_SIZE) and what its
+    comparison side file reads (its phase axes for ``budgets``, its first steps): the first thread
     to :meth:`take` a run of a batch reads the whole batch; each run's part is handed out once, then dropped."""
 
-    def __init__(self, order: list[str], everything: dict[str, runs.Run]):
+    def __init__(self, order: list[str], everything: dict[str, runs.Run], budgets: list[float]):
         self.order = order
         self.everything = everything
+        self.budgets = budgets  # the comparison sides' axes (Exporter.budgets)
         self.batch_of = {run_id: n // READ_AHEAD for n, run_id in enumerate(order)}
         self.locks = [threading.Lock() for _ in range(0, len(order), READ_AHEAD)]
         self.read: dict[int, dict[str, dict]] = {}
@@ -188,7 +190,8 @@ class ReadAhead:
             if n not in self.read:
                 batch = self.order[n * READ_AHEAD:(n + 1) * READ_AHEAD]
                 self.read[n] = runs.read_ahead([self.everything[r] for r in batch if r in self.everything],
-                                               agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE), trace_pages=STEPS_PER_PAGE)
+                                               agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE), trace_pages=STEPS_PER_PAGE,
+                                               side_budgets=self.budgets)
             return self.read[n].pop(run_id, {})
 
 
@@ -417,9 +420,7 @@ class Exporter:
         a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
         refresh = refresh or {}
         peers = peers or {}
-        self.budgets()
-
-        ahead = ReadAhead(changed, everything)
+        ahead = ReadAhead(changed, everything, self.budgets())
 
         def one(run_id: str) -> None:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]

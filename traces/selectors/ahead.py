@@ -15,6 +15,7 @@ from ptbsite.warehouse.once import kept_key
 
 from ..challenges import read_public_challenges, read_public_challenges_of
 from ..schemas import Run
+from .compare import read_sides_ahead
 from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_summary, read_timelines_of
 from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
@@ -24,12 +25,13 @@ from .verdicts import read_override_log, read_override_logs_of
 
 
 @warehouse.retrying
-def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (),
-               trace_pages: int | None = None) -> dict[str, dict[Hashable, Any]]:
+def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_pages: int | None = None,
+               side_budgets: list[float] | None = None) -> dict[str, dict[Hashable, Any]]:
     """{run id: {``warehouse.once.kept_key`` of a read: its answer}} of the runs ``some``, in one unit of work of
     ~20 queries whatever their number (each of the runs' rows of a table in one query); with the first page
     (unfiltered, ``read_steps_page``) of ``agent_pages`` steps of the agent trace (each size), and of
-    ``trace_pages`` steps of every other trace."""
+    ``trace_pages`` steps of every other trace; with ``side_budgets`` (``read_budgets``), what each run's
+    comparison side reads besides (``compare.read_sides_ahead``)."""
     ids = [run.id for run in some]
     out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in ids}
     if not ids:
@@ -49,6 +51,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (),
         timelines = read_timelines_of(con, some)
         references = read_all_reference_scores(con)
         indices = read_step_indices_of(con, ids)
+        sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
         first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
                        for limit in agent_pages}
         others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
@@ -58,6 +61,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (),
                 first_pages[(trace, trace_pages)] = read_first_pages_of(con, having, trace=trace, limit=trace_pages)
     for run in some:
         kept = out[run.id]
+        kept.update(sides.get(run.id, {}))
         for read, answers in per_run.items():
             if run.id in answers:
                 kept[kept_key(read, run.id)] = answers[run.id]
