@@ -21,7 +21,7 @@ from .runs import (read_all_reference_scores, read_evaluations, read_evaluations
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
 from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
                     read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of)
-from .verdicts import read_override_log, read_override_logs_of
+from .verdicts import read_override_log, read_override_logs_of, read_reasonings_ahead
 
 
 @warehouse.retrying
@@ -52,6 +52,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
         references = read_all_reference_scores(con)
         indices = read_step_indices_of(con, ids)
         sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
+        reasonings = read_reasonings_ahead(con, per_run[read_trace_names])
         first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
                        for limit in agent_pages}
         others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
@@ -62,6 +63,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
     for run in some:
         kept = out[run.id]
         kept.update(sides.get(run.id, {}))
+        kept.update(reasonings.get(run.id, {}))
         for read, answers in per_run.items():
             if run.id in answers:
                 kept[kept_key(read, run.id)] = answers[run.id]

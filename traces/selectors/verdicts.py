@@ -4,6 +4,10 @@ from __future__ import annotations
 from ptbsite import warehouse
 
 import re
+from collections.abc import Hashable
+from typing import Any
+
+from ptbsite.warehouse.once import kept_key
 
 from ..schemas import CitedStep, JudgeQuestion, JudgeVerdict, OverrideEntry, Run
 from ..verdicts import AGGREGATE_JUDGE, SCORED_KINDS, Verdict, chosen_verdicts, effective_flags, era_rule, kind_text
@@ -63,10 +67,29 @@ def cited_steps(con, run_id: str, texts: list[str], step_count: int) -> list[Cit
     return [CitedStep(index=i, via=v) for i, v in sorted(found.items())[:CITED_SHOWN]]
 
 
+@warehouse.once.read_once
 def _reasoning(con, run_id: str, trace: str) -> tuple[str, bool] | None:
-    rows = con.execute(
+    return _reasoning_of(con.execute(
         "SELECT kind, output FROM steps WHERE run_id = ? AND trace = ? AND kind IN ('assistant', 'thinking', 'result') "
-        "AND output <> '' ORDER BY idx", [run_id, trace]).fetchall()
+        "AND output <> '' ORDER BY idx", [run_id, trace]).fetchall())
+
+
+def read_reasonings_ahead(con, traces: dict[str, list[str]]) -> dict[str, dict[Hashable, Any]]:
+    """The judges' reasoning of many runs (``traces``: {run id: its judge traces}) as ``warehouse.once`` keeps
+    :func:`_reasoning`'s answers ({run id: {kept key: answer}}), in one query: the steps' output is the steps
+    table's largest column, and one run's read costs about what many runs' read together does."""
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for run_id, trace, kind, output in con.execute(
+            "SELECT run_id, trace, kind, output FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace <> 'agent' AND "
+            "kind IN ('assistant', 'thinking', 'result') AND output <> '' ORDER BY run_id, trace, idx",
+            [list(traces)]).fetchall():
+        rows.setdefault((run_id, trace), []).append((kind, output))
+    return {run_id: {kept_key(_reasoning, run_id, trace): _reasoning_of(rows.get((run_id, trace), []))
+                     for trace in names if trace != "agent"} for run_id, names in traces.items()}
+
+
+def _reasoning_of(rows: list[tuple[str, str]]) -> tuple[str, bool] | None:
+    """A judge's reasoning from its trace's (kind, output) rows in order: the text shown and whether it was cut."""
     if not rows:
         return None
     text = "\n\n".join(f"[{kind}] {output.strip()}" if kind == "thinking" else output.strip() for kind, output in rows)
