@@ -71,13 +71,15 @@ def duckdb_threads(count: int) -> Iterator[None]:
     its own threads, as the static export's: its small queries cost about half the CPU on one DuckDB thread each
     (bench/RESULTS.md, "The export's CPU per run")."""
     with connect() as con:
-        before = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        row = con.execute("SELECT current_setting('threads')").fetchone()
+        before = int(row[0]) if row else 0
         con.execute(f"SET threads = {int(count)}")
     try:
         yield
     finally:
-        with connect() as con:
-            con.execute(f"SET threads = {before}")
+        if before:
+            with connect() as con:
+                con.execute(f"SET threads = {before}")
 
 
 @contextmanager
