@@ -70,8 +70,9 @@ def test_reads_ahead_answer_what_each_read_answers(export_warehouse):
         busy = [run_id for (run_id,) in con.execute(
             "SELECT run_id FROM steps WHERE trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL "
             "GROUP BY run_id HAVING count(*) > ?", [MAX_TIMELINE_CALLS]).fetchall()]
+        budgets = selectors.read_budgets(con)
     ahead = selectors.read_ahead(list(runs.values()), agent_pages=(STEPS_PER_PAGE, selectors.PAGE_SIZE),
-                                 trace_pages=STEPS_PER_PAGE)
+                                 trace_pages=STEPS_PER_PAGE, side_budgets=budgets)
     assert set(ahead) == set(runs) and len(runs) >= 12
     reads = Counter()
     for kept in ahead.values():
@@ -79,8 +80,12 @@ def test_reads_ahead_answer_what_each_read_answers(export_warehouse):
             assert answer == _call(key, runs), key
             reads[key[1]] += 1
     # every run has its texts, evaluations, facets, evidence, names, timeline, first pages... read ahead
-    assert min(reads.values()) >= len(runs) - 1 and len(reads) >= 13, reads
-    assert reads["read_steps_page"] >= 2 * len(runs)
+    each = ("read_run_texts", "read_evaluations", "read_run_facets", "read_evidence", "read_trace_names",
+            "read_tools_used", "read_override_log", "read_public_challenges", "read_timeline_summary",
+            "read_timeline", "read_reference_scores", "_window")
+    assert {name: reads[name] for name in each} == dict.fromkeys(each, len(runs)), reads
+    assert reads["read_steps_page"] >= 2 * len(runs) and reads["read_step_index"] >= len(runs)
+    assert reads["_phases"] >= len(runs) and reads["_reasoning"] >= 1  # judges' traces: the runs that have one
     if busy:
         timeline = ahead[busy[0]][kept_key(read_timeline, runs[busy[0]])]
         assert timeline.bin_s is not None and len(timeline.calls) <= MAX_TIMELINE_CALLS

@@ -52,19 +52,29 @@ def cited_steps(con, run_id: str, texts: list[str], step_count: int) -> list[Cit
         calls += _CALL_REF.findall(text or "")
         files += [f for f in _FILE_REF.findall(text or "") if f not in files]
     if calls:
-        unique = sorted(set(calls))[:200]
-        for call_id, index in con.execute(
-                f"SELECT call_id, min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND call_id IN "
-                f"({', '.join('?' * len(unique))}) GROUP BY call_id", [run_id, *unique]).fetchall():
+        for call_id, index in _calls_at(con, run_id, sorted(set(calls))[:200]):
             found.setdefault(index, call_id)
     if files:
         named = files[:FILES_LOOKED_UP]
-        rows = con.execute(
-            "SELECT n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS name) n JOIN steps s ON s.run_id = ? "
-            "AND s.trace = 'agent' AND contains(s.input, n.name) GROUP BY n.name", [named, run_id]).fetchall()
-        for name, index in sorted(rows, key=lambda r: named.index(r[0])):
+        for name, index in sorted(_files_at(con, run_id, named), key=lambda r: named.index(r[0])):
             found.setdefault(index, name)
     return [CitedStep(index=i, via=v) for i, v in sorted(found.items())[:CITED_SHOWN]]
+
+
+@warehouse.once.read_once
+def _calls_at(con, run_id: str, call_ids: list[str]) -> list[tuple[str, int]]:
+    """(call id, the first agent step holding it) of those of ``call_ids`` the agent trace has."""
+    return con.execute(f"SELECT call_id, min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND call_id IN "
+                       f"({', '.join('?' * len(call_ids))}) GROUP BY call_id", [run_id, *call_ids]).fetchall()
+
+
+@warehouse.once.read_once
+def _files_at(con, run_id: str, names: list[str]) -> list[tuple[str, int]]:
+    """(file name, the first agent step whose input holds it) of those of ``names`` some step's input holds (the
+    verdicts of one run often name the same files: read once per run in the export)."""
+    return con.execute(
+        "SELECT n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS name) n JOIN steps s ON s.run_id = ? "
+        "AND s.trace = 'agent' AND contains(s.input, n.name) GROUP BY n.name", [names, run_id]).fetchall()
 
 
 @warehouse.once.read_once
