@@ -71,6 +71,8 @@ WORKERS = min(8, (os.cpu_count() or 1) + 1)
 DUCKDB_THREADS = 1
 # Runs whose pages' reads are read ahead together (ReadAhead): one query per table for them all.
 READ_AHEAD = 32
+# Trace bytes whose steps the search reads at once (search_batches): the whole texts are held until indexed.
+SEARCH_AHEAD_BYTES = 64 * 1024 * 1024
 
 
 class ExportError(RuntimeError):
@@ -193,6 +195,22 @@ class ReadAhead:
                                                agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE), trace_pages=STEPS_PER_PAGE,
                                                side_budgets=self.budgets)
             return self.read[n].pop(run_id, {})
+
+
+def search_batches(run_ids: list[str], everything: dict[str, runs.Run]) -> Iterator[list[str]]:
+    """``run_ids`` in order, in batches whose steps the search reads together (``traces.selectors.read_search_ahead``):
+    at most READ_AHEAD runs and SEARCH_AHEAD_BYTES of traces (``Run.trace_bytes``; a larger run alone)."""
+    batch: list[str] = []
+    size = 0
+    for run_id in run_ids:
+        more = everything[run_id].trace_bytes or 0
+        if batch and (len(batch) == READ_AHEAD or size + more > SEARCH_AHEAD_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(run_id)
+        size += more
+    if batch:
+        yield batch
 
 
 def _safe(value: str, what: str) -> str:
@@ -675,8 +693,13 @@ class Exporter:
         with tempfile.TemporaryDirectory(prefix=".pagefind-", dir=self.outdir) as build:
             def records(chosen: list[str]) -> Iterator[SearchRecord]:
                 with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
-                    for run_id in chosen:
-                        yield from self.run_records(everything[run_id], counts, base=not delta)
+                    for batch in search_batches(chosen, everything):
+                        ahead = runs.read_search_ahead(batch)  # every step of the batch's runs in a few queries
+                        for run_id in batch:
+                            # a run's records made in its block (none kept open across the generator's yields)
+                            with warehouse.once.reads_kept(ahead.pop(run_id)):
+                                made = list(self.run_records(everything[run_id], counts, base=not delta))
+                            yield from made
 
             targets = ({f"{SEARCH_DELTA}/{run_id}": [run_id] for run_id in run_ids} if delta
                        else {SEARCH_DIR: run_ids})

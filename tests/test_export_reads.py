@@ -134,3 +134,23 @@ def test_read_steps_page_is_kept_by_its_arguments(export_warehouse):
         page = read_steps_page(con, run.id, limit=3)
         assert read_steps_page(con, run.id, trace="agent", after=-1, limit=3) is page
         assert read_steps_page(con, run.id, limit=4) is not page
+
+
+def test_the_search_reads_every_step_whole_ahead_as_paging_does(export_warehouse, tmp_path):
+    from .test_export import DEEP_WORD, add_search_runs
+
+    added = add_search_runs(tmp_path / "tree")  # one of its steps is stored cut: its whole text is in step_texts
+    run_ids = sorted(r.id for r in selectors.list_runs(limit=None)[0])
+    ahead = selectors.read_search_ahead(run_ids)
+    runs = {r.id: r for r in selectors.list_runs(limit=None)[0]}
+    for kept in ahead.values():
+        for key, answer in kept.items():
+            assert answer == _call(key, runs), key
+    with reads_kept(ahead[added.deep_run]):
+        steps = []
+        after = -1
+        while page := selectors.whole_steps(added.deep_run, after=after):
+            steps += page
+            after = page[-1].index
+    assert [s.index for s in steps] == list(range(len(steps))) and len(steps) > 2 * 64
+    assert DEEP_WORD in steps[added.deep_step].output and steps[added.deep_step].output == added.long_output

@@ -20,7 +20,8 @@ from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_s
 from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
 from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
-                    read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of)
+                    read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of,
+                    read_whole_steps_ahead)
 from .verdicts import read_override_log, read_override_logs_of, read_reasonings_ahead
 
 
@@ -80,4 +81,25 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
     return out
 
 
-__all__ = ["read_ahead"]
+@warehouse.retrying
+def read_search_ahead(run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
+    """What the static export's search reads of each of ``run_ids`` (``Exporter.run_records``: its layout's trace
+    names and step index, every step of every trace whole, ``steps.read_whole_steps_ahead``), read for them all
+    at once, {run id: {kept key: answer}}: four queries."""
+    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in run_ids}
+    if not run_ids:
+        return out
+    with warehouse.snapshot() as con:
+        names = read_trace_names_of(con, run_ids)
+        indices = read_step_indices_of(con, run_ids)
+        whole = read_whole_steps_ahead(con, run_ids)
+    for run_id in run_ids:
+        kept = out[run_id]
+        kept[kept_key(read_trace_names, run_id)] = names[run_id]
+        for trace in {"agent", *names[run_id]}:
+            kept[kept_key(read_step_index, run_id, trace=trace)] = indices.get((run_id, trace), [])
+        kept.update(whole[run_id])
+    return out
+
+
+__all__ = ["read_ahead", "read_search_ahead"]

@@ -8,7 +8,11 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from collections.abc import Hashable
+from typing import Any
+
 from ptbsite import warehouse
+from ptbsite.warehouse.once import kept_key
 
 from pydantic import computed_field
 
@@ -370,13 +374,12 @@ class WholeStep:
 WHOLE_STEPS_BATCH = 64  # steps one whole_steps call reads: each holds up to 2 x STEP_TEXT_CAP stored, more if cut
 
 
+@warehouse.once.read_once
 def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
                      limit: int = WHOLE_STEPS_BATCH) -> list[WholeStep]:
     """:func:`whole_steps` on an open connection."""
     rows = con.execute(
-        "SELECT idx, kind, tool, coalesce(input, ''), coalesce(output, ''), "
-        "coalesce(input_bytes, 0) > strlen(coalesce(input, '')), coalesce(output_bytes, 0) > strlen(coalesce(output, '')) "
-        "FROM steps WHERE run_id = ? AND trace = ? AND idx > ? ORDER BY idx LIMIT ?",
+        f"SELECT {_WHOLE_COLUMNS} FROM steps WHERE run_id = ? AND trace = ? AND idx > ? ORDER BY idx LIMIT ?",
         [run_id, trace, after, limit]).fetchall()
     cut = [r[0] for r in rows if r[5] or r[6]]
     whole: dict[tuple[int, str], list[bytes]] = {}
@@ -385,6 +388,18 @@ def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
                 "SELECT idx, field, data FROM step_texts WHERE run_id = ? AND trace = ? AND list_contains(?, idx) "
                 "ORDER BY idx, field, chunk", [run_id, trace, cut]).fetchall():
             whole.setdefault((idx, field_name), []).append(zlib.decompress(data))
+    return _whole(rows, whole)
+
+
+# A whole step's stored columns: index, kind, tool, input, output, whether ingest stored input / output cut.
+_WHOLE_COLUMNS = ("idx, kind, tool, coalesce(input, ''), coalesce(output, ''), "
+                  "coalesce(input_bytes, 0) > strlen(coalesce(input, '')), "
+                  "coalesce(output_bytes, 0) > strlen(coalesce(output, ''))")
+
+
+def _whole(rows: list[tuple], whole: dict[tuple[int, str], list[bytes]]) -> list[WholeStep]:
+    """WholeSteps of ``rows`` (_WHOLE_COLUMNS), a field stored cut taken whole from its ``step_texts`` chunks
+    (``whole``: {(index, field): chunks in order}; a field without chunks is what the steps table holds)."""
 
     def text(idx: int, field_name: str, stored: str) -> str:
         chunks = whole.get((idx, field_name))
@@ -393,6 +408,41 @@ def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
     return [WholeStep(index=idx, kind=kind, tool=tool, input=text(idx, "input", stored_in) if input_cut else stored_in,
                       output=text(idx, "output", stored_out) if output_cut else stored_out)
             for idx, kind, tool, stored_in, stored_out, input_cut, output_cut in rows]
+
+
+def read_whole_steps_ahead(con, run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
+    """Every step of every trace of ``run_ids`` with its whole input and output, as ``warehouse.once`` keeps
+    :func:`read_whole_steps`' answers when a trace is paged from its start by WHOLE_STEPS_BATCH (``after``: the
+    last index of the page before; then the empty page after the last), {run id: {kept key: answer}}: two queries
+    for them all (the steps, the whole texts of those stored cut) where paging costs one per 64 steps. The static
+    export's search reads every step of every run."""
+    rows: dict[str, dict[str, list[tuple]]] = {run_id: {"agent": []} for run_id in run_ids}
+    cut: set[tuple[str, str, int]] = set()
+    for run_id, trace, *row in con.execute(
+            f"SELECT run_id, trace, {_WHOLE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+            "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
+        rows[run_id].setdefault(trace, []).append(tuple(row))
+        if row[5] or row[6]:
+            cut.add((run_id, trace, row[0]))
+    whole: dict[tuple[str, str], dict[tuple[int, str], list[bytes]]] = {}
+    if cut:
+        for run_id, trace, idx, field_name, data in con.execute(
+                "SELECT run_id, trace, idx, field, data FROM step_texts WHERE run_id = ANY(?::VARCHAR[]) "
+                "ORDER BY run_id, trace, idx, field, chunk", [sorted({c[0] for c in cut})]).fetchall():
+            if (run_id, trace, idx) in cut:
+                whole.setdefault((run_id, trace), {}).setdefault((idx, field_name), []).append(zlib.decompress(data))
+    out: dict[str, dict[Hashable, Any]] = {}
+    for run_id, traces in rows.items():
+        kept: dict[Hashable, Any] = {}
+        for trace, found in traces.items():
+            after = -1
+            for start in range(0, len(found), WHOLE_STEPS_BATCH):
+                page = _whole(found[start:start + WHOLE_STEPS_BATCH], whole.get((run_id, trace), {}))
+                kept[kept_key(read_whole_steps, run_id, trace=trace, after=after)] = page
+                after = page[-1].index
+            kept[kept_key(read_whole_steps, run_id, trace=trace, after=after)] = []
+        out[run_id] = kept
+    return out
 
 
 @warehouse.retrying
