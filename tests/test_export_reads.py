@@ -154,3 +154,25 @@ def test_the_search_reads_every_step_whole_ahead_as_paging_does(export_warehouse
             after = page[-1].index
     assert [s.index for s in steps] == list(range(len(steps))) and len(steps) > 2 * 64
     assert DEEP_WORD in steps[added.deep_step].output and steps[added.deep_step].output == added.long_output
+
+
+def test_while_held_a_ducklake_unit_takes_the_cursor_a_clean_unit_left(warehouse_factory, settings):
+    settings.PTB_WAREHOUSE = warehouse_factory.make("ducklake-sqlite")
+    warehouse.reset_migration_cache()
+    with warehouse.connect() as con:
+        threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    with warehouse.connect() as other:
+        assert other is not con  # not held: a cursor per unit, closed after it
+    with warehouse.hold_cursors(), warehouse.duckdb_threads(1):
+        with warehouse.snapshot() as first:
+            assert first.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+        with warehouse.connect() as second:
+            assert second is first and second.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        with pytest.raises(RuntimeError), warehouse.snapshot() as failed:
+            raise RuntimeError("a unit that fails leaves no cursor")
+        assert failed is first
+        with warehouse.connect() as third:
+            assert third is not first and third.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    with warehouse.connect() as after:
+        assert after is not third
+        assert after.execute("SELECT current_setting('threads')").fetchone()[0] == threads
