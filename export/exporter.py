@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
@@ -69,6 +70,13 @@ _RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static", "su
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
 # template rendering (about 1.7x faster on 2 cores). Each run's files are its own, so the order does not matter.
 WORKERS = min(8, (os.cpu_count() or 1) + 1)
+# DuckDB's threads while the export reads (warehouse.duckdb_threads): its queries are many and small (a run's
+# pages ~30), and the export's concurrency is its own WORKERS; on all cores each query cost ~2x the CPU.
+DUCKDB_THREADS = 1
+# Runs whose pages' reads are read ahead together (ReadAhead): one query per table for them all.
+READ_AHEAD = 32
+# Trace bytes whose steps the search reads at once (search_batches): the whole texts are held until indexed.
+SEARCH_AHEAD_BYTES = 64 * 1024 * 1024
 
 
 class ExportError(RuntimeError):
@@ -153,6 +161,60 @@ class RunPages:
         if name not in self.traces:
             raise ExportError(f"run {self.run_id} has no trace {name!r}")
         return self.traces[name]
+
+
+@contextmanager
+def export_reads() -> Iterator[None]:
+    """The warehouse as the export reads it: DuckDB on DUCKDB_THREADS threads (``warehouse.duckdb_threads``), each
+    unit of work on a cursor an earlier one left (``warehouse.hold_cursors``: a run's pages are ~10 units)."""
+    with warehouse.duckdb_threads(DUCKDB_THREADS), warehouse.hold_cursors():
+        yield
+
+
+class ReadAhead:
+    """What the pages of the runs to write read, read ahead (``traces.selectors.read_ahead``) READ_AHEAD runs at a
+    time in the order they are written (``order``; their reads in ``everything``, {run id: Run}), with the first
+    page of each trace as its pages read it (STEPS_PER_PAGE steps; the run's JSON twin PAGE_SIZE) and what its
+    comparison side file reads (its phase axes for ``budgets``, its first steps): the first thread
+    to :meth:`take` a run of a batch reads the whole batch; each run's part is handed out once, then dropped."""
+
+    def __init__(self, order: list[str], everything: dict[str, runs.Run], budgets: list[float]):
+        self.order = order
+        self.everything = everything
+        self.budgets = budgets  # the comparison sides' axes (Exporter.budgets)
+        self.batch_of = {run_id: n // READ_AHEAD for n, run_id in enumerate(order)}
+        self.locks = [threading.Lock() for _ in range(0, len(order), READ_AHEAD)]
+        self.read: dict[int, dict[str, dict]] = {}
+
+    def take(self, run_id: str) -> dict:
+        """The answers read ahead for ``run_id``'s pages (``warehouse.once.reads_kept``'s ``ahead``); {} when
+        it is not among the runs to write, or taken already."""
+        n = self.batch_of.get(run_id)
+        if n is None:
+            return {}
+        with self.locks[n]:
+            if n not in self.read:
+                batch = self.order[n * READ_AHEAD:(n + 1) * READ_AHEAD]
+                self.read[n] = runs.read_ahead([self.everything[r] for r in batch if r in self.everything],
+                                               agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE), trace_pages=STEPS_PER_PAGE,
+                                               side_budgets=self.budgets)
+            return self.read[n].pop(run_id, {})
+
+
+def search_batches(run_ids: list[str], everything: dict[str, runs.Run]) -> Iterator[list[str]]:
+    """``run_ids`` in order, in batches whose steps the search reads together (``traces.selectors.read_search_ahead``):
+    at most READ_AHEAD runs and SEARCH_AHEAD_BYTES of traces (``Run.trace_bytes``; a larger run alone)."""
+    batch: list[str] = []
+    size = 0
+    for run_id in run_ids:
+        more = everything[run_id].trace_bytes or 0
+        if batch and (len(batch) == READ_AHEAD or size + more > SEARCH_AHEAD_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(run_id)
+        size += more
+    if batch:
+        yield batch
 
 
 def _safe(value: str, what: str) -> str:
@@ -333,8 +395,8 @@ class Exporter:
             previous = {}
             self.remove_pair_comparisons()
         # One connection held open for the whole export: every selector's own connect() then reuses the open
-        # database instead of opening the file again (~15 ms each).
-        with warehouse.connect():
+        # database instead of opening the file again (~15 ms each); and read as export_reads says.
+        with warehouse.connect(), export_reads():
             code = self.code_fingerprint()
             parts = runs.run_fingerprint_parts()
             owns, peers, fingerprints = parts.owns, parts.peers, parts.combined()
@@ -404,11 +466,12 @@ class Exporter:
         a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
         refresh = refresh or {}
         peers = peers or {}
-        self.budgets()
+        ahead = ReadAhead(changed, everything, self.budgets())
 
         def one(run_id: str) -> None:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
-            with runs.runs_read_once(read):
+            # Each read of the run's pages once, many of them read ahead with other runs' (ReadAhead).
+            with runs.runs_read_once(read), warehouse.once.reads_kept(ahead.take(run_id)):
                 if run_id in refresh:
                     self.refresh_peers(run_id)
                 else:
@@ -416,7 +479,7 @@ class Exporter:
 
         self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
-                   smoothing=0.1) as bar, ThreadPoolExecutor(WORKERS) as pool):
+                   smoothing=0.1) as bar, export_reads(), ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):
                 self.report.runs_written = n
                 self.report.runs_refreshed += changed[n - 1] in refresh
@@ -675,8 +738,13 @@ class Exporter:
         with tempfile.TemporaryDirectory(prefix=".pagefind-", dir=self.outdir) as build:
             def records(chosen: list[str]) -> Iterator[SearchRecord]:
                 with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
-                    for run_id in chosen:
-                        yield from self.run_records(everything[run_id], counts, base=not delta)
+                    for batch in search_batches(chosen, everything):
+                        ahead = runs.read_search_ahead(batch)  # every step of the batch's runs in a few queries
+                        for run_id in batch:
+                            # a run's records made in its block (none kept open across the generator's yields)
+                            with warehouse.once.reads_kept(ahead.pop(run_id)):
+                                made = list(self.run_records(everything[run_id], counts, base=not delta))
+                            yield from made
 
             targets = ({f"{SEARCH_DELTA}/{run_id}": [run_id] for run_id in run_ids} if delta
                        else {SEARCH_DIR: run_ids})

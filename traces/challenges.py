@@ -208,13 +208,17 @@ def triage_challenge(*, challenge_id: str, action: str, reason: str, reviewer: s
 
 
 def read_challenges(con, *, run_id: str | None = None, ids: list[str] | None = None,
-                    status: str | None = None) -> list[Challenge]:
-    """Challenges (every field, for staff) of one run, or with the given ids, or all; newest first; ``status``
-    keeps those whose latest event says it (``open``: none yet)."""
-    where, params = [], []
+                    status: str | None = None, run_ids: list[str] | None = None) -> list[Challenge]:
+    """Challenges (every field, for staff) of one run (or of the runs ``run_ids``), or with the given ids, or all;
+    newest first; ``status`` keeps those whose latest event says it (``open``: none yet)."""
+    where: list[str] = []
+    params: list = []
     if run_id is not None:
         where.append("c.run_id = ?")
         params.append(run_id)
+    if run_ids is not None:
+        where.append("c.run_id = ANY(?::VARCHAR[])")
+        params.append(run_ids)
     if ids is not None:
         where.append(f"c.id IN ({', '.join('?' * len(ids))})" if ids else "false")
         params += ids
@@ -249,9 +253,19 @@ def challenges(*, run_id: str | None = None, ids: list[str] | None = None,
         return read_challenges(con, run_id=run_id, ids=ids, status=status)
 
 
+@warehouse.once.read_once
 def read_public_challenges(con, run_id: str) -> list[PublicChallenge]:
     """The run's challenges the public may see: accepted (contested) and resolved ones, newest first."""
     return [c.public() for c in read_challenges(con, run_id=run_id) if c.status in ("accepted", "resolved")]
+
+
+def read_public_challenges_of(con, run_ids: list[str]) -> dict[str, list[PublicChallenge]]:
+    """{run id: :func:`read_public_challenges`} of ``run_ids`` (every id a key), in two queries."""
+    out: dict[str, list[PublicChallenge]] = {run_id: [] for run_id in run_ids}
+    for c in read_challenges(con, run_ids=run_ids):
+        if c.status in ("accepted", "resolved"):
+            out[c.run_id].append(c.public())
+    return out
 
 
 def contested(challenges_: list[PublicChallenge]) -> dict[str, list[PublicChallenge]]:

@@ -41,8 +41,10 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
     con = with_retries(open_migrated)
     try:
         yield con
-    finally:
+    except BaseException:
         connections.close(text, con)
+        raise
+    connections.close(text, con, clean=True)
 
 
 @contextmanager
@@ -60,6 +62,24 @@ def snapshot() -> Iterator[duckdb.DuckDBPyConnection]:
                 con.execute("ROLLBACK")
             except duckdb.Error:  # a failed query already ended the transaction
                 pass
+
+
+@contextmanager
+def duckdb_threads(count: int) -> Iterator[None]:
+    """DuckDB's threads of this process's warehouse instance set to ``count`` for the block, then back to what they
+    were (a global setting of the instance: every unit of the process sees it). For a process whose concurrency is
+    its own threads, as the static export's: its small queries cost about half the CPU on one DuckDB thread each
+    (bench/RESULTS.md, "The export's CPU per run")."""
+    with connect() as con:
+        row = con.execute("SELECT current_setting('threads')").fetchone()
+        before = int(row[0]) if row else 0
+        con.execute(f"SET threads = {int(count)}")
+    try:
+        yield
+    finally:
+        if before:
+            with connect() as con:
+                con.execute(f"SET threads = {before}")
 
 
 @contextmanager

@@ -8,6 +8,7 @@
 - ``feeds``: what the leaderboard and the static export read (latest cells, tree baselines, usage, fingerprints).
 - ``compare``: runs side by side (``/compare/``) and the runs of a cell a run page offers to compare with.
 - ``search``: the search of every trace (``/search/``).
+- ``ahead``: what the static export's pages of many runs read, read for all of them at once (``read_ahead``).
 - ``pages``: one selector per page (``run_page``, ``run_steps``, ``runs_page``), one unit of work each, and the run
   page's query (``RunQuery``, ``open_run``).
 
@@ -33,6 +34,7 @@ from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CH
                     WholeStep, evidence_count, evidence_steps, field_chars, step_at_time,
                     step_index, step_text, steps_page, trace_names, whole_steps)
 from .judges import JudgeReport, judge_report
+from .ahead import read_ahead, read_search_ahead
 from .verdicts import override_agreement, override_log
 
 RunSummary = Run  # the name before issue 14
@@ -50,7 +52,7 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "filter_options", "get_run", "latest_cells", "list_runs", "override_agreement", "override_log",
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
     "run_fingerprints", "RunFingerprintParts", "run_fingerprint_parts",
-    "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
+    "read_ahead", "read_search_ahead", "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",
 ]

@@ -88,50 +88,83 @@ def run_timeline(run: Run) -> Timeline:
         return read_timeline(con, run)
 
 
+@warehouse.once.read_once
 def read_timeline_summary(con, run: Run) -> tuple[Timeline, bool, bool]:
     """(the run's time use without its stretches, tool calls and monitor samples; whether it has phases; whether
     it has monitor samples): what the run page shows before its timeline figure loads from
     ``/runs/<id>/timeline.json``. The seconds per phase and the idle gaps are summed in SQL (a 60,000-step trace
     has ~5,000 stretches), and the steps are never read, so it costs the same for a 200- and a 60,000-step trace."""
-    split = dict.fromkeys(PHASES, 0.0)
-    idle_gaps = 0
-    rows = con.execute("SELECT phase, sum(end_s - start_s), count(*) FROM phases WHERE run_id = ? GROUP BY phase",
-                       [run.id]).fetchall()
-    for phase, seconds, count in rows:
-        split[phase] = split.get(phase, 0.0) + seconds
-        idle_gaps += count if phase == "idle" else 0
-    has_monitor = con.execute("SELECT 1 FROM monitor WHERE run_id = ? LIMIT 1", [run.id]).fetchone() is not None
-    return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
-                    idle_gaps=idle_gaps, phases=[], calls=[], monitor=[]), bool(rows), has_monitor
+    return read_timeline_summaries_of(con, [run])[run.id]
 
 
+def read_timeline_summaries_of(con, runs: list[Run]) -> dict[str, tuple[Timeline, bool, bool]]:
+    """{run id: :func:`read_timeline_summary`} of ``runs``, in two queries."""
+    ids = [run.id for run in runs]
+    rows: dict[str, list[tuple]] = {run_id: [] for run_id in ids}
+    for run_id, phase, seconds, count in con.execute(
+            "SELECT run_id, phase, sum(end_s - start_s), count(*) FROM phases WHERE run_id = ANY(?::VARCHAR[]) "
+            "GROUP BY run_id, phase", [ids]).fetchall():
+        rows[run_id].append((phase, seconds, count))
+    monitored = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM monitor WHERE run_id = ANY(?::VARCHAR[])",
+                                           [ids]).fetchall()}
+    out = {}
+    for run in runs:
+        split = dict.fromkeys(PHASES, 0.0)
+        idle_gaps = 0
+        for phase, seconds, count in rows[run.id]:
+            split[phase] = split.get(phase, 0.0) + seconds
+            idle_gaps += count if phase == "idle" else 0
+        out[run.id] = (Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s,
+                                split_s=split, idle_gaps=idle_gaps, phases=[], calls=[], monitor=[]),
+                       bool(rows[run.id]), run.id in monitored)
+    return out
+
+
+@warehouse.once.read_once
 def read_timeline(con, run: Run) -> Timeline:
     """:func:`run_timeline` on an open connection."""
-    stretches = [PhaseStretch(**r) for r in fetch_dicts(
-        con, "SELECT phase, start_s, end_s, step_from, step_to FROM phases WHERE run_id = ? ORDER BY start_s", [run.id])]
-    total, span = con.execute("SELECT count(*), max(elapsed_s) FROM steps WHERE run_id = ? AND trace = 'agent' "
-                              "AND kind = 'tool_call' AND elapsed_s IS NOT NULL", [run.id]).fetchone()
+    return read_timelines_of(con, [run])[run.id]
+
+
+def read_timelines_of(con, runs: list[Run]) -> dict[str, Timeline]:
+    """{run id: :func:`run_timeline`} of ``runs``, in four queries for them all."""
+    ids = [run.id for run in runs]
+    stretches: dict[str, list[PhaseStretch]] = {run_id: [] for run_id in ids}
+    for r in fetch_dicts(con, "SELECT run_id, phase, start_s, end_s, step_from, step_to FROM phases "
+                              "WHERE run_id = ANY(?::VARCHAR[]) ORDER BY run_id, start_s", [ids]):
+        stretches[r.pop("run_id")].append(PhaseStretch(**r))
+    spans: dict[str, tuple[int, float | None]] = dict.fromkeys(ids, (0, None))
+    spans.update((run_id, (total, span)) for run_id, total, span in con.execute(
+        "SELECT run_id, count(*), max(elapsed_s) FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = 'agent' "
+        "AND kind = 'tool_call' AND elapsed_s IS NOT NULL GROUP BY run_id", [ids]).fetchall())
     # Every call, or each time bin's first call and how many calls the bin holds (bin b: [b, b + 1) * bin_s).
-    bin_s = max(span, 1.0) / MAX_TIMELINE_CALLS if total > MAX_TIMELINE_CALLS else None
-    calls = con.execute("SELECT idx, elapsed_s, tool, input, n FROM (SELECT idx, elapsed_s, tool, input, "
-                        "row_number() OVER bin AS r, count(*) OVER bin AS n FROM (SELECT idx, elapsed_s, tool, "
-                        "left(input, 200) AS input, CASE WHEN ?::DOUBLE IS NULL THEN idx ELSE "
-                        "least(floor(elapsed_s / ?::DOUBLE), ? - 1) END AS b FROM steps WHERE run_id = ? "
-                        "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL) WINDOW bin AS "
-                        "(PARTITION BY b ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)) "
-                        "WHERE r = 1 ORDER BY idx", [bin_s, bin_s, MAX_TIMELINE_CALLS, run.id]).fetchall()
-    samples = [MonitorSample(**r) for r in fetch_dicts(
-        con, "SELECT t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor WHERE run_id = ? ORDER BY t_s",
-        [run.id])]
-    split = time_split(Phase(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in stretches)
-    timeline_calls = [
-        TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200], calls=n,
-                     phase=call_phase(text))
-        for index, elapsed, tool, text, n in calls
-    ]
-    return Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s, split_s=split,
-                    idle_gaps=sum(1 for p in stretches if p.phase == "idle"), phases=stretches, calls=timeline_calls,
-                    monitor=samples, calls_total=total, bin_s=bin_s)
+    bins = {run_id: max(span or 0.0, 1.0) / MAX_TIMELINE_CALLS if total > MAX_TIMELINE_CALLS else None
+            for run_id, (total, span) in spans.items()}
+    calls: dict[str, list[TimelineCall]] = {run_id: [] for run_id in ids}
+    for run_id, index, elapsed, tool, text, n in con.execute(
+            "SELECT run_id, idx, elapsed_s, tool, input, n FROM (SELECT run_id, idx, elapsed_s, tool, input, "
+            "row_number() OVER bin AS r, count(*) OVER bin AS n FROM (SELECT s.run_id, idx, elapsed_s, tool, "
+            "left(input, 200) AS input, CASE WHEN w.bin_s IS NULL THEN idx ELSE "
+            "least(floor(elapsed_s / w.bin_s), ? - 1) END AS b FROM steps s JOIN (SELECT unnest(?::VARCHAR[]) AS "
+            "run_id, unnest(?::DOUBLE[]) AS bin_s) w ON w.run_id = s.run_id WHERE s.run_id = ANY(?::VARCHAR[]) "
+            "AND trace = 'agent' AND kind = 'tool_call' AND elapsed_s IS NOT NULL) WINDOW bin AS "
+            "(PARTITION BY run_id, b ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)) "
+            "WHERE r = 1 ORDER BY run_id, idx", [MAX_TIMELINE_CALLS, ids, [bins[i] for i in ids], ids]).fetchall():
+        calls[run_id].append(TimelineCall(index=index, elapsed_s=elapsed, tool=tool, input=(text or "")[:200],
+                                          calls=n, phase=call_phase(text)))
+    samples: dict[str, list[MonitorSample]] = {run_id: [] for run_id in ids}
+    for r in fetch_dicts(con, "SELECT run_id, t_s, gpu_util, gpu_mem_mib, gpu_mem_total_mib FROM monitor "
+                              "WHERE run_id = ANY(?::VARCHAR[]) ORDER BY run_id, t_s", [ids]):
+        samples[r.pop("run_id")].append(MonitorSample(**r))
+    out = {}
+    for run in runs:
+        phases = stretches[run.id]
+        split = time_split(Phase(p.phase, p.start_s, p.end_s, p.step_from, p.step_to) for p in phases)
+        out[run.id] = Timeline(run_id=run.id, budget_s=run.budget_hours * 3600, time_taken_s=run.time_taken_s,
+                               split_s=split, idle_gaps=sum(1 for p in phases if p.phase == "idle"), phases=phases,
+                               calls=calls[run.id], monitor=samples[run.id], calls_total=spans[run.id][0],
+                               bin_s=bins[run.id])
+    return out
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,13 @@ lengths.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal, NamedTuple, Protocol, TypeVar
+from collections.abc import Hashable, Iterable
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import Field
 
 from ptbsite import units, warehouse
+from ptbsite.warehouse.once import kept_key
 from ptbsite.query import ascii_int
 
 from ..templatetags.trace_format import hms, percent
@@ -154,24 +155,33 @@ def parse_cursors(value: str | None) -> list[int]:
     return out if value else []
 
 
+@warehouse.once.read_once
 def _phases(con, run: Run, budget_s: float) -> tuple[dict[str, float], list[PhaseBin]]:
     """Seconds per phase and the phase axis in PHASE_BINS bins of ``budget_s / PHASE_BINS`` (each bin's phase:
     the one with most seconds in it, the first by name on a tie: ``arg_max`` alone picked either, so one axis could
     differ between two reads), in SQL: a 60,000-step trace's ~5,000 stretches become 120 rows at most."""
     width = max(budget_s, 1.0) / PHASE_BINS
-    split = dict.fromkeys(PHASES, 0.0)
-    for phase, seconds in con.execute("SELECT phase, sum(end_s - start_s) FROM phases WHERE run_id = ? GROUP BY phase",
-                                      [run.id]).fetchall():
-        split[phase] = split.get(phase, 0.0) + seconds
+    split = con.execute("SELECT phase, sum(end_s - start_s) FROM phases WHERE run_id = ? GROUP BY phase",
+                        [run.id]).fetchall()
     rows = con.execute(
         "SELECT b, first(phase ORDER BY s DESC, phase) FROM (SELECT b, phase, sum(least(end_s, (b + 1) * ?) - greatest(start_s, b * ?)) "
         "AS s FROM (SELECT phase, start_s, end_s, unnest(range(CAST(floor(start_s / ?) AS BIGINT), "
         "CAST(floor(greatest(end_s - 1e-9, start_s) / ?) AS BIGINT) + 1)) AS b FROM phases WHERE run_id = ? "
         "AND end_s > start_s AND start_s < ?) WHERE b < ? GROUP BY b, phase) GROUP BY b ORDER BY b",
         [width, width, width, width, run.id, budget_s, PHASE_BINS]).fetchall()
+    return _phases_of(split, rows, budget_s)
+
+
+def _phases_of(split_rows: list[tuple[str, float]], bin_rows: list[tuple[int, str]],
+               budget_s: float) -> tuple[dict[str, float], list[PhaseBin]]:
+    """:func:`_phases`' answer from its rows: (phase, seconds) and (bin, its phase) in bin order."""
+    width = max(budget_s, 1.0) / PHASE_BINS
+    split = dict.fromkeys(PHASES, 0.0)
+    for phase, seconds in split_rows:
+        split[phase] = split.get(phase, 0.0) + seconds
     axis = max(budget_s, 1.0) / 100
     return split, [PhaseBin(start_s=b * width, end_s=(b + 1) * width, phase=p, left_pct=round(b * width / axis, 3),
-                            width_pct=round(width / axis, 3)) for b, p in rows]
+                            width_pct=round(width / axis, 3)) for b, p in bin_rows]
 
 
 def _shown(value) -> str:
@@ -260,6 +270,7 @@ def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
                       phases=bins, used_pct=used)
 
 
+@warehouse.once.read_once
 def _window(con, run_id: str, after: int, limit: int) -> list[tuple]:
     """The agent trace's steps from index ``after`` (the cursor step itself, for the time it carries) up to
     ``limit + 1`` after it: a keyset window by index (indices are dense), then the rest when it falls short."""
@@ -444,6 +455,61 @@ def compare_side(run_id: str, budgets_s: list[float] | None = None) -> CompareSi
             con.execute("ROLLBACK")
 
 
+def read_sides_ahead(con, runs: list[Run], budgets_s: list[float],
+                     limit: int = STEPS_SHOWN) -> dict[str, dict[Hashable, Any]]:
+    """What :func:`read_compare_side` of each of ``runs`` reads beyond its facets, evaluations and judge panel,
+    read for them all at once as ``warehouse.once`` keeps it ({run id: {kept key: answer}}): its seconds per phase
+    and phase axis for its budget and each of ``budgets_s`` above it (:func:`_phases`), and its first ``limit``
+    steps (:func:`_window`); 2 + (distinct budgets) + 2 queries."""
+    ids = [run.id for run in runs]
+    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in ids}
+    if not ids:
+        return out
+    splits: dict[str, list[tuple[str, float]]] = {run_id: [] for run_id in ids}
+    for run_id, phase, seconds in con.execute(
+            "SELECT run_id, phase, sum(end_s - start_s) FROM phases WHERE run_id = ANY(?::VARCHAR[]) "
+            "GROUP BY run_id, phase", [ids]).fetchall():
+        splits[run_id].append((phase, seconds))
+    needs: dict[float, list[Run]] = {}
+    for run in runs:
+        own_s = run.budget_hours * 3600
+        for budget_s in {own_s, *(b for b in budgets_s if b >= own_s)}:
+            needs.setdefault(budget_s, []).append(run)
+    for budget_s, having in needs.items():
+        width = max(budget_s, 1.0) / PHASE_BINS
+        bins: dict[str, list[tuple[int, str]]] = {run.id: [] for run in having}
+        for run_id, b, p in con.execute(
+                "SELECT run_id, b, first(phase ORDER BY s DESC, phase) FROM (SELECT run_id, b, phase, "
+                "sum(least(end_s, (b + 1) * ?) - greatest(start_s, b * ?)) AS s FROM (SELECT run_id, phase, start_s, "
+                "end_s, unnest(range(CAST(floor(start_s / ?) AS BIGINT), CAST(floor(greatest(end_s - 1e-9, start_s) "
+                "/ ?) AS BIGINT) + 1)) AS b FROM phases WHERE run_id = ANY(?::VARCHAR[]) AND end_s > start_s AND "
+                "start_s < ?) WHERE b < ? GROUP BY run_id, b, phase) GROUP BY run_id, b ORDER BY run_id, b",
+                [width, width, width, width, [run.id for run in having], budget_s, PHASE_BINS]).fetchall():
+            bins[run_id].append((b, p))
+        for run in having:
+            out[run.id][kept_key(_phases, run, budget_s)] = _phases_of(splits[run.id], bins[run.id], budget_s)
+    columns = ("run_id, idx, kind, tool, elapsed_s, is_error, left(input, ?), left(output, ?), "
+               "coalesce(input_bytes, strlen(input)) > ?, coalesce(output_bytes, strlen(output)) > ?")
+    params = [STEP_CHARS, STEP_CHARS, STEP_CHARS, STEP_CHARS]
+    windows: dict[str, list[tuple]] = {run_id: [] for run_id in ids}
+    for row in con.execute(f"SELECT {columns} FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = 'agent' "
+                           "AND idx >= -1 AND idx <= ? ORDER BY run_id, idx", [*params, ids, limit]).fetchall():
+        windows[row[0]].append(row[1:])
+    short = {run_id: limit + 1 - len([r for r in rows if r[0] > -1]) for run_id, rows in windows.items()}
+    short = {run_id: n for run_id, n in short.items() if n > 0}
+    if short:
+        for row in con.execute(f"SELECT * EXCLUDE (k) FROM (SELECT {columns}, row_number() OVER (PARTITION BY run_id "
+                               "ORDER BY idx) AS k FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = 'agent' "
+                               "AND idx > ?) WHERE k <= ? ORDER BY run_id, idx",
+                               [*params, list(short), limit, limit + 1]).fetchall():
+            if short[row[0]] > 0:
+                windows[row[0]].append(row[1:])
+                short[row[0]] -= 1
+    for run_id, rows in windows.items():
+        out[run_id][kept_key(_window, run_id, -1, limit)] = rows
+    return out
+
+
 @warehouse.retrying
 def compare_page(run_ids: list[str], *, after: list[int] | None = None, limit: int = 25,
                  at_seconds: float | None = None, steps_only: bool = False) -> ComparePage | None:
@@ -572,6 +638,7 @@ class _CellRun(NamedTuple):
     is_latest: bool
 
 
+@warehouse.once.read_once
 def read_cell_peers(con, run: Run) -> list[Peer]:
     """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with (:func:`pick_peers`): the cell's
     runs read as the choice needs them (a cell holds ~90 runs at the real benchmark's size), then the chosen ones

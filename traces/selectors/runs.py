@@ -457,20 +457,27 @@ def run_titles(run_ids: Iterable[str]) -> dict[str, str]:
         return {rid: run.title for rid in dict.fromkeys(run_ids) if (run := read_run(con, rid)) is not None}
 
 
+@warehouse.once.read_once
 def read_run_texts(con, run_id: str) -> RunTexts | None:
-    row = con.execute(
-        "SELECT left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
+    return read_run_texts_of(con, [run_id]).get(run_id)
+
+
+def read_run_texts_of(con, run_ids: list[str]) -> dict[str, RunTexts]:
+    """{run id: :func:`run_texts`} of the runs of ``run_ids`` that exist, in one query."""
+    out = {}
+    for row in con.execute(
+        "SELECT id, left(prompt, ?), length(prompt), CASE WHEN length(metrics_json) <= ? THEN metrics_json END, "
         "problems, redaction_warnings, secrets_redacted, chars_replaced, trace_incomplete, unknown_events "
-        "FROM runs WHERE id = ?", [TEXT_SHOWN, TEXT_SHOWN, run_id]
-    ).fetchone()
-    if row is None:
-        return None
-    problems = json.loads(row[3])
-    return RunTexts(prompt=row[0], prompt_not_shown=(row[1] or 0) - len(row[0] or ""),
-                    metrics=json.loads(row[2]) if row[2] else None, problems=problems[:PROBLEMS_SHOWN],
-                    problem_count=len(problems), redaction_warnings=json.loads(row[4])[:PROBLEMS_SHOWN],
-                    secrets_redacted=row[5], chars_replaced=row[6], trace_incomplete=row[7],
-                    unknown_events=json.loads(row[8]) if row[8] else {})
+        "FROM runs WHERE id = ANY(?::VARCHAR[])", [TEXT_SHOWN, TEXT_SHOWN, run_ids]
+    ).fetchall():
+        run_id, row = row[0], row[1:]
+        problems = json.loads(row[3])
+        out[run_id] = RunTexts(prompt=row[0], prompt_not_shown=(row[1] or 0) - len(row[0] or ""),
+                               metrics=json.loads(row[2]) if row[2] else None, problems=problems[:PROBLEMS_SHOWN],
+                               problem_count=len(problems), redaction_warnings=json.loads(row[4])[:PROBLEMS_SHOWN],
+                               secrets_redacted=row[5], chars_replaced=row[6], trace_incomplete=row[7],
+                               unknown_events=json.loads(row[8]) if row[8] else {})
+    return out
 
 
 @warehouse.retrying
@@ -518,13 +525,25 @@ def read_filter_options(con) -> dict[str, list[tuple[str, str]]]:
             "base_models": sorted(((m, model_name(m)) for (m,) in models), key=lambda o: o[1].lower())}
 
 
+@warehouse.once.read_once
 def read_evaluations(con, run_id: str) -> list[Evaluation]:
-    rows = fetch_dicts(con, "SELECT id, origin, accuracy AS score, metrics_json, provenance_json, created_at "
-                            "FROM evaluations WHERE run_id = ? ORDER BY created_at DESC", [run_id])
-    counting = next((r["id"] for r in rows if r["origin"] not in EXPLORATORY_ORIGINS), None)
-    return [Evaluation(id=r["id"], origin=r["origin"], score=r["score"], metrics=json.loads(r["metrics_json"]),
-                       provenance=json.loads(r["provenance_json"]), created_at=r["created_at"],
-                       counts=r["id"] == counting) for r in rows]
+    return read_evaluations_of(con, [run_id])[run_id]
+
+
+def read_evaluations_of(con, run_ids: list[str]) -> dict[str, list[Evaluation]]:
+    """{run id: :func:`evaluations`} of ``run_ids`` (every id a key), in one query."""
+    by_run: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
+    for r in fetch_dicts(con, "SELECT run_id, id, origin, accuracy AS score, metrics_json, provenance_json, created_at "
+                              "FROM evaluations WHERE run_id = ANY(?::VARCHAR[]) ORDER BY run_id, created_at DESC",
+                         [run_ids]):
+        by_run[r["run_id"]].append(r)
+    out = {}
+    for run_id, rows in by_run.items():
+        counting = next((r["id"] for r in rows if r["origin"] not in EXPLORATORY_ORIGINS), None)
+        out[run_id] = [Evaluation(id=r["id"], origin=r["origin"], score=r["score"],
+                                  metrics=json.loads(r["metrics_json"]), provenance=json.loads(r["provenance_json"]),
+                                  created_at=r["created_at"], counts=r["id"] == counting) for r in rows]
+    return out
 
 
 @warehouse.retrying
@@ -535,11 +554,23 @@ def evaluations(run_id: str) -> list[Evaluation]:
         return read_evaluations(con, run_id)
 
 
+@warehouse.once.read_once
 def read_reference_scores(con, suite: str, base_model: str, benchmark: str) -> dict[str, float | None]:
     rows = dict(con.execute(
         "SELECT agent, value FROM reported_cells WHERE suite = ? AND base_model = ? AND benchmark = ? "
         "AND agent IN ('base-zeroshot', 'instruct')", [suite, base_model, benchmark]).fetchall())
     return {"base": rows.get("base-zeroshot"), "instruct": rows.get("instruct")}
+
+
+def read_all_reference_scores(con) -> dict[tuple[str, str, str], dict[str, float | None]]:
+    """:func:`reference_scores` of every cell that has one, by (suite, base model, benchmark), in one query."""
+    out: dict[tuple[str, str, str], dict[str, float | None]] = {}
+    for suite, base_model, benchmark, agent, value in con.execute(
+            "SELECT suite, base_model, benchmark, agent, value FROM reported_cells "
+            "WHERE agent IN ('base-zeroshot', 'instruct')").fetchall():
+        cell = out.setdefault((suite, base_model, benchmark), {"base": None, "instruct": None})
+        cell["base" if agent == "base-zeroshot" else "instruct"] = value
+    return out
 
 
 @warehouse.retrying
@@ -550,12 +581,21 @@ def reference_scores(suite: str, base_model: str, benchmark: str) -> dict[str, f
         return read_reference_scores(con, suite, base_model, benchmark)
 
 
+@warehouse.once.read_once
 def read_run_facets(con, run_id: str) -> list[Facet]:
+    return read_run_facets_of(con, [run_id])[run_id]
+
+
+def read_run_facets_of(con, run_ids: list[str]) -> dict[str, list[Facet]]:
+    """{run id: :func:`run_facets`} of ``run_ids`` (every id a key), in one query."""
     order = {name: i for i, name in enumerate(FACET_ORDER)}
-    found = [Facet(facet=r["facet"], value=r["value"], value_num=r["value_num"],
-                   steps=[int(i) for i in r["steps"].split(",") if i])
-             for r in fetch_dicts(con, "SELECT facet, value, value_num, steps FROM facets WHERE run_id = ?", [run_id])]
-    return sorted(found, key=lambda f: (order.get(f.facet, len(order)), f.steps[:1], f.value))
+    found: dict[str, list[Facet]] = {run_id: [] for run_id in run_ids}
+    for r in fetch_dicts(con, "SELECT run_id, facet, value, value_num, steps FROM facets "
+                              "WHERE run_id = ANY(?::VARCHAR[])", [run_ids]):
+        found[r["run_id"]].append(Facet(facet=r["facet"], value=r["value"], value_num=r["value_num"],
+                                        steps=[int(i) for i in r["steps"].split(",") if i]))
+    return {run_id: sorted(facets, key=lambda f: (order.get(f.facet, len(order)), f.steps[:1], f.value))
+            for run_id, facets in found.items()}
 
 
 @warehouse.retrying
@@ -602,6 +642,7 @@ def checkpoint_path(run_id: str) -> Path | None:
 __all__ = ["AGENT_RUN", "EXPLORATORY_ORIGINS", "run_titles", "FACET_ORDER", "PROBLEMS_SHOWN", "RUN_SORTS", "RunSortKey", "SCORED_KINDS", "STATE_TEXT",
            "TEXT_SHOWN", "RunSort", "SortDirection", "read_run_sort",
            "checkpoint_path", "evaluations", "facet_clause", "fetch_dicts", "filter_options", "get_run", "list_runs",
-           "read_evaluations", "read_filter_options", "read_reference_scores", "read_run", "read_run_facets",
-           "read_run_list", "read_run_texts", "read_runs", "read_runs_with_facet", "read_verdicts", "reference_scores", "run_directory",
+           "read_all_reference_scores", "read_evaluations", "read_evaluations_of", "read_filter_options",
+           "read_reference_scores", "read_run", "read_run_facets", "read_run_facets_of", "read_run_list", "read_run_texts",
+           "read_run_texts_of", "read_runs", "read_runs_with_facet", "read_verdicts", "reference_scores", "run_directory",
            "run_facets", "run_texts", "runs_with_facet"]

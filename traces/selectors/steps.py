@@ -8,12 +8,16 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from collections.abc import Hashable
+from typing import Any
+
 from ptbsite import warehouse
+from ptbsite.warehouse.once import kept_key
 
 from pydantic import computed_field
 
 from .. import search_index
-from ..schemas import EvidenceStep, Model, Step, StepPage
+from ..schemas import EvidenceStep, Model, Run, Step, StepPage
 from ..vocabulary import TEXT_CHUNK
 from .runs import fetch_dicts
 
@@ -112,6 +116,7 @@ def _tested(con, run_id: str, trace: str, indices: list[int], text: str) -> list
 MATCH_COUNT_CAP = 10_000  # a filtered page counts its matches up to this many (``StepPage.capped`` says so)
 
 
+@warehouse.once.read_once
 def read_steps_page(
     con, run_id: str, *, trace: str = "agent", after: int = -1, limit: int = 50, kind: str | None = None,
     tool: str | None = None, q: str | None = None, budget_hours: float | None = None,
@@ -133,12 +138,8 @@ def read_steps_page(
     if before is not None:
         where, params = f"{where} AND idx < ?", [*params, before]
     filtered = bool(kind or tool or q)
-    budget_s = budget_hours * 3600 if budget_hours else None
     chars = field_chars(limit)
-    columns = (  # with two parameters, the characters of each field shown
-        "idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
-        "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
-        "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes")
+    columns = _PAGE_COLUMNS
     select = f"SELECT {columns} FROM steps WHERE {where} "
     capped = False
     if filtered:
@@ -163,10 +164,55 @@ def read_steps_page(
     if not filtered:
         total = step_count if step_count is not None else con.execute(
             f"SELECT count(*) FROM steps WHERE {count_where}", count_params).fetchone()[0]
+    return _page_of(rows, limit, total, budget_hours, capped)
+
+
+# A page's columns, with two parameters: the characters of each field shown (field_chars).
+_PAGE_COLUMNS = (
+    "idx AS index, time, elapsed_s, kind, tool, left(input, ?) AS input, left(output, ?) AS output, "
+    "is_error, tokens_in, tokens_out, line, suspicious, call_id, label, "
+    "coalesce(input_bytes, strlen(input)) AS input_bytes, coalesce(output_bytes, strlen(output)) AS output_bytes")
+
+
+def _page_of(rows: list[dict], limit: int, total: int, budget_hours: float | None, capped: bool) -> StepPage:
+    """The StepPage of ``rows`` (of _PAGE_COLUMNS, in order; one more than ``limit`` when a next page follows)."""
+    budget_s = budget_hours * 3600 if budget_hours else None
     steps = [Step(**{**r, "suspicious": r["suspicious"].split(",") if r["suspicious"] else [],
                      "remaining_s": (budget_s - r["elapsed_s"]) if (budget_s and r["elapsed_s"] is not None) else None})
              for r in rows[:limit]]
     return StepPage(steps=steps, next=steps[-1].index if len(rows) > limit else None, total=total, capped=capped)
+
+
+def read_first_pages_of(con, runs: list[Run], *, trace: str, limit: int) -> dict[str, StepPage]:
+    """{run id: the first page of ``limit`` steps of its ``trace``, unfiltered} of ``runs``, as
+    ``read_steps_page(con, run.id, trace=trace, limit=limit, budget_hours=run.budget_hours, step_count=
+    run.step_count if trace == "agent" else None)`` reads it, in two or three queries for them all (the index
+    window of each, the rest of those it does not fill, the counts that are not stored)."""
+    ids = [run.id for run in runs]
+    chars, window = field_chars(limit), limit + 1
+    rows: dict[str, list[dict]] = {run_id: [] for run_id in ids}
+    for r in fetch_dicts(con, f"SELECT run_id, {_PAGE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+                              "AND trace = ? AND idx > -1 AND idx <= ? ORDER BY run_id, idx",
+                         [chars, chars, ids, trace, -1 + window]):
+        rows[r.pop("run_id")].append(r)
+    rows = {run_id: found[:limit + 1] for run_id, found in rows.items()}
+    short = [run_id for run_id, found in rows.items() if len(found) <= limit]
+    if short:
+        for r in fetch_dicts(con, f"SELECT * EXCLUDE (k) FROM (SELECT run_id, {_PAGE_COLUMNS}, row_number() OVER "
+                                  "(PARTITION BY run_id ORDER BY idx) AS k FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+                                  "AND trace = ? AND idx > ?) WHERE k <= ? ORDER BY run_id, index",
+                             [chars, chars, short, trace, -1 + window, limit + 1]):
+            found = rows[r.pop("run_id")]
+            if len(found) <= limit:
+                found.append(r)
+    stored = {run.id: run.step_count for run in runs if trace == "agent" and run.step_count is not None}
+    counted = [run_id for run_id in ids if run_id not in stored]
+    totals = dict.fromkeys(counted, 0)
+    if counted:
+        totals.update(con.execute("SELECT run_id, count(*) FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ? "
+                                  "GROUP BY run_id", [counted, trace]).fetchall())
+    return {run.id: _page_of(rows[run.id], limit, stored.get(run.id, totals.get(run.id, 0)), run.budget_hours, False)
+            for run in runs}
 
 
 @warehouse.retrying
@@ -268,6 +314,7 @@ def read_previous_cursor(
     return row[0] if row else -1
 
 
+@warehouse.once.read_once
 def read_has_steps_before(con, run_id: str, *, before: int, trace: str = "agent", kind: str | None = None,
                           tool: str | None = None, q: str | None = None) -> bool:
     """Whether the trace has a step matching the filters with an index below ``before`` (the "Earlier steps"
@@ -293,9 +340,23 @@ class IndexedStep:
 def step_index(run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
     """Every step of a trace in order (index, elapsed seconds)."""
     with warehouse.connect() as con:
-        rows = con.execute("SELECT idx, elapsed_s FROM steps WHERE run_id = ? AND trace = ? ORDER BY idx",
-                           [run_id, trace]).fetchall()
-    return [IndexedStep(*row) for row in rows]
+        return read_step_index(con, run_id, trace=trace)
+
+
+@warehouse.once.read_once
+def read_step_index(con, run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
+    """:func:`step_index` on an open connection."""
+    return read_step_indices_of(con, [run_id]).get((run_id, trace), [])
+
+
+def read_step_indices_of(con, run_ids: list[str]) -> dict[tuple[str, str], list[IndexedStep]]:
+    """{(run id, trace): :func:`step_index`} of every trace of ``run_ids``, in one query."""
+    out: dict[tuple[str, str], list[IndexedStep]] = {}
+    for run_id, trace, idx, elapsed in con.execute(
+            "SELECT run_id, trace, idx, elapsed_s FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+            "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
+        out.setdefault((run_id, trace), []).append(IndexedStep(idx, elapsed))
+    return out
 
 
 @dataclass
@@ -313,13 +374,12 @@ class WholeStep:
 WHOLE_STEPS_BATCH = 64  # steps one whole_steps call reads: each holds up to 2 x STEP_TEXT_CAP stored, more if cut
 
 
+@warehouse.once.read_once
 def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
                      limit: int = WHOLE_STEPS_BATCH) -> list[WholeStep]:
     """:func:`whole_steps` on an open connection."""
     rows = con.execute(
-        "SELECT idx, kind, tool, coalesce(input, ''), coalesce(output, ''), "
-        "coalesce(input_bytes, 0) > strlen(coalesce(input, '')), coalesce(output_bytes, 0) > strlen(coalesce(output, '')) "
-        "FROM steps WHERE run_id = ? AND trace = ? AND idx > ? ORDER BY idx LIMIT ?",
+        f"SELECT {_WHOLE_COLUMNS} FROM steps WHERE run_id = ? AND trace = ? AND idx > ? ORDER BY idx LIMIT ?",
         [run_id, trace, after, limit]).fetchall()
     cut = [r[0] for r in rows if r[5] or r[6]]
     whole: dict[tuple[int, str], list[bytes]] = {}
@@ -328,6 +388,18 @@ def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
                 "SELECT idx, field, data FROM step_texts WHERE run_id = ? AND trace = ? AND list_contains(?, idx) "
                 "ORDER BY idx, field, chunk", [run_id, trace, cut]).fetchall():
             whole.setdefault((idx, field_name), []).append(zlib.decompress(data))
+    return _whole(rows, whole)
+
+
+# A whole step's stored columns: index, kind, tool, input, output, whether ingest stored input / output cut.
+_WHOLE_COLUMNS = ("idx, kind, tool, coalesce(input, ''), coalesce(output, ''), "
+                  "coalesce(input_bytes, 0) > strlen(coalesce(input, '')), "
+                  "coalesce(output_bytes, 0) > strlen(coalesce(output, ''))")
+
+
+def _whole(rows: list[tuple], whole: dict[tuple[int, str], list[bytes]]) -> list[WholeStep]:
+    """WholeSteps of ``rows`` (_WHOLE_COLUMNS), a field stored cut taken whole from its ``step_texts`` chunks
+    (``whole``: {(index, field): chunks in order}; a field without chunks is what the steps table holds)."""
 
     def text(idx: int, field_name: str, stored: str) -> str:
         chunks = whole.get((idx, field_name))
@@ -336,6 +408,41 @@ def read_whole_steps(con, run_id: str, *, trace: str = "agent", after: int = -1,
     return [WholeStep(index=idx, kind=kind, tool=tool, input=text(idx, "input", stored_in) if input_cut else stored_in,
                       output=text(idx, "output", stored_out) if output_cut else stored_out)
             for idx, kind, tool, stored_in, stored_out, input_cut, output_cut in rows]
+
+
+def read_whole_steps_ahead(con, run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
+    """Every step of every trace of ``run_ids`` with its whole input and output, as ``warehouse.once`` keeps
+    :func:`read_whole_steps`' answers when a trace is paged from its start by WHOLE_STEPS_BATCH (``after``: the
+    last index of the page before; then the empty page after the last), {run id: {kept key: answer}}: two queries
+    for them all (the steps, the whole texts of those stored cut) where paging costs one per 64 steps. The static
+    export's search reads every step of every run."""
+    rows: dict[str, dict[str, list[tuple]]] = {run_id: {"agent": []} for run_id in run_ids}
+    cut: set[tuple[str, str, int]] = set()
+    for run_id, trace, *row in con.execute(
+            f"SELECT run_id, trace, {_WHOLE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+            "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
+        rows[run_id].setdefault(trace, []).append(tuple(row))
+        if row[5] or row[6]:
+            cut.add((run_id, trace, row[0]))
+    whole: dict[tuple[str, str], dict[tuple[int, str], list[bytes]]] = {}
+    if cut:
+        for run_id, trace, idx, field_name, data in con.execute(
+                "SELECT run_id, trace, idx, field, data FROM step_texts WHERE run_id = ANY(?::VARCHAR[]) "
+                "ORDER BY run_id, trace, idx, field, chunk", [sorted({c[0] for c in cut})]).fetchall():
+            if (run_id, trace, idx) in cut:
+                whole.setdefault((run_id, trace), {}).setdefault((idx, field_name), []).append(zlib.decompress(data))
+    out: dict[str, dict[Hashable, Any]] = {}
+    for run_id, traces in rows.items():
+        kept: dict[Hashable, Any] = {}
+        for trace, found in traces.items():
+            after = -1
+            for start in range(0, len(found), WHOLE_STEPS_BATCH):
+                page = _whole(found[start:start + WHOLE_STEPS_BATCH], whole.get((run_id, trace), {}))
+                kept[kept_key(read_whole_steps, run_id, trace=trace, after=after)] = page
+                after = page[-1].index
+            kept[kept_key(read_whole_steps, run_id, trace=trace, after=after)] = []
+        out[run_id] = kept
+    return out
 
 
 @warehouse.retrying
@@ -348,6 +455,7 @@ def whole_steps(run_id: str, *, trace: str = "agent", after: int = -1,
         return read_whole_steps(con, run_id, trace=trace, after=after, limit=limit)
 
 
+@warehouse.once.read_once
 def read_step_at_time(con, run_id: str, seconds: float, *, trace: str = "agent") -> int | None:
     row = con.execute(
         "SELECT min(idx) FROM steps WHERE run_id = ? AND trace = ? AND elapsed_s >= ?", [run_id, trace, seconds]
@@ -364,10 +472,18 @@ def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | 
         return read_step_at_time(con, run_id, seconds, trace=trace)
 
 
+@warehouse.once.read_once
 def read_trace_names(con, run_id: str) -> list[str]:
-    names = [r[0] for r in con.execute(
-        "SELECT DISTINCT trace FROM steps WHERE run_id = ? ORDER BY trace", [run_id]).fetchall()]
-    return sorted(names, key=lambda n: (n != "agent", n))
+    return read_trace_names_of(con, [run_id])[run_id]
+
+
+def read_trace_names_of(con, run_ids: list[str]) -> dict[str, list[str]]:
+    """{run id: :func:`trace_names`} of ``run_ids`` (every id a key), in one query."""
+    names: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+    for run_id, trace in con.execute("SELECT DISTINCT run_id, trace FROM steps WHERE run_id = ANY(?::VARCHAR[])",
+                                     [run_ids]).fetchall():
+        names[run_id].append(trace)
+    return {run_id: sorted(found, key=lambda n: (n != "agent", n)) for run_id, found in names.items()}
 
 
 @warehouse.retrying
@@ -377,21 +493,41 @@ def trace_names(run_id: str) -> list[str]:
         return read_trace_names(con, run_id)
 
 
+@warehouse.once.read_once
 def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
     """Distinct tool names of a trace, for the tool filter."""
-    return [r[0] for r in con.execute(
-        "SELECT DISTINCT tool FROM steps WHERE run_id = ? AND trace = ? AND tool IS NOT NULL ORDER BY tool",
-        [run_id, trace]).fetchall()]
+    return read_tools_used_of(con, [run_id], trace)[run_id]
 
 
+def read_tools_used_of(con, run_ids: list[str], trace: str = "agent") -> dict[str, list[str]]:
+    """{run id: :func:`read_tools_used` of its ``trace``} of ``run_ids`` (every id a key), in one query."""
+    tools: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+    for run_id, tool in con.execute(
+            "SELECT DISTINCT run_id, tool FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ? "
+            "AND tool IS NOT NULL ORDER BY run_id, tool", [run_ids, trace]).fetchall():
+        tools[run_id].append(tool)
+    return tools
+
+
+@warehouse.once.read_once
 def read_evidence(con, run_id: str, limit: int = EVIDENCE_LIMIT) -> tuple[list[EvidenceStep], int]:
     """(the first ``limit`` evidence steps, how many there are) of the run's agent trace."""
-    rows = fetch_dicts(con, f"SELECT idx AS index, suspicious AS rules, left(input, {EVIDENCE_CHARS}) AS input "
-                            "FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL "
-                            "ORDER BY idx LIMIT ?", [run_id, limit])
-    count = con.execute("SELECT count(*) FROM steps WHERE run_id = ? AND trace = 'agent' AND suspicious IS NOT NULL",
-                        [run_id]).fetchone()[0]
-    return [EvidenceStep(**{**r, "rules": r["rules"].split(",")}) for r in rows], count
+    return read_evidence_of(con, [run_id], limit)[run_id]
+
+
+def read_evidence_of(con, run_ids: list[str], limit: int = EVIDENCE_LIMIT) -> dict[str, tuple[list[EvidenceStep], int]]:
+    """{run id: :func:`read_evidence`} of ``run_ids`` (every id a key), in one query."""
+    found: dict[str, tuple[list[EvidenceStep], int]] = {run_id: ([], 0) for run_id in run_ids}
+    for r in fetch_dicts(con, f"SELECT run_id, index, rules, input, n FROM (SELECT run_id, idx AS index, "
+                              f"suspicious AS rules, left(input, {EVIDENCE_CHARS}) AS input, row_number() OVER "
+                              "(PARTITION BY run_id ORDER BY idx) AS k, count(*) OVER (PARTITION BY run_id) AS n "
+                              "FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = 'agent' AND suspicious IS NOT "
+                              "NULL) WHERE k <= ? ORDER BY run_id, index", [run_ids, max(limit, 1)]):
+        steps, _ = found[r["run_id"]]
+        if len(steps) < limit:
+            steps.append(EvidenceStep(index=r["index"], rules=r["rules"].split(","), input=r["input"]))
+        found[r["run_id"]] = (steps, r["n"])
+    return found
 
 
 @warehouse.retrying

@@ -4,10 +4,15 @@ from __future__ import annotations
 from ptbsite import warehouse
 
 import re
+from collections.abc import Hashable
+from typing import Any
+
+from ptbsite.warehouse.once import kept_key
 
 from ..schemas import CitedStep, JudgeQuestion, JudgeVerdict, OverrideEntry, Run
 from ..verdicts import AGGREGATE_JUDGE, SCORED_KINDS, Verdict, chosen_verdicts, effective_flags, era_rule, kind_text
 from .runs import fetch_dicts, read_verdicts
+from .steps import read_trace_names
 
 REASONING_SHOWN = 20_000  # characters of a judge's reasoning (its trace's messages) a run page shows
 CITED_SHOWN = 40  # cited steps listed per verdict
@@ -47,25 +52,54 @@ def cited_steps(con, run_id: str, texts: list[str], step_count: int) -> list[Cit
         calls += _CALL_REF.findall(text or "")
         files += [f for f in _FILE_REF.findall(text or "") if f not in files]
     if calls:
-        unique = sorted(set(calls))[:200]
-        for call_id, index in con.execute(
-                f"SELECT call_id, min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND call_id IN "
-                f"({', '.join('?' * len(unique))}) GROUP BY call_id", [run_id, *unique]).fetchall():
+        for call_id, index in _calls_at(con, run_id, sorted(set(calls))[:200]):
             found.setdefault(index, call_id)
     if files:
         named = files[:FILES_LOOKED_UP]
-        rows = con.execute(
-            "SELECT n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS name) n JOIN steps s ON s.run_id = ? "
-            "AND s.trace = 'agent' AND contains(s.input, n.name) GROUP BY n.name", [named, run_id]).fetchall()
-        for name, index in sorted(rows, key=lambda r: named.index(r[0])):
+        for name, index in sorted(_files_at(con, run_id, named), key=lambda r: named.index(r[0])):
             found.setdefault(index, name)
     return [CitedStep(index=i, via=v) for i, v in sorted(found.items())[:CITED_SHOWN]]
 
 
+@warehouse.once.read_once
+def _calls_at(con, run_id: str, call_ids: list[str]) -> list[tuple[str, int]]:
+    """(call id, the first agent step holding it) of those of ``call_ids`` the agent trace has."""
+    return con.execute(f"SELECT call_id, min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND call_id IN "
+                       f"({', '.join('?' * len(call_ids))}) GROUP BY call_id", [run_id, *call_ids]).fetchall()
+
+
+@warehouse.once.read_once
+def _files_at(con, run_id: str, names: list[str]) -> list[tuple[str, int]]:
+    """(file name, the first agent step whose input holds it) of those of ``names`` some step's input holds (the
+    verdicts of one run often name the same files: read once per run in the export)."""
+    return con.execute(
+        "SELECT n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS name) n JOIN steps s ON s.run_id = ? "
+        "AND s.trace = 'agent' AND contains(s.input, n.name) GROUP BY n.name", [names, run_id]).fetchall()
+
+
+@warehouse.once.read_once
 def _reasoning(con, run_id: str, trace: str) -> tuple[str, bool] | None:
-    rows = con.execute(
+    return _reasoning_of(con.execute(
         "SELECT kind, output FROM steps WHERE run_id = ? AND trace = ? AND kind IN ('assistant', 'thinking', 'result') "
-        "AND output <> '' ORDER BY idx", [run_id, trace]).fetchall()
+        "AND output <> '' ORDER BY idx", [run_id, trace]).fetchall())
+
+
+def read_reasonings_ahead(con, traces: dict[str, list[str]]) -> dict[str, dict[Hashable, Any]]:
+    """The judges' reasoning of many runs (``traces``: {run id: its judge traces}) as ``warehouse.once`` keeps
+    :func:`_reasoning`'s answers ({run id: {kept key: answer}}), in one query: the steps' output is the steps
+    table's largest column, and one run's read costs about what many runs' read together does."""
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for run_id, trace, kind, output in con.execute(
+            "SELECT run_id, trace, kind, output FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace <> 'agent' AND "
+            "kind IN ('assistant', 'thinking', 'result') AND output <> '' ORDER BY run_id, trace, idx",
+            [list(traces)]).fetchall():
+        rows.setdefault((run_id, trace), []).append((kind, output))
+    return {run_id: {kept_key(_reasoning, run_id, trace): _reasoning_of(rows.get((run_id, trace), []))
+                     for trace in names if trace != "agent"} for run_id, names in traces.items()}
+
+
+def _reasoning_of(rows: list[tuple[str, str]]) -> tuple[str, bool] | None:
+    """A judge's reasoning from its trace's (kind, output) rows in order: the text shown and whether it was cut."""
     if not rows:
         return None
     text = "\n\n".join(f"[{kind}] {output.strip()}" if kind == "thinking" else output.strip() for kind, output in rows)
@@ -99,14 +133,14 @@ def _combines(v: Verdict, verdicts: list[Verdict]) -> bool:
                                if m is not None)
 
 
+@warehouse.once.read_once
 def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
     """Every verdict of the run with the judge's words and reasoning (:class:`traces.schemas.JudgeVerdict`), by
     question (KIND_ORDER), within one the verdicts the era's rule reads first, then by judge and attempt.
 
     A judge's reasoning (its own trace's messages) is given once, on its first verdict in that order; its other
     verdicts name the question it is under (``reasoning_under``). judge_result.json has no trace of its own."""
-    traces = {r[0] for r in con.execute("SELECT DISTINCT trace FROM steps WHERE run_id = ? AND trace <> 'agent'",
-                                        [run.id]).fetchall()}
+    traces = set(read_trace_names(con, run.id)) - {"agent"}
     rule = era_rule(run.verdicts)
     counted = {id(v) for kind in {v.kind for v in run.verdicts} for v in chosen_verdicts(run.verdicts, kind, rule)}
     order = {k: i for i, k in enumerate(KIND_ORDER)}
@@ -153,10 +187,19 @@ def judge_questions(run: Run, panel: list[JudgeVerdict], said: list | None = Non
     return out
 
 
+@warehouse.once.read_once
 def read_override_log(con, run_id: str) -> list[OverrideEntry]:
-    return [OverrideEntry(**r, new="flagged" if r["flagged"] else "clean") for r in fetch_dicts(
-        con, "SELECT kind, previous, flagged, reason, reviewer, created_at FROM verdict_overrides WHERE run_id = ? "
-             "ORDER BY created_at", [run_id])]
+    return read_override_logs_of(con, [run_id])[run_id]
+
+
+def read_override_logs_of(con, run_ids: list[str]) -> dict[str, list[OverrideEntry]]:
+    """{run id: :func:`override_log`} of ``run_ids`` (every id a key), in one query."""
+    out: dict[str, list[OverrideEntry]] = {run_id: [] for run_id in run_ids}
+    for r in fetch_dicts(con, "SELECT run_id, kind, previous, flagged, reason, reviewer, created_at FROM "
+                              "verdict_overrides WHERE run_id = ANY(?::VARCHAR[]) ORDER BY run_id, created_at",
+                         [run_ids]):
+        out[r.pop("run_id")].append(OverrideEntry(**r, new="flagged" if r["flagged"] else "clean"))
+    return out
 
 
 @warehouse.retrying

@@ -1,0 +1,105 @@
+"""What the static export's pages of many runs read, read ahead for all of them at once: per run, the answers of
+the reads its pages make one by one (texts, evaluations, facets, evidence, the published reference scores, the
+time split, the override log, public challenges, trace and tool names, the step index), keyed as
+``warehouse.once`` keeps them, so that each run's pages, rendered in a ``warehouse.once.reads_kept(ahead)`` block,
+answer those reads without a query. On DuckLake each query costs ~10-30 CPU ms of catalog work whatever it returns:
+~12 such reads a run cost ~0.2 CPU s, and the same read for 32 runs costs about what one run's did.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ptbsite import warehouse
+from ptbsite.warehouse.once import kept_key
+
+from ..challenges import read_public_challenges, read_public_challenges_of
+from ..schemas import Run
+from .compare import read_sides_ahead
+from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_summary, read_timelines_of
+from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
+                   read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
+from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
+                    read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of,
+                    read_whole_steps_ahead)
+from .verdicts import read_override_log, read_override_logs_of, read_reasonings_ahead
+
+
+@warehouse.retrying
+def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_pages: int | None = None,
+               side_budgets: list[float] | None = None) -> dict[str, dict[Hashable, Any]]:
+    """{run id: {``warehouse.once.kept_key`` of a read: its answer}} of the runs ``some``, in one unit of work of
+    ~20 queries whatever their number (each of the runs' rows of a table in one query); with the first page
+    (unfiltered, ``read_steps_page``) of ``agent_pages`` steps of the agent trace (each size), and of
+    ``trace_pages`` steps of every other trace; with ``side_budgets`` (``read_budgets``), what each run's
+    comparison side reads besides (``compare.read_sides_ahead``)."""
+    ids = [run.id for run in some]
+    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in ids}
+    if not ids:
+        return out
+    with warehouse.snapshot() as con:
+        per_run: dict[Callable[..., Any], dict[str, Any]] = {
+            read_run_texts: read_run_texts_of(con, ids),
+            read_evaluations: read_evaluations_of(con, ids),
+            read_run_facets: read_run_facets_of(con, ids),
+            read_evidence: read_evidence_of(con, ids),
+            read_trace_names: read_trace_names_of(con, ids),
+            read_tools_used: read_tools_used_of(con, ids),
+            read_override_log: read_override_logs_of(con, ids),
+            read_public_challenges: read_public_challenges_of(con, ids),
+        }
+        summaries = read_timeline_summaries_of(con, some)
+        timelines = read_timelines_of(con, some)
+        references = read_all_reference_scores(con)
+        indices = read_step_indices_of(con, ids)
+        sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
+        reasonings = read_reasonings_ahead(con, per_run[read_trace_names])
+        first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
+                       for limit in agent_pages}
+        others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
+        if trace_pages is not None:
+            for trace in others:
+                having = [run for run in some if trace in per_run[read_trace_names].get(run.id, [])]
+                first_pages[(trace, trace_pages)] = read_first_pages_of(con, having, trace=trace, limit=trace_pages)
+    for run in some:
+        kept = out[run.id]
+        kept.update(sides.get(run.id, {}))
+        kept.update(reasonings.get(run.id, {}))
+        for read, answers in per_run.items():
+            if run.id in answers:
+                kept[kept_key(read, run.id)] = answers[run.id]
+        kept[kept_key(read_timeline_summary, run)] = summaries[run.id]
+        kept[kept_key(read_timeline, run)] = timelines[run.id]
+        kept[kept_key(read_reference_scores, run.suite, run.base_model, run.benchmark)] = references.get(
+            (run.suite, run.base_model, run.benchmark), {"base": None, "instruct": None})
+        for trace in {"agent", *kept.get(kept_key(read_trace_names, run.id), [])}:
+            kept[kept_key(read_step_index, run.id, trace=trace)] = indices.get((run.id, trace), [])
+        for (trace, limit), pages in first_pages.items():
+            if run.id in pages:
+                kept[kept_key(read_steps_page, run.id, trace=trace, limit=limit, budget_hours=run.budget_hours,
+                              step_count=run.step_count if trace == "agent" else None)] = pages[run.id]
+    return out
+
+
+@warehouse.retrying
+def read_search_ahead(run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
+    """What the static export's search reads of each of ``run_ids`` (``Exporter.run_records``: its layout's trace
+    names and step index, every step of every trace whole, ``steps.read_whole_steps_ahead``), read for them all
+    at once, {run id: {kept key: answer}}: four queries."""
+    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in run_ids}
+    if not run_ids:
+        return out
+    with warehouse.snapshot() as con:
+        names = read_trace_names_of(con, run_ids)
+        indices = read_step_indices_of(con, run_ids)
+        whole = read_whole_steps_ahead(con, run_ids)
+    for run_id in run_ids:
+        kept = out[run_id]
+        kept[kept_key(read_trace_names, run_id)] = names[run_id]
+        for trace in {"agent", *names[run_id]}:
+            kept[kept_key(read_step_index, run_id, trace=trace)] = indices.get((run_id, trace), [])
+        kept.update(whole[run_id])
+    return out
+
+
+__all__ = ["read_ahead", "read_search_ahead"]
