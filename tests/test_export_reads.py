@@ -110,7 +110,7 @@ def test_an_export_makes_each_read_of_a_run_once(export_warehouse, tmp_path, mon
     """Every file of every run written (their pages, twins, step pages, comparison side files): no statement runs
     twice with the same parameters, and a few run alone for a run (the rest read ahead for many runs at once)."""
     runs = {r.id: r for r in selectors.list_runs(limit=None)[0]}
-    _, peers = selectors.run_fingerprint_parts()
+    peers = selectors.run_fingerprint_parts().peers
     log: list[tuple[str, str]] = []
     opened = connections._open
     monkeypatch.setattr(connections, "_open", lambda text: _Logged(opened(text), log))
