@@ -6,7 +6,8 @@ At the real benchmark's size (issue 24: 63 agents at K=90 method dirs, against 7
 ~60 % of the page's CPU (~8 ms for 7 agents, 33-45 ms for 63); here a row costs a few string operations. Every value
 from the warehouse or the URL is escaped (``html.escape``, what ``django.utils.html.escape`` and the template's
 autoescape call), every URL parameter quoted as the ``urlencode`` filter quotes it (``urllib.parse.quote``, ``/``
-kept), and numbers written by the template filters the loops used (``percent``, ``fixed``, ``hours_hm``).
+kept), and numbers written by the template filters the loops used (``percent``, ``fixed``, ``hours_hm``;
+counts, typed ``int``, and ``H:MM`` durations are digits and written as they are).
 ``tests/test_analysis_html.py`` compares the output with the template loops it replaced.
 """
 from __future__ import annotations
@@ -32,10 +33,16 @@ def _e(value: object) -> str:
     return _escape(str(value))
 
 
-def _runs_link(runs_url: str, key: str, suite: str, middle: str = "") -> str:
-    """The start of a link to the runs list of one agent's latest runs in the suite (``href="...`` up to the
-    closing quote), ``middle`` (already escaped ``&amp;name=value``) between the agent and the suite."""
-    return f'href="{runs_url}?agent={_e(quote(key))}{middle}&amp;suite={suite}&amp;latest=1"'
+def _runs_link(runs_url: str, agent_q: str, suite: str, middle: str = "") -> str:
+    """A link's ``href="..."`` to the runs list of one agent's latest runs in the suite: ``agent_q`` the agent key
+    quoted and escaped (:func:`_agent_q`), ``middle`` (already escaped ``&amp;name=value``) between the agent and
+    the suite."""
+    return f'href="{runs_url}?agent={agent_q}{middle}&amp;suite={suite}&amp;latest=1"'
+
+
+def _agent_q(key: str) -> str:
+    """An agent key as a URL parameter value in an attribute: quoted as the ``urlencode`` filter quotes, escaped."""
+    return _e(quote(key))
 
 
 def method_mix_rows(rows: list[MethodMix], *, runs_url: str, suite: str) -> SafeString:
@@ -48,15 +55,15 @@ def method_mix_rows(rows: list[MethodMix], *, runs_url: str, suite: str) -> Safe
     """
     url, s = _e(runs_url), _e(suite)
     out: list[str] = []
+    facets: dict[str, str] = {}  # facet key -> escaped (the same few keys in every row)
     for row in rows:
+        agent_q = _agent_q(row.key)
         out.append(f'\n      <tr data-agent="{_e(row.key)}"><td>{_e(row.agent)}</td>\n        <td class="num"><a '
-                   f'{_runs_link(url, row.key, s)}>{_e(row.runs)}</a></td>\n        ')
+                   f'{_runs_link(url, agent_q, s)}>{row.runs}</a></td>\n        ')
         for m, n in row.counts.items():
-            fm = _e(m)
-            out.append(f'<td class="num" data-facet="{fm}">')
-            out.append(f'<a {_runs_link(url, row.key, s, "&amp;facet=" + fm)}>{_e(n)}</a>' if n
-                       else '<span class="muted">0</span>')
-            out.append("</td>")
+            fm = facets.get(m) or facets.setdefault(m, _e(m))
+            out.append(f'<td class="num" data-facet="{fm}"><a {_runs_link(url, agent_q, s, "&amp;facet=" + fm)}>'
+                       f"{n}</a></td>" if n else f'<td class="num" data-facet="{fm}"><span class="muted">0</span></td>')
         out.append("</tr>\n    ")
     return mark_safe("".join(out))
 
@@ -69,7 +76,7 @@ def calibration_rows(rows: list[AgentCalibration], *, runs_url: str, suite: str)
     out: list[str] = []
     for row in rows:
         out.append(f'\n      <tr data-agent="{_e(row.key)}"><td>{_e(row.agent)}</td>\n        <td class="num"><a '
-                   f'{_runs_link(url, row.key, s, "&amp;facet=self_score")}>{_e(row.runs)}</a></td>\n        '
+                   f'{_runs_link(url, _agent_q(row.key), s, "&amp;facet=self_score")}>{row.runs}</a></td>\n        '
                    f'<td class="num">{_e(percent(row.mean_self) or DASH)}</td><td class="num">'
                    f'{_e(percent(row.mean_verified) or DASH)}</td>\n        <td class="num ratio">')
         out.append("n/a" if row.mean_ratio is None else f"{_e(fixed(row.mean_ratio, 2))}x")
@@ -86,12 +93,14 @@ def time_use_rows(rows: list[AgentTimeUse], *, runs_url: str, suite: str) -> Saf
     agent has a timed trace), idle gaps per run (one decimal; "–" for none)."""
     url, s = _e(runs_url), _e(suite)
     out: list[str] = []
+    phases: dict[str, str] = {}  # phase key -> escaped
     for row in rows:
         out.append(f'\n      <tr data-agent="{_e(row.key)}"><td>{_e(row.agent)}</td>\n        <td class="num"><a '
-                   f'{_runs_link(url, row.key, s)}>{_e(row.runs)}</a></td>\n        <td class="num">')
+                   f'{_runs_link(url, _agent_q(row.key), s)}>{row.runs}</a></td>\n        <td class="num">')
         out.append(DASH if row.budget_fraction is None else f"{_e(percent(row.budget_fraction))}%")
         out.append("</td>\n        ")
         for p, h in row.hours.items():
-            out.append(f'<td class="num" data-phase="{_e(p)}">{_e(hours_hm(h)) if row.runs_traced else DASH}</td>')
+            fp = phases.get(p) or phases.setdefault(p, _e(p))
+            out.append(f'<td class="num" data-phase="{fp}">{hours_hm(h) if row.runs_traced else DASH}</td>')
         out.append(f'\n        <td class="num">{_e(fixed(row.idle_gaps, 1) or DASH)}</td></tr>\n    ')
     return mark_safe("".join(out))
