@@ -28,7 +28,8 @@ $(VENV)/.dev-installed: requirements.txt requirements-eval.txt requirements-dev.
 	$(BIN)/pip install -r requirements-dev.txt
 	touch $@ $(VENV)/.web-installed $(VENV)/.worker-installed
 
-DEMO_RESULTS := data/demo-results
+# The demo tree lives in the data folder the settings use (PTB_DATA_DIR, default data/), as everything else does.
+DEMO_RESULTS := $(or $(PTB_DATA_DIR),data)/demo-results
 
 setup: $(VENV)/.web-installed
 	$(BIN)/python manage.py migrate --noinput -v0

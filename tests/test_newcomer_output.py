@@ -5,7 +5,9 @@ ends with the demo run's URL, the README says how to pick the port."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from io import StringIO
 from pathlib import Path
 
@@ -92,3 +94,17 @@ def test_make_worker_ends_with_the_demo_run_url(tmp_path: Path, settings):
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("The demo run to re-evaluate") and last.endswith(
         f": http://127.0.0.1:8123/runs/{make_run_id(RERUN_METHOD, RERUN_RUN_DIR)}/")  # a URL, not a path
+
+
+def test_make_serve_keeps_the_demo_tree_in_the_data_folder_it_is_given(tmp_path: Path):
+    """``PTB_DATA_DIR=/x make serve`` (the settings' data folder) puts the generated demo tree under /x too, as it
+    does the warehouse, Django's tables and the worker's templates (``make worker``), not in the checkout's data/."""
+    env = {**os.environ, "PTB_DATA_DIR": str(tmp_path / "data")}
+    dry = subprocess.run(["make", "-n", "-s", "-B", "setup", "worker"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, check=True).stdout
+    tree = f"{tmp_path / 'data'}/demo-results"
+    assert f"make_demo_results {tree} --runs 40" in dry and f"manage.py ingest {tree}\n" in dry
+    assert f"demo_worker_assets {tree}\n" in dry and " data/demo-results" not in dry
+    plain = subprocess.run(["make", "-n", "-s", "-B", "setup"], cwd=ROOT, capture_output=True, text=True, check=True,
+                           env={k: v for k, v in os.environ.items() if k != "PTB_DATA_DIR"}).stdout
+    assert "manage.py ingest data/demo-results\n" in plain
