@@ -33,7 +33,7 @@ from django.conf import settings
 from ptbsite import warehouse
 from traces import layout
 from traces.records import MethodRow, ParsedRun
-from traces.services import Outcome, RunWriter, record_dir_times, refresh_agent, settle_word_index
+from traces.services import Outcome, RunWriter, record_dir_times, refresh_agent
 
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
@@ -359,7 +359,7 @@ def ingest_tree(
                     failed(outcome.key, _message(outcome.key, outcome.error))
 
         # Every run is stored through one writer: the pool's in batches, the long ones as streams.
-        writer = RunWriter(batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES, upkeep=False)
+        writer = RunWriter(batch_runs=settings.PTB_INGEST_BATCH_RUNS, batch_bytes=BATCH_BYTES)
 
         def tick(job: _Job) -> None:
             done["runs"] += 1
@@ -392,8 +392,6 @@ def ingest_tree(
             for job in here:
                 settle([_store_here(job, ingester, writer)])
                 tick(job)
-        if report.stored:  # the word index, merged and sorted once every batch is in (settle_word_index)
-            warehouse.run_in_transaction(settle_word_index)
         for index in sorted(problems):
             report.problems += problems[index]
     report.seconds = time.monotonic() - started

@@ -47,7 +47,7 @@ def test_batches_store_what_one_run_per_transaction_stores(demo_tree, tmp_path, 
     assert (batched.stored, batched.failed) == (single.stored, single.failed) == (len(demo_tree.runs) +
                                                                                  len(demo_tree.baseline_runs), 0)
     assert batched.problems == single.problems
-    assert len(transactions) == single.stored + 1  # one run, one transaction; the word index settled once at the end
+    assert len(transactions) == single.stored  # one run, one transaction
     assert batched_transactions < single.stored / 4, batched_transactions
     assert _dump(tmp_path / "batched.duckdb") == _dump(tmp_path / "single.duckdb")
     # the latest run of every cell, whichever batch its retries landed in
@@ -137,31 +137,6 @@ def test_a_run_packed_by_its_worker_holds_the_rows_it_was_read_with(demo_tree, f
         assert got == expected, name
     assert packed.run == rows.run and packed.problems == rows.problems
     assert len(pickle.dumps(packed)) < len(pickle.dumps(rows))
-
-
-def test_the_batches_leave_the_word_index_upkeep_to_the_end(demo_tree, tmp_path, settings, monkeypatch):
-    """``word_runs`` merged and ``step_words`` sorted once, after the last batch (``settle_word_index``), not
-    tested after every batch: the same rows (the batch test above compares them to one run a transaction)."""
-    from traces import search_across, search_index
-
-    calls = []
-    real_merge, real_sort = search_index.merge_word_runs, search_across.sort_step_words
-    monkeypatch.setattr(search_index, "merge_word_runs",
-                        lambda con, **kw: calls.append(("merge", kw)) or real_merge(con, **kw))
-    monkeypatch.setattr(search_across, "sort_step_words",
-                        lambda con, **kw: calls.append(("sort", kw)) or real_sort(con, **kw))
-    monkeypatch.setattr(search_across, "SORT_MIN_ROWS", 0)
-    settings.PTB_INGEST_BATCH_RUNS = 4
-    report = _ingest(demo_tree, tmp_path / "settled.duckdb", settings, workers=2)
-    assert report.stored > 3 * 4  # several batches
-    assert calls == [("merge", {}), ("sort", {"spread": search_across.SETTLED_SPREAD})]
-    con = duckdb.connect(str(tmp_path / "settled.duckdb"))
-    try:
-        words = [r[0] for r in con.execute("SELECT word FROM step_words ORDER BY rowid").fetchall()]
-        sorted_rows = con.execute("SELECT sorted_rows FROM step_words_sorted").fetchall()
-    finally:
-        con.close()
-    assert words == sorted(words) and sorted_rows == [(len(words),)]
 
 
 def test_the_ingest_writes_on_one_duckdb_thread_and_gives_the_setting_back(demo_tree, tmp_path, settings,

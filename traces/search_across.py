@@ -29,7 +29,7 @@ from .search_index import LONG_WORD, MAX_WORD, Plan
 _CURRENT = "coalesce(json_extract_string(r.rules_version, '$.search') = ?, false)"
 SORT_SPREAD = 2.0  # step_words rows per row sorted by the last rewrite past which sort_step_words rewrites it
 SORT_MIN_ROWS = 122_880  # rows step_words holds before it is sorted at all (one DuckDB row group: no zone map helps)
-# The spread an ingest sorts step_words at once it is done (traces.services.settle_word_index): this bounds what a
+# The spread an ingest sorts step_words at once it is done (the `ingest` command): this bounds what a
 # search reads unsorted after it (a tenth of the rows). `ingest_tree`'s batches neither sort nor merge word_runs
 # meanwhile (one rewrite of each per ingest, not one per doubling: bench/RESULTS.md, i24i), so while a long ingest
 # runs a search reads its rows unsorted and up to a word_runs row per batch a word; other writers' batches

@@ -258,8 +258,7 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
     (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the same transaction when the batches'
     rows spread past ``search_index.MERGE_SPREAD`` a word, and ``step_words`` sorted once half of it is not
-    (``search_across.sort_step_words``); ``upkeep`` False: neither, the caller does it once it has written every
-    batch (:func:`settle_word_index`). Raises duckdb.Error: nothing of the batch is stored once the caller rolls
+    (``search_across.sort_step_words``); ``upkeep`` False: neither. Raises duckdb.Error: nothing of the batch is stored once the caller rolls
     back."""
     if not batch:
         return
@@ -328,17 +327,6 @@ def refresh_latest_runs(con, *, cells: Sequence[tuple[str, str, str]] = (), run_
     condition = " OR ".join(where)
     con.execute("DELETE FROM latest_runs WHERE " + condition.format(t="latest_runs"), params)
     con.execute("INSERT INTO latest_runs SELECT l.* FROM latest_run_rows l WHERE " + condition.format(t="l"), params)
-
-
-def settle_word_index(con) -> None:
-    """The word index tidied once an ingest wrote its batches (``RunWriter(upkeep=False)``), inside the caller's
-    transaction: ``word_runs`` merged when its rows spread past ``search_index.MERGE_SPREAD`` a word, and
-    ``step_words`` sorted when over a tenth of it is unsorted (``search_across.SETTLED_SPREAD``). Done per batch,
-    each test of it read the whole of ``word_runs`` (HyperLogLog of every word) and the rewrites came one after
-    another as the tables doubled: 10-15% of the storing process's CPU (bench/RESULTS.md, i24i). Raises
-    duckdb.Error."""
-    search_index.merge_word_runs(con)
-    search_across.sort_step_words(con, spread=search_across.SETTLED_SPREAD)
 
 
 def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:

@@ -1,7 +1,7 @@
-"""``python manage.py ingest RESULTS_ROOT``: store every run of a results tree in the warehouse (``ingest_tree``, which
-sorts the word index ``step_words`` once done when more than a tenth of it is unsorted:
-``traces.services.settle_word_index``), then compute the most visited public pages of the new version into the page
-cache (``ptbsite.pagecache.warm``; none when it is off)."""
+"""``python manage.py ingest RESULTS_ROOT``: store every run of a results tree in the warehouse, sort the word index
+``step_words`` when more than a tenth of it is unsorted (``traces.search_across.sort_step_words``), then compute the
+most visited public pages of the new version into the page cache (``ptbsite.pagecache.warm``; none when it is
+off)."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ingest.tree import TreeProgress, ingest_tree
-from ptbsite import pagecache
+from ptbsite import pagecache, warehouse
+from traces import search_across
 
 
 QUIET_PROBLEMS = 10  # problems --quiet still prints (the rest are counted)
@@ -70,6 +71,9 @@ class Command(BaseCommand):
                 f"{len(report.problems)} problem{'s' if len(report.problems) != 1 else ''} "
                 f"{'listed above' if not more else f'in all: the first {len(shown)} listed above (without --quiet: every one)'}"
                 "; nothing stored was lost, and each run's page lists its own (\"ingest problems\").")
+        if report.stored:  # the batches left up to half of step_words unsorted: sorted once the ingest is done
+            warehouse.run_in_transaction(
+                lambda con: search_across.sort_step_words(con, spread=search_across.SETTLED_SPREAD))
         warmed = pagecache.warm()  # the new version's most visited pages, before visitors ask for them
         if warmed and not quiet:
             self.stdout.write(f"page cache: {sum(1 for _, status, _ in warmed if status == 200)} pages computed")
