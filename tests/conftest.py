@@ -667,3 +667,14 @@ def served(shared_site, serve):
 
     run = max((r for r in selectors.list_runs(limit=None)[0] if r.method != SEARCH_METHOD), key=lambda r: r.step_count)
     return serve(shared_site.outdir), shared_site.outdir, run, shared_site.added
+
+
+@pytest.fixture
+def export_warehouse(demo_warehouse_state, tmp_path, settings) -> Path:
+    """A copy of the demo warehouse (published data and the 12-run demo tree) this test may change."""
+    _, source = demo_warehouse_state
+    path = tmp_path / "export.duckdb"
+    shutil.copy(source, path)
+    settings.PTB_WAREHOUSE = str(path)
+    warehouse.reset_migration_cache()
+    return path

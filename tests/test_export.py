@@ -5,7 +5,6 @@ import gzip
 import hashlib
 import json
 import re
-import shutil
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,17 +168,6 @@ def add_search_runs(root: Path) -> SearchRuns:
 
     return SearchRuns(deep_run, step_with(deep_run, DEEP_WORD), other_run, step_with(other_run, OTHER_WORD),
                       long_output)
-
-
-@pytest.fixture
-def export_warehouse(demo_warehouse_state, tmp_path, settings) -> Path:
-    """A copy of the demo warehouse (published data and the 12-run demo tree) this test may change."""
-    _, source = demo_warehouse_state
-    path = tmp_path / "export.duckdb"
-    shutil.copy(source, path)
-    settings.PTB_WAREHOUSE = str(path)
-    warehouse.reset_migration_cache()
-    return path
 
 
 @dataclass

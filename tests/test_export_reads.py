@@ -3,7 +3,6 @@ at once (``traces.selectors.read_ahead``), the same answers as the live site's o
 from __future__ import annotations
 
 import importlib
-import shutil
 from collections import Counter
 
 import pytest
@@ -41,16 +40,6 @@ def test_a_read_is_answered_once_per_block_by_its_arguments():
         assert _counted_read(None, "c") == ["read ahead"]
         _counted_read(None, "a")  # a new block reads again
     assert calls[5:] == [("a", 5)]
-
-
-@pytest.fixture
-def export_warehouse(demo_warehouse_state, tmp_path, settings):
-    _, source = demo_warehouse_state
-    path = tmp_path / "export.duckdb"
-    shutil.copy(source, path)
-    settings.PTB_WAREHOUSE = str(path)
-    warehouse.reset_migration_cache()
-    return path
 
 
 def _call(key, runs: dict[str, selectors.Run]):

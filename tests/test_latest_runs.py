@@ -28,14 +28,9 @@ SUITE = "posttrainbench"
 
 
 @pytest.fixture
-def lake(demo_warehouse_state, tmp_path: Path, settings) -> Path:
-    """A copy of the session's demo warehouse (the demo tree ingested) that the test may write."""
-    _, source = demo_warehouse_state
-    path = tmp_path / "latest.duckdb"
-    shutil.copy(source, path)
-    settings.PTB_WAREHOUSE = str(path)
-    warehouse.reset_migration_cache()
-    return path
+def lake(export_warehouse: Path) -> Path:
+    """A copy of the session's demo warehouse (the demo tree ingested) that the test may write (conftest)."""
+    return export_warehouse
 
 
 def stored() -> list[tuple]:
