@@ -7,7 +7,6 @@ import pytest
 from export.exporter import Exporter
 from traces import figures, selectors, services
 
-from .test_export import export_warehouse  # noqa: F401 (fixture: a copy of the demo warehouse)
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import pytest
 from django.template import Context, Template
 
-from .test_export import export_warehouse, exported  # noqa: F401  (fixtures)
+from .test_export import exported  # noqa: F401  (fixture; export_warehouse is in conftest)
 
 pytestmark = pytest.mark.django_db
 
