@@ -8,7 +8,7 @@ answers 503 with Retry-After); the other threads answer static files, cached pag
 work its own cursor on the process's attached catalog, a plain file its own connection (DuckDB shares the
 database within the process). ``--backlog`` bounds the kernel's queue of connections not yet accepted.
 
-Static files are collected into STATIC_ROOT, the warehouse schema is migrated and the most visited public pages
+Static files are collected into STATIC_ROOT, the site's database and the warehouse schema are migrated and the most visited public pages
 are computed into the page cache (``ptbsite.pagecache.warm``) once here, before the workers start. Several workers need a DuckLake warehouse
 (the default: SQLite catalog under data/); on a plain DuckDB file only ``--workers 1`` works, since the file
 admits one process. ``DJANGO_DEBUG`` defaults to 0 for the server (set it to 1 to debug).
@@ -16,6 +16,7 @@ admits one process. ``DJANGO_DEBUG`` defaults to 0 for the server (set it to 1 t
 The app is imported once, in gunicorn's master, before it forks the workers (``--preload``; ``--no-preload`` imports
 it in each worker instead), so the workers share the memory of what it imported (issue 24, bench/RESULTS.md). A
 code change needs a restart of ``serve`` (gunicorn's HUP reloads workers from the master's already imported code).
+A stopping worker closes its warehouse and leaves without the interpreter's teardown (``ptbsite.gunicorn_hooks``).
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ class Command(BaseCommand):
             raise CommandError(f"the warehouse is a plain DuckDB file ({spec.catalog}), which one process at a time "
                                "may open: use --workers 1, or a DuckLake PTB_WAREHOUSE (see README, Settings)")
         call_command("collectstatic", interactive=False, verbosity=0)  # WhiteNoise serves STATIC_ROOT
+        # The site's own database (jobs, challenges, accounts): a host pointed at a warehouse another host built
+        # starts on a data folder of its own, where nothing else has migrated it (the job reaper died on it).
+        call_command("migrate", interactive=False, verbosity=0)
         applied = warehouse.migrate_now()
         if applied:
             self.stdout.write(f"warehouse: applied {', '.join(applied)}")
@@ -80,5 +84,6 @@ class Command(BaseCommand):
         argv = [sys.executable, "-m", "gunicorn", "ptbsite.wsgi:application", "--workers", str(workers),
                 "--worker-class", "gthread", "--threads", str(threads), "--backlog", str(backlog),
                 "--bind", bind, "--timeout", str(timeout), "--graceful-timeout", "10", "--log-level", "warning",
+                "--config", "python:ptbsite.gunicorn_hooks",
                 *(["--preload"] if preload else [])]
         os.execve(sys.executable, argv, env)
