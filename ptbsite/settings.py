@@ -190,7 +190,7 @@ CACHES = {
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PTB_CACHE_URL,
          "KEY_PREFIX": "ptb", "TIMEOUT": PTB_PAGE_CACHE_SECONDS}
         if PTB_CACHE_URL else
-        {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str((DATA_DIR / "cache" / "pages").resolve()),
+        {"BACKEND": "ptbsite.filecache.AtomicAddFileBasedCache", "LOCATION": str((DATA_DIR / "cache" / "pages").resolve()),
          "TIMEOUT": PTB_PAGE_CACHE_SECONDS, "OPTIONS": {"MAX_ENTRIES": int(os.environ.get("PTB_PAGE_CACHE_ENTRIES", "3000"))}}
     ),
 }

@@ -28,7 +28,7 @@ def pytest_configure(config) -> None:
     from django.conf import settings
 
     settings.CACHES = {**settings.CACHES, "pages": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(PAGE_CACHE_FOLDER)}}
+        "BACKEND": "ptbsite.filecache.AtomicAddFileBasedCache", "LOCATION": str(PAGE_CACHE_FOLDER)}}
     settings.PTB_PAGE_CACHE = False
 
 
@@ -135,7 +135,7 @@ def staff_client(db):
 def use_file_page_cache(settings, location: Path) -> Path:
     """Turn the page cache on, on a file-based cache in ``location`` (the embedded default's backend); returns it."""
     settings.CACHES = {**settings.CACHES, "pages": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(location)}}
+        "BACKEND": "ptbsite.filecache.AtomicAddFileBasedCache", "LOCATION": str(location)}}
     settings.PTB_PAGE_CACHE = True
     return location
 
