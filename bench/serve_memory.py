@@ -8,7 +8,7 @@ page), GETs each URL of ``bench/scale.py``'s ``pages()`` (listed by another inte
 ``--clients`` threads (a 503 of the overload guard is retried after 1 s), so that every worker has served most
 pages, then prints each gunicorn process' RSS, PSS and USS (MB, psutil ``memory_full_info``: PSS divides each shared
 page among the processes mapping it, USS counts the pages only that process maps) and the PSS of all of them. The
-job reaper ``serve`` starts beside gunicorn is not counted. ``serve`` migrates the warehouse and bumps its version:
+job reaper ``serve`` starts beside gunicorn is not counted. ``serve`` migrates the warehouse (and may write its version file):
 give it a copy.
 """
 from __future__ import annotations

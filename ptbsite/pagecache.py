@@ -12,8 +12,9 @@ are never cached.
 The key is built from everything that decides the answer, as the view declares it (:class:`PageInputs`): method,
 path, the declared query parameters (sorted by name; the last value of a repeated one, the one
 ``request.GET.get`` reads), the declared headers (``HX-Request`` as present or not, ``HX-Target`` as one of the
-values the view tells apart, or absent) and the warehouse version (:mod:`ptbsite.warehouse.version`, bumped after
-every committed write by whichever process wrote). Before the view runs, the request is cut to what it declared
+values the view tells apart, or absent), the warehouse version (:mod:`ptbsite.warehouse.version`, bumped after
+every committed write by whichever process wrote) and the code's fingerprint (:mod:`ptbsite.codeprint`: code,
+templates, static and suite files, ``PTB_*``/``DJANGO_*`` settings, installed packages). Before the view runs, the request is cut to what it declared
 (``request.GET`` and ``QUERY_STRING`` hold the declared parameters only, undeclared ``HX-*`` headers are removed,
 declared ones normalised), for every visitor and whether the cache is on or not: an unknown query parameter or
 header value can neither change the answer nor make a new entry, and a view that reads an input it did not declare
@@ -59,6 +60,7 @@ from django.urls import Resolver404, resolve
 from django.utils.cache import get_conditional_response, patch_vary_headers
 from django.utils.http import http_date
 
+from . import codeprint
 from .warehouse import version
 
 log = logging.getLogger(__name__)
@@ -167,12 +169,14 @@ def _is_anonymous_public(request: HttpRequest) -> bool:
 
 def cache_key(request: HttpRequest, token: str, inputs: PageInputs | None = None) -> str:
     """The cache key of ``request`` (already :func:`cut_to_inputs`) at warehouse version ``token``: a hash of
-    method, path, the declared query parameters sorted by name, the declared headers' values (normalised) and the
-    token. ``inputs``: the view's declaration (default: looked up from the request's path)."""
+    method, path, the declared query parameters sorted by name, the declared headers' values (normalised), the
+    token and the code's fingerprint (``ptbsite.codeprint.serving_code``: a restart with the same code keeps the
+    cached pages, new code or settings get their own). ``inputs``: the view's declaration (default: looked up from the request's path)."""
     inputs = inputs or declared_inputs(request) or PageInputs()
     query = urlencode(sorted((name, request.GET[name]) for name in inputs.query if name in request.GET))
     headers = "&".join(f"{name}={request.META.get(_header_key(name), '')}" for name in inputs.header_names)
-    raw = "\n".join((request.method or "GET", request.path, query, headers, "anonymous", token))
+    raw = "\n".join((request.method or "GET", request.path, query, headers, "anonymous", token,
+                     codeprint.serving_code()))
     return "ptb:page:" + hashlib.sha256(raw.encode()).hexdigest()
 
 

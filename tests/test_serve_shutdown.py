@@ -1,7 +1,9 @@
 """``manage.py serve`` on a host of its own (a fresh data folder, a DuckLake warehouse another host built) starts,
 serves, and stops cleanly: the site's database is migrated by ``serve`` itself (the stale-job reaper beside the
 server died on the missing ``evaluator_rerunjob`` table before), and no worker aborts on the way out (each worker
-that had served a page was "sent SIGABRT" by its own DuckDB teardown before ``ptbsite.gunicorn_hooks``)."""
+that had served a page was "sent SIGABRT" by its own DuckDB teardown before ``ptbsite.gunicorn_hooks``). Started
+again with the same code, it answers the pages the first start computed from the page cache (before, each start
+bumped the warehouse version, so every restart began cold: ``ptbsite.codeprint``)."""
 from __future__ import annotations
 
 import os
@@ -46,11 +48,22 @@ def test_a_second_host_serves_a_shared_warehouse_and_stops_without_a_crash(tmp_p
     _manage(first, "ingest", str(tree.root), "--quiet")
 
     second = tmp_path / "host2"  # nothing here: no site database, no cache, no static files
+    first_log, first_states = _serve(second, spec, tmp_path / "serve-1.log", ("/runs/?latest=1", "/judges/"))
+    assert first_states["/runs/?latest=1"][0] == "miss", first_states  # not among the pages warmed at start
+    assert (second / "django.sqlite3").is_file(), sorted(p.name for p in second.iterdir())
+    _, again = _serve(second, spec, tmp_path / "serve-2.log", ("/runs/?latest=1", "/judges/"))
+    assert again["/runs/?latest=1"][0] == "hit", again  # computed by the first start, same code: still cached
+    assert again["/judges/"][0] == "hit", again
+
+
+def _serve(data: Path, spec: str, log: Path, pages: tuple[str, ...]) -> tuple[str, dict[str, list[str]]]:
+    """Start ``serve --workers 2`` on ``data``, GET ``pages`` three times each and the usual public pages, stop it with
+    SIGTERM; assert it exited 0 with nothing crashed in its log. Returns (log text, {page: X-Page-Cache states})."""
     port = _free_port()
-    log = tmp_path / "serve.log"
+    states: dict[str, list[str]] = {}
     with log.open("w") as out:
         server = subprocess.Popen([sys.executable, "manage.py", "serve", "--workers", "2", "--bind", f"127.0.0.1:{port}",
-                                   "--reap-every", "1"], cwd=ROOT, env=_env(second, spec), stdout=out,
+                                   "--reap-every", "1"], cwd=ROOT, env=_env(data, spec), stdout=out,
                                   stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -64,12 +77,12 @@ def test_a_second_host_serves_a_shared_warehouse_and_stops_without_a_crash(tmp_p
                 assert server.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.5)
-        for path in ("/", "/runs/", "/analysis/", "/api/leaderboard", "/runs/?latest=1"):
+        for path in (*pages, "/", "/runs/", "/analysis/", "/api/leaderboard"):
             for _ in range(3):  # several requests, so that both workers are likely to have served one
                 with urllib.request.urlopen(base + path, timeout=60) as response:
                     assert response.status == 200, path
+                    states.setdefault(path, []).append(response.headers.get("X-Page-Cache", ""))
         time.sleep(2.5)  # the reaper has run (every 1 s) against the site's database of this host
-        assert (second / "django.sqlite3").is_file(), sorted(p.name for p in second.iterdir())
     finally:
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=60)
@@ -78,3 +91,4 @@ def test_a_second_host_serves_a_shared_warehouse_and_stops_without_a_crash(tmp_p
     for sign in ("Traceback", "no such table", "SIGABRT", "SIGSEGV", "terminate called", "exited with code"):
         assert sign not in text, text
     assert "Serving on" in text
+    return text, states

@@ -8,8 +8,10 @@ answers 503 with Retry-After); the other threads answer static files, cached pag
 work its own cursor on the process's attached catalog, a plain file its own connection (DuckDB shares the
 database within the process). ``--backlog`` bounds the kernel's queue of connections not yet accepted.
 
-Static files are collected into STATIC_ROOT, the site's database and the warehouse schema are migrated and the most visited public pages
-are computed into the page cache (``ptbsite.pagecache.warm``) once here, before the workers start. Several workers need a DuckLake warehouse
+Static files are collected into STATIC_ROOT, the site's database and the warehouse schema are migrated and the
+most visited public pages are computed into the page cache (``ptbsite.pagecache.warm``) once here, before the
+workers start (a restart with the same code finds them cached: the cache's keys hold the code's fingerprint,
+``ptbsite.codeprint``). Several workers need a DuckLake warehouse
 (the default: SQLite catalog under data/); on a plain DuckDB file only ``--workers 1`` works, since the file
 admits one process. ``DJANGO_DEBUG`` defaults to 0 for the server (set it to 1 to debug).
 
@@ -60,8 +62,9 @@ class Command(BaseCommand):
         applied = warehouse.migrate_now()
         if applied:
             self.stdout.write(f"warehouse: applied {', '.join(applied)}")
-        warehouse.version.bump()  # the code may have changed since the last start: recompute cached pages
-        # ... and compute the most visited ones now, so the first visitors get hits, not a wait (PTB_PAGE_WARM)
+        # Cached pages are keyed by the code's fingerprint too (ptbsite.codeprint): a restart with the same code keeps
+        # them, so no version bump here (it made every restart, and every host sharing the cache, start cold).
+        # Compute the most visited pages now (hits when cached already), so the first visitors get hits (PTB_PAGE_WARM)
         warmed = pagecache.warm()
         warehouse.close_connections()  # nothing of this process's warehouse instance may outlive the exec
         if warmed:
