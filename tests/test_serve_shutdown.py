@@ -50,6 +50,7 @@ def test_a_second_host_serves_a_shared_warehouse_and_stops_without_a_crash(tmp_p
     second = tmp_path / "host2"  # nothing here: no site database, no cache, no static files
     first_log, first_states = _serve(second, spec, tmp_path / "serve-1.log", ("/runs/?latest=1", "/judges/"))
     assert first_states["/runs/?latest=1"][0] == "miss", first_states  # not among the pages warmed at start
+    assert first_states["/"][0] == "hit", first_states  # warmed by serve, under the workers' settings and keys
     assert (second / "django.sqlite3").is_file(), sorted(p.name for p in second.iterdir())
     _, again = _serve(second, spec, tmp_path / "serve-2.log", ("/runs/?latest=1", "/judges/"))
     assert again["/runs/?latest=1"][0] == "hit", again  # computed by the first start, same code: still cached

@@ -33,6 +33,10 @@ from django.core.management.base import BaseCommand, CommandError
 from ptbsite import pagecache, warehouse
 
 
+# The settings the server runs with unless set: DEBUG off, one DuckDB thread per query (settings.py says why).
+SERVER_ENV = {"DJANGO_DEBUG": "0", "PTB_DUCKDB_THREADS": "1"}
+
+
 class Command(BaseCommand):
     help = "Run the production server: gunicorn with several worker processes on the configured warehouse."
 
@@ -51,6 +55,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, workers: int, threads: int, backlog: int, bind: str, timeout: int, reap_every: float,
                preload: bool = True, **options):
+        env = {**SERVER_ENV, **os.environ}
+        if env != dict(os.environ) and sys.argv[1:2] == ["serve"]:
+            # Run this command under the workers' settings too, so that the pages it computes into the cache below
+            # are the workers' pages (DEBUG off) under the workers' keys (the code's fingerprint covers PTB_ and
+            # DJANGO_ settings: ptbsite.codeprint): started again with them.
+            os.execve(sys.executable, [sys.executable, *sys.argv], env)
         spec = warehouse.parse_spec(warehouse.warehouse_spec())
         if not spec.is_ducklake and workers > 1:
             raise CommandError(f"the warehouse is a plain DuckDB file ({spec.catalog}), which one process at a time "
@@ -74,7 +84,6 @@ class Command(BaseCommand):
         self.stdout.write(f"Serving on http://{bind}/ with {workers} worker(s) of {threads} threads; "
                           f"warehouse {warehouse.describe()}")
         sys.stdout.flush()
-        env = {"DJANGO_DEBUG": "0", "PTB_DUCKDB_THREADS": "1", **os.environ}  # settings.py says why one thread
         # Stale rerun jobs are ended by a reaper beside the server, never by a page read; it exits with gunicorn
         # (which takes over this process id).
         subprocess.Popen([sys.executable, "manage.py", "reap_jobs", "--every", str(reap_every), "--parent",
