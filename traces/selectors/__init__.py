@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from ..schemas import STATE_TEXT, Evaluation, EvidenceStep, Facet, OverrideEntry, Run, RunTexts, Step, StepPage
 from ..verdicts import SCORED_KINDS
-from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, AnalysisTwin, Calibration, CalibrationRun,
+from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, AnalysisTwin, Calibration, CalibrationPoint,
+                       CalibrationRun,
                        MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
                        run_facts, run_timeline)
 from .feeds import (AgentRunsUsage, CellRun, TreeBaseline, latest_cells, read_latest_cells, read_tree_baselines, read_usage_by_agent,
