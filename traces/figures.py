@@ -192,16 +192,17 @@ def calibration(points: list[CalibrationPoint]) -> dict:
     The scatter traces are written as the dicts plotly's ``go.Scatter`` would serialise (one pass over the runs;
     plotly validated every point: 215 CPU ms for 2,520 runs, bench/RESULTS.md), the layout comes from
     :func:`_calibration_layout`; ``tests/test_figure_dicts.py`` checks the result equals plotly's."""
-    by_agent: dict[str, list[CalibrationPoint]] = {}
+    by_agent: dict[str, list[tuple[CalibrationPoint, float]]] = {}  # (point, its base model's score) per agent
     for p in points:
         if p.base_score is not None:
-            by_agent.setdefault(p.agent, []).append(p)  # the name every page uses
+            by_agent.setdefault(p.agent, []).append((p, p.base_score))  # the name every page uses
     data = []
     for agent, mine in by_agent.items():
         data.append({
-            "customdata": [[p.run_id, p.benchmark, p.base_model, 100 * p.self_score, 100 * p.verified] for p in mine],
+            "customdata": [[p.run_id, p.benchmark, p.base_model, 100 * p.self_score, 100 * p.verified]
+                           for p, _ in mine],
             "hovertemplate": f"<b>{escape(agent)}</b><br>%{{customdata[1]}} · %{{customdata[2]}}<br>self "
                              "%{customdata[3]:.1f} vs verified %{customdata[4]:.1f}<br>ratio %{y:.2f}x<extra></extra>",
             "marker": {"size": 10}, "mode": "markers", "name": escape(agent),
-            "x": [100 * p.base_score for p in mine], "y": [p.ratio for p in mine], "type": "scatter"})
+            "x": [100 * base for _, base in mine], "y": [p.ratio for p, _ in mine], "type": "scatter"})
     return {"data": data, "layout": _calibration_layout()}
