@@ -17,6 +17,8 @@ Usage: .venv/bin/python bench/scale.py [--small 9] [--large 90] [--trace-scale 0
    each GET the in-process memos that a new warehouse version would empty are emptied (``warehouse.memo.forget``),
    so each figure is a cache miss. Printed: median CPU ms (``time.process_time``) and wall ms per page and K, and the
    CPU ratio K=large / K=small. The run pages are of the latest run whose trace has the step count nearest 200.
+   ``/api/runs?latest=true&limit=500`` is a page of 252 runs at K=9 (every latest run) and 500 at K=90; the same
+   URL at ``limit=200`` is a page of 200 at both.
    A last table: the ``/api/analysis`` twin right after ``/analysis/`` of the same version (the shared memo hit).
 
 ``--listed``: the suite file lists the tree's invented configurations (``demo.tree.invented_agent_groups``: past
@@ -139,6 +141,7 @@ def pages() -> list[str]:
             f"/runs/{run.id}/", f"/runs/{run.id}/steps", f"/runs/{run.id}/timeline.json",
             "/api/leaderboard", "/api/leaderboard?source=runs", "/api/runs", f"/api/runs?after={first}",
             f"/api/runs?limit=50&after={deep_after}", "/api/runs?latest=true&limit=500",
+            "/api/runs?latest=true&limit=200",  # 200 rows at both K (limit=500: K=9's 252 latest runs against 500)
             f"/api/runs/{run.id}", f"/api/runs/{run.id}/steps", f"/api/runs/{run.id}/facets",
             f"/api/runs/{run.id}/timeline",
             "/api/analysis", *[f"/api/plots/{p}" for p in plot_pages]]

@@ -303,8 +303,10 @@ def rows_from_runs(
         roots[cell.method] = cell.results_root
         if keep is not None and cell.run_id not in keep:
             continue
-        info = agents.setdefault(cell.agent_key, _RunsAgent(name=cell.agent_name, scaffold=cell.scaffold,
-                                                            effort=cell.reasoning_effort, synthetic=cell.synthetic))
+        info = agents.get(cell.agent_key)
+        if info is None:  # the agent's first cell (not a _RunsAgent built per cell to be thrown away)
+            info = agents[cell.agent_key] = _RunsAgent(name=cell.agent_name, scaffold=cell.scaffold,
+                                                       effort=cell.reasoning_effort, synthetic=cell.synthetic)
         info.methods.add(cell.method)
         info.overridden = info.overridden or cell.overridden
         info.synthetic = info.synthetic and cell.synthetic

@@ -48,11 +48,27 @@ class UTCJSONEncoder(NinjaJSONEncoder):
 SIGNIFICANT_DIGITS = 15
 
 
+_SIGNIFICANT = f".{SIGNIFICANT_DIGITS}g"
+_LEAVES = frozenset({str, int, bool, type(None)})  # returned as they are, without a call per value
+
+
 def _rounded(value: Any) -> Any:
     """``value`` (the answer's dicts, lists and scalars) with every float rounded to SIGNIFICANT_DIGITS significant
-    digits: ``60.440000000000005`` is served as ``60.44``, ``1.6749999999999994`` as ``1.675`` (issue 29)."""
+    digits: ``60.440000000000005`` is served as ``60.44``, ``1.6749999999999994`` as ``1.675`` (issue 29); NaN and
+    infinities as they are, tuples as lists. Plain floats, strings, ints, booleans and None inside a dict or list
+    are handled in place, without a call each (K=90's analysis twin holds ~8,000 floats and ~20,000 values in
+    all: 15 CPU ms in the call-per-value walk, ~10 in this one); subclasses (numpy's float64) by ``isinstance``."""
+    kind = type(value)
+    if kind is float:
+        return float(format(value, _SIGNIFICANT)) if value - value == 0.0 else value  # finite (inf - inf is NaN)
+    if kind is dict:
+        return {k: v if (t := type(v)) in _LEAVES else (float(format(v, _SIGNIFICANT)) if v - v == 0.0 else v)
+                if t is float else _rounded(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if (t := type(v)) in _LEAVES else (float(format(v, _SIGNIFICANT)) if v - v == 0.0 else v)
+                if t is float else _rounded(v) for v in value]
     if isinstance(value, float):
-        return float(f"{value:.{SIGNIFICANT_DIGITS}g}") if value == value and abs(value) != float("inf") else value
+        return float(format(value, _SIGNIFICANT)) if value - value == 0.0 else value
     if isinstance(value, dict):
         return {k: _rounded(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -17,6 +17,24 @@ def test_rounding_keeps_what_the_figure_says():
     assert 100 * 0.6044 == 60.440000000000005  # the noise this removes
 
 
+def test_rounding_in_place_and_through_subclasses():
+    """Floats met in place inside dicts and lists, at the top, inside tuples and as float subclasses (numpy's
+    float64) are rounded alike; NaN, infinities, booleans, ints and strings pass as they are; tuples become lists."""
+    import math
+
+    import numpy as np
+
+    noisy = 100 * 0.6044
+    got = _rounded({"x": noisy, "l": [noisy, (noisy, {"t": noisy})], "np": np.float64(noisy), "nl": [np.float64(noisy)],
+                    "nan": float("nan"), "inf": [float("inf"), -float("inf")], "b": True, "i": 10**20, "s": "1.6749999999999994",
+                    "z": -0.0, "tiny": 5e-324})
+    assert got["x"] == got["np"] == got["nl"][0] == 60.44 and got["l"] == [60.44, [60.44, {"t": 60.44}]]
+    assert math.isnan(got["nan"]) and got["inf"] == [math.inf, -math.inf]
+    assert got["b"] is True and got["i"] == 10**20 and got["s"] == "1.6749999999999994"
+    assert math.copysign(1.0, got["z"]) == -1.0 and got["tiny"] == 5e-324
+    assert _rounded(noisy) == 60.44 and _rounded((noisy,)) == [60.44] and _rounded(None) is None
+
+
 def _floats(value):
     if isinstance(value, float):
         yield value

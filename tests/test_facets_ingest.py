@@ -124,7 +124,7 @@ def test_time_split_by_hand(facet_db):
 
 def test_calibration_by_hand(facet_db):
     data = selectors.analysis("posttrainbench")
-    runs = {f.run.id: f for f in data.rated}
+    runs = {p.run_id: p for p in data.points}
     assert runs[ID_A].self_score == 0.6 and runs[ID_A].verified == 0.5
     assert runs[ID_A].ratio == pytest.approx(1.2)           # 0.60 / 0.50
     assert runs[ID_B].ratio == pytest.approx(4.9)           # 0.49 / 0.10

@@ -50,10 +50,10 @@ def plotly_calibration(runs) -> dict:
 
 
 def test_the_calibration_dicts_equal_plotlys_figure(demo_ingested):
-    runs = selectors.analysis("posttrainbench").rated  # the runs with a ratio: the chart's candidates
-    built = figures.calibration(runs)
+    facts = selectors.run_facts("posttrainbench")  # every latest run: the reference keeps those with a ratio
+    built = figures.calibration(selectors.analysis("posttrainbench").points)  # the runs with a ratio, as tuples
     assert sum(len(t["x"]) for t in built["data"]) >= 3  # the demo has runs with a ratio
-    assert same_json(built, plotly_calibration(runs))
+    assert same_json(built, plotly_calibration(facts))
     assert same_json(figures.calibration([]), plotly_calibration([]))
 
 

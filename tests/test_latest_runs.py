@@ -194,8 +194,10 @@ def test_the_analysis_equals_the_one_computed_on_read(lake):
                                 (got.score_by_method, analysis_module.MethodScore, by_method)):
         assert [t.model_dump() for t in tables] == [model(**d).model_dump() for d in want]
     assert got.run_count == len(facts) and got.synthetic_runs == sum(f.run.synthetic for f in facts)
-    assert [_fact_tuple(f) for f in got.rated] == [_fact_tuple(f) for f in facts if f.ratio is not None]
-    assert got.rated and any(t["runs_traced"] for t in time_use)
+    assert got.points == [analysis_module.CalibrationPoint(
+        f.run.id, f.run.agent_key, f.run.agent, f.run.benchmark, f.run.base_model, f.self_score, f.verified, f.ratio,
+        f.base_score) for f in facts if f.ratio is not None]
+    assert got.points and any(t["runs_traced"] for t in time_use)
 
 
 # --- the reads computed on read, as the pages made them before latest_runs ---

@@ -44,8 +44,8 @@ def _runs_to_check(report) -> list[str]:
     picks = [next(r for r in report.runs if r.flagged_contamination and r.suspicious_trace),
              next(r for r in report.runs if r.accuracy is None),
              next(r for r in report.runs if r.accuracy is not None and r.steps_planned)]
-    facts = [f for f in selectors.analysis("posttrainbench").rated if f.self_score is not None]
-    ids = [_id(r) for r in picks] + [facts[0].run.id]
+    points = selectors.analysis("posttrainbench").points  # the runs with a self-reported and verified score
+    ids = [_id(r) for r in picks] + [points[0].run_id]
     return list(dict.fromkeys(ids))
 
 

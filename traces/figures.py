@@ -13,7 +13,7 @@ from html import escape  # plotly reads <a>, <b>, <span style> in hover texts an
 from ptbsite.plotly_template import plotly_white
 from ptbsite.units import hm
 
-from .selectors import PhaseStretch, RunFacts, Timeline
+from .selectors import CalibrationPoint, PhaseStretch, Timeline
 
 PHASE_COLOURS = {"data": "#1b9e77", "training": "#d95f02", "evaluation": "#7570b3", "other": "#a3a3a3",
                  "idle": "#e5e7eb"}
@@ -184,27 +184,25 @@ def _calibration_layout() -> dict:
         yaxis={"title": {"text": "overoptimism (self-reported / verified)"}}, template=plotly_white())
 
 
-def calibration(runs: list[RunFacts]) -> dict:
-    """Overoptimism (self-reported / verified) of each run with a defined ratio against the base model's score
-    on its benchmark (percent; benchmark difficulty for that base model), one colour per agent, a dashed line at
-    1 (calibrated). Runs without a base-model score are left out. ``customdata[0]`` = run id.
+def calibration(points: list[CalibrationPoint]) -> dict:
+    """Overoptimism (self-reported / verified) of each run with a defined ratio (``Analysis.points``) against the
+    base model's score on its benchmark (percent; benchmark difficulty for that base model), one colour per agent,
+    a dashed line at 1 (calibrated). Runs without a base-model score are left out. ``customdata[0]`` = run id.
 
     The scatter traces are written as the dicts plotly's ``go.Scatter`` would serialise (one pass over the runs;
     plotly validated every point: 215 CPU ms for 2,520 runs, bench/RESULTS.md), the layout comes from
     :func:`_calibration_layout`; ``tests/test_figure_dicts.py`` checks the result equals plotly's."""
-    # (run, self-reported, verified, base model's score, ratio) per agent; a defined ratio has both scores.
-    by_agent: dict[str, list[tuple[RunFacts, float, float, float, float]]] = {}
-    for f in runs:
-        if f.ratio is not None and f.base_score is not None and f.self_score is not None and f.verified is not None:
-            by_agent.setdefault(f.run.agent, []).append(  # the name every page uses
-                (f, f.self_score, f.verified, f.base_score, f.ratio))
+    by_agent: dict[str, list[tuple[CalibrationPoint, float]]] = {}  # (point, its base model's score) per agent
+    for p in points:
+        if p.base_score is not None:
+            by_agent.setdefault(p.agent, []).append((p, p.base_score))  # the name every page uses
     data = []
     for agent, mine in by_agent.items():
         data.append({
-            "customdata": [[f.run.id, f.run.benchmark, f.run.base_model, 100 * own, 100 * verified]
-                           for f, own, verified, _, _ in mine],
+            "customdata": [[p.run_id, p.benchmark, p.base_model, 100 * p.self_score, 100 * p.verified]
+                           for p, _ in mine],
             "hovertemplate": f"<b>{escape(agent)}</b><br>%{{customdata[1]}} · %{{customdata[2]}}<br>self "
                              "%{customdata[3]:.1f} vs verified %{customdata[4]:.1f}<br>ratio %{y:.2f}x<extra></extra>",
             "marker": {"size": 10}, "mode": "markers", "name": escape(agent),
-            "x": [100 * base for _, _, _, base, _ in mine], "y": [ratio for *_, ratio in mine], "type": "scatter"})
+            "x": [100 * base for _, base in mine], "y": [p.ratio for p, _ in mine], "type": "scatter"})
     return {"data": data, "layout": _calibration_layout()}

@@ -289,7 +289,7 @@ def analysis(request: HttpRequest) -> HttpResponse:
         "suite_names": [(s, suite_name(s)) for s in suite_ids()], "method_facets": METHOD_FACETS, "facet_text": FACET_TEXT,
         # The chart's points (one per run with a ratio) load after first paint from analysis_calibration, so the
         # page's bytes grow with the agents, not the runs; the static export has no server and inlines them.
-        "phases": PHASES, "calibration_figure": figures.calibration(data.rated) if static_export else None,
+        "phases": PHASES, "calibration_figure": figures.calibration(data.points) if static_export else None,
         "idle_gap_minutes": int(IDLE_GAP_S // 60),
         # A chart point's run page ("{0}" = its run id): in the static export, the file beside analysis/index.html.
         "run_link": "../runs/{0}/index.html" if static_export else "/runs/{0}/",
@@ -302,7 +302,7 @@ def analysis_calibration(request: HttpRequest) -> JsonResponse:
     (``figures.calibration``: one point per latest run with a defined ratio and a base-model score), from the same
     selector as the page and its twin (``selectors.analysis``, computed once per warehouse version). The page
     fetches it after first paint (``static/js/plots.js``, ``data-figure-src``)."""
-    return JsonResponse(figures.calibration(selectors.analysis(_suite(request)).rated))
+    return JsonResponse(figures.calibration(selectors.analysis(_suite(request)).points))
 
 
 @page_inputs()

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from ..schemas import STATE_TEXT, Evaluation, EvidenceStep, Facet, OverrideEntry, Run, RunTexts, Step, StepPage
 from ..verdicts import SCORED_KINDS
-from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, AnalysisTwin, Calibration, CalibrationRun,
+from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analysis, AnalysisTwin, Calibration, CalibrationPoint,
+                       CalibrationRun,
                        MethodMix, MethodScore, MonitorSample, PhaseStretch, RunFacts, Timeline, TimelineCall, analysis,
                        run_facts, run_timeline)
 from .feeds import (AgentRunsUsage, CellRun, TreeBaseline, latest_cells, read_latest_cells, read_tree_baselines, read_usage_by_agent,
@@ -42,7 +43,7 @@ RunSummary = Run  # the name before issue 14
 __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuery", "open_run", "parse_time_jump",
     "AGENT_RUN", "EVIDENCE_CHARS", "EVIDENCE_LIMIT", "MAX_TEXT_RANGE", "MAX_TIMELINE_CALLS", "PAGE_TEXT_CHARS",
     "EXPLORATORY_ORIGINS", "PROBLEMS_SHOWN", "RUN_SORTS", "RunSortKey", "SCORED_KINDS", "STATE_TEXT", "TEXT_SHOWN",
-    "AgentCalibration", "AgentTimeUse", "CellFacts", "ComparePage", "CompareSide", "Peer", "PeerRun", "cell_facts", "compare_side", "read_budgets", "cell_peers", "compare_page", "Analysis", "AnalysisTwin", "Calibration", "CalibrationRun", "CellRun", "MonitorSample",
+    "AgentCalibration", "AgentTimeUse", "CellFacts", "ComparePage", "CompareSide", "Peer", "PeerRun", "cell_facts", "compare_side", "read_budgets", "cell_peers", "compare_page", "Analysis", "AnalysisTwin", "Calibration", "CalibrationPoint", "CalibrationRun", "CellRun", "MonitorSample",
     "PhaseStretch", "Evaluation", "EvidenceStep", "Facet", "IndexedStep",
     "MethodMix", "MethodScore", "OverrideEntry", "Run", "RunFacts", "RunPage", "RunStepsPage", "RunSummary",
     "RunTexts", "AgentRunsUsage", "RunsPage", "Step", "StepPage", "TextRange", "Timeline", "TimelineCall", "TreeBaseline",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from ptbsite import warehouse
 
@@ -69,9 +70,11 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
     rows = con.execute(
         "SELECT r.run_id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
         "r.benchmark, r.base_model, r.state, r.score, r.time_taken_s, r.synthetic, r.verdicts, r.overrides "
-        f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN} "
-        "ORDER BY r.method, r.benchmark, r.base_model",
+        f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN}",
         [suite]).fetchall()
+    # Ordered by method, benchmark, base model: one latest run per cell, so a total order; by a C key here (DuckDB's
+    # ORDER BY cost ~5 CPU ms at K=90's 2,520 runs; VARCHAR and str compare alike, by code point).
+    rows.sort(key=itemgetter(1, 7, 8))
     shown = display_suite(suite)
     names: dict[tuple[str, str], str] = {}
     # Per pattern of verdicts and overrides (their JSON texts as stored): the effective flags, the verdicts as the
@@ -88,11 +91,9 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
             chosen = override_choices(overrides)
             flags, _, _ = verdict_outcome(pattern, tuple(chosen.items()))
             outcome = outcomes[(verdicts, overrides)] = (dict(flags), verdicts_of(pattern), chosen)
-        cells.append(CellRun(
-            run_id=run_id, method=method, agent_key=key, agent_name=names[(method, agent)], scaffold=scaffold,
-            reasoning_effort=effort, benchmark=benchmark, base_model=model, state=state, accuracy=score,
-            time_taken_s=taken, synthetic=synthetic, flags=outcome[0], overridden=bool(outcome[2]),
-            results_root=root or "", verdicts=outcome[1], overrides=outcome[2]))
+        cells.append(CellRun(  # by position, CellRun's field order (keywords cost ~1 us a run more)
+            run_id, method, key, names[(method, agent)], scaffold, effort, benchmark, model, state, score, taken,
+            synthetic, outcome[0], bool(outcome[2]), root or "", outcome[1], outcome[2]))
     return cells
 
 
