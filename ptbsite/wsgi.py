@@ -31,8 +31,15 @@ if "pandas" not in sys.modules:
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the pandas rule)
 
+from ptbsite import codeprint  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 application = get_wsgi_application()
+
+# The code's fingerprint in every page cache key (~0.2 CPU s: every project file and installed package read),
+# computed here, once in gunicorn's master under `serve --preload`, not by each worker's first request (which
+# made every first request of a worker wait ~1-3 s under load: bench/load.sh's 8-client p99 of `/`).
+codeprint.serving_code()
 
 # What the import made lives as long as the process: moved out of the cyclic collector's generations, so that its
 # passes never write to those objects. In gunicorn's master (`serve` preloads the app) that keeps the pages the
