@@ -31,10 +31,19 @@ if "pandas" not in sys.modules:
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the pandas rule)
 
+from django.urls import resolve, reverse  # noqa: E402
+
 from ptbsite import codeprint  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 application = get_wsgi_application()
+
+# What a worker's first request did lazily, done here instead (once in gunicorn's master under `serve --preload`,
+# shared by the forked workers): importing the URLconf (every app's views, ninja's API and its pydantic schemas:
+# ~0.2 CPU s, which made each worker's first request wait ~0.4-0.7 s under load, the 8-client p99 of `/` in
+# bench/load.sh) and building its reverse lookups.
+resolve("/")
+reverse("leaderboard:index")
 
 # The code's fingerprint in every page cache key (~0.2 CPU s: every project file and installed package read),
 # computed here, once in gunicorn's master under `serve --preload`, not by each worker's first request (which
