@@ -140,7 +140,7 @@ PTB_WAREHOUSE = os.environ.get(
 PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
 # DuckDB's allocator (the jemalloc built into its Python package) keeps the pages a query freed until the process
 # allocates again; with this on (DuckDB's `allocator_background_threads`, one thread per process) it returns them to
-# the system within ~1 s of the last query: a web process at rest after every page held ~25 MB less RSS at K=90
+# the system within ~1 s of the last query: a web process at rest after every page held 10-50 MB less RSS at K=90
 # (bench/web_memory.py, bench/RESULTS.md, issue 24). 0 leaves DuckDB's default (off).
 PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS = os.environ.get("PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS", "1") == "1"
 # Runs an ingest's reading processes parsed that it stores in one transaction (ingest.tree): 1 is one

@@ -76,7 +76,7 @@ def _configure(con: duckdb.DuckDBPyConnection) -> None:
     """Apply the process-wide DuckDB settings to a new instance: its threads (``PTB_DUCKDB_THREADS``; 0 leaves
     DuckDB's one per core) and whether its allocator returns freed pages to the system from a background thread
     (``PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS``, DuckDB's ``allocator_background_threads``: without it, the jemalloc
-    built into DuckDB's package keeps what queries freed, ~25 MB per web process after every page once at K=90,
+    built into DuckDB's package keeps what queries freed, 10-50 MB per web process after every page once at K=90,
     until that thread allocates again; bench/RESULTS.md, issue 24)."""
     if settings.PTB_DUCKDB_THREADS:
         con.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
