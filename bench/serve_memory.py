@@ -1,6 +1,7 @@
 """What `manage.py serve`'s processes hold after every public page and twin, read from /proc (issue 24).
 
-Usage: .venv/bin/python bench/serve_memory.py --warehouse SPEC [--workers 3] [--clients 4] [--repeat 6] [-- SERVE ARGS]
+Usage: .venv/bin/python bench/serve_memory.py --warehouse SPEC [--workers 3] [--clients 4] [--repeat 6] [--rest 2]
+       [-- SERVE ARGS]
 
 Starts ``manage.py serve --workers N`` (its defaults otherwise: 24 threads, ``--preload``; pass ``-- --no-preload``
 to compare) on a free port with the page cache off (``PTB_PAGE_CACHE=0 PTB_PAGE_WARM=0``: every GET computes its
@@ -8,7 +9,9 @@ page), GETs each URL of ``bench/scale.py``'s ``pages()`` (listed by another inte
 ``--clients`` threads (a 503 of the overload guard is retried after 1 s), so that every worker has served most
 pages, then prints each gunicorn process' RSS, PSS and USS (MB, psutil ``memory_full_info``: PSS divides each shared
 page among the processes mapping it, USS counts the pages only that process maps) and the PSS of all of them. The
-job reaper ``serve`` starts beside gunicorn is not counted. ``serve`` migrates the warehouse (and may write its version file):
+job reaper ``serve`` starts beside gunicorn is not counted. The processes are read ``--rest`` seconds (default 2)
+after the last GET: a server at rest, once DuckDB's allocator thread has returned the pages its queries freed
+(``PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS``; ``--rest 0`` reads them at once). ``serve`` migrates the warehouse (and may write its version file):
 give it a copy.
 """
 from __future__ import annotations
@@ -49,6 +52,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=6)
+    parser.add_argument("--rest", type=float, default=2.0,
+                        help="seconds idle after the last GET before reading the processes (default 2)")
     parser.add_argument("serve_args", nargs="*", help="more arguments for manage.py serve (after --)")
     args = parser.parse_args()
     env = {**os.environ, "PTB_PAGE_CACHE": "0", "PTB_PAGE_WARM": "0", "PTB_WAREHOUSE": args.warehouse}
@@ -86,10 +91,12 @@ def main() -> None:
             codes = list(pool.map(get, urls * args.repeat))
         if set(codes) != {200}:
             sys.exit(f"not every GET answered 200: {sorted(set(codes))}")
+        elapsed = time.monotonic() - started
+        time.sleep(args.rest)
         master = psutil.Process(server.pid)
         processes = [master, *(c for c in master.children() if "reap_jobs" not in " ".join(c.cmdline()))]
         print(f"serve --workers {args.workers} {' '.join(args.serve_args)}: {len(codes)} GETs of {len(urls)} pages "
-              f"in {time.monotonic() - started:.0f} s\n\n| process | RSS MB | PSS MB | USS MB |\n|---|---:|---:|---:|")
+              f"in {elapsed:.0f} s, read {args.rest:g} s after the last\n\n| process | RSS MB | PSS MB | USS MB |\n|---|---:|---:|---:|")
         total = 0.0
         for process in processes:
             info = process.memory_full_info()

@@ -9,12 +9,14 @@ Usage: .venv/bin/python bench/web_memory.py [--warehouse SPEC]
    it), page cache off, GETs every public page and JSON twin of ``bench/scale.py``'s list (listed by another
    interpreter, so that listing them does not count) once through Django's test client (the same request path as
    gunicorn's worker), then prints its RSS, split into private memory (``RssAnon``) and mapped files (``RssFile``),
-   and which of the heavy packages it imported (``sys.modules``), and its PSS and USS (psutil's ``memory_full_info``,
+   right after the last page and at rest (``--rest`` s idle, default 2: DuckDB's allocator thread returns the pages
+   its queries freed within ~1 s, ``PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS``), and which of the heavy packages it imported (``sys.modules``), and its PSS and USS (psutil's ``memory_full_info``,
    from ``/proc/<pid>/smaps``: PSS counts each shared page divided by the processes mapping it, USS only the pages
    this process alone maps). ``--warehouse``: a ``PTB_WAREHOUSE`` spec to read (default: bench/scale.py's K=9
    warehouse in /tmp/ptb-bench-scale).
 3. ``--workers N`` (default 3; 0 skips it): N forked worker processes, as gunicorn's master forks them, each GETting
-   every page and twin once, measured (RSS, PSS, USS, MB) while all of them are alive, twice: the app imported in
+   every page and twin once, measured (RSS, PSS, USS, MB) while all of them are alive, ``--rest`` s after the last
+   worker's last page, three times: the app imported in
    each worker after the fork (``serve``'s gunicorn without ``--preload``) and imported once in the parent before
    the fork (``--preload``), and that with ``gc.freeze()`` after the import (the objects imported moved out of the
    collector's generations, whose bookkeeping writes would copy their pages). The parent's own PSS is printed beside
@@ -78,7 +80,11 @@ for url in urls:
     assert client.get(url).status_code == 200, url
 heavy = {list(HEAVY)!r}
 full = {_FULL.replace("PID", "")}
-print(json.dumps({{"full": full, "loaded_mb": started, "loaded_split": started_split, "after_mb": {_RSS}, "after_split": {_STATUS},
+after_mb, after_split = {_RSS}, {_STATUS}
+time.sleep(float(sys.argv[3]))  # at rest: what the process holds once its idle threads have run
+print(json.dumps({{"full": full, "loaded_mb": started, "loaded_split": started_split, "after_mb": after_mb,
+                  "after_split": after_split, "rest_mb": {_RSS}, "rest_split": {_STATUS},
+                  "rest_full": {_FULL.replace("PID", "")},
                   "pages": len(urls), "imported": [m for m in heavy if sys.modules.get(m) is not None]}}))
 """
 
@@ -114,6 +120,7 @@ for _ in range(workers):
     children.append((pid, ready_r, go_w))
 for pid, ready_r, _ in children:
     assert os.read(ready_r, 1) == b"1", "a worker failed"
+time.sleep(float(sys.argv[5]))  # the workers at rest
 full = lambda pid: {_FULL.replace("PID", "pid")}
 print(json.dumps({{"workers": [full(pid) for pid, _, _ in children], "parent": full(os.getpid())}}))
 for pid, _, go_w in children:
@@ -127,6 +134,8 @@ def main() -> None:
     parser.add_argument("--warehouse", default=f"ducklake:sqlite:{lake / 'catalog.sqlite'}?data={lake / 'data'}")
     parser.add_argument("--workers", type=int, default=3, help="forked workers to measure (0: skip)")
     parser.add_argument("--skip-imports", action="store_true", help="skip the per-package import table")
+    parser.add_argument("--rest", type=float, default=2.0,
+                        help="seconds idle after the pages before the 'at rest' figures (default 2)")
     args = parser.parse_args()
     py = sys.executable
     print("| import alone | RSS MB | CPU ms |\n|---|---:|---:|")
@@ -139,13 +148,15 @@ def main() -> None:
     if listed.returncode:
         sys.exit(listed.stderr[-3000:])
     urls = listed.stdout.strip().splitlines()[-1]
-    out = subprocess.run([py, "-c", _SERVE, args.warehouse, urls], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([py, "-c", _SERVE, args.warehouse, urls, str(args.rest)], capture_output=True, text=True, cwd=ROOT)
     if out.returncode:
         sys.exit(out.stderr[-3000:])
     found = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"\nweb process: {found['loaded_mb']:.0f} MB RSS with the site loaded (ptbsite.wsgi), "
           f"{found['after_mb']:.0f} MB after {found['pages']} pages and twins once each")
-    for when in ("loaded", "after"):
+    print(f"  at rest ({args.rest:g} s idle after the last page): {found['rest_mb']:.0f} MB RSS; PSS "
+          f"{found['rest_full']['pss']:.0f}, USS {found['rest_full']['uss']:.0f} MB")
+    for when in ("loaded", "after", "rest"):
         split = found[f"{when}_split"]
         print(f"  {when}: {split['RssAnon']:.0f} MB private (RssAnon), {split['RssFile']:.0f} MB mapped files (RssFile: "
               "the duckdb module and its extensions' code, shared with every process that maps them)")
@@ -154,12 +165,13 @@ def main() -> None:
     print("heavy packages imported: " + (", ".join(found["imported"]) or "none"))
     if not args.workers:
         return
-    print(f"\n{args.workers} forked workers, each after every page once (MB; all alive when measured)\n"
+    print(f"\n{args.workers} forked workers, each after every page once (MB; all alive when measured, "
+          f"{args.rest:g} s after the last worker's last page)\n"
           "| app imported | worker RSS | worker PSS | worker USS | parent PSS | PSS of all |\n|---|---|---|---|---:|---:|")
     modes = {"after": "in each worker, after the fork", "preload": "in the parent, before the fork (--preload)",
              "freeze": "in the parent, then gc.freeze(), before the fork"}
     for mode, title in modes.items():
-        out = subprocess.run([py, "-c", _FORK, args.warehouse, str(args.workers), mode, urls],
+        out = subprocess.run([py, "-c", _FORK, args.warehouse, str(args.workers), mode, urls, str(args.rest)],
                              capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
             sys.exit(out.stderr[-3000:])

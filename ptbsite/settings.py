@@ -138,6 +138,11 @@ PTB_WAREHOUSE = os.environ.get(
 # DuckDB threads of each process's DuckLake instance (0: DuckDB's default, one per core). `serve` runs its workers
 # with 1: their concurrency is the requests' threads, and one query per request on all cores made pages slower.
 PTB_DUCKDB_THREADS = int(os.environ.get("PTB_DUCKDB_THREADS", "0"))
+# DuckDB's allocator (the jemalloc built into its Python package) keeps the pages a query freed until the process
+# allocates again; with this on (DuckDB's `allocator_background_threads`, one thread per process) it returns them to
+# the system within ~1 s of the last query: a web process at rest after every page held 10-50 MB less RSS at K=90
+# (bench/web_memory.py, bench/RESULTS.md, issue 24). 0 leaves DuckDB's default (off).
+PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS = os.environ.get("PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS", "1") == "1"
 # Runs an ingest's reading processes parsed that it stores in one transaction (ingest.tree): 1 is one
 # transaction per run (bench/ingest_batch.py measures both).
 PTB_INGEST_BATCH_RUNS = max(1, int(os.environ.get("PTB_INGEST_BATCH_RUNS", "32")))

@@ -72,6 +72,18 @@ def _object_storage_secret(con: duckdb.DuckDBPyConnection) -> None:
                 f"USE_SSL {'true' if settings.PTB_S3_USE_SSL else 'false'})")
 
 
+def _configure(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply the process-wide DuckDB settings to a new instance: its threads (``PTB_DUCKDB_THREADS``; 0 leaves
+    DuckDB's one per core) and whether its allocator returns freed pages to the system from a background thread
+    (``PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS``, DuckDB's ``allocator_background_threads``: without it, the jemalloc
+    built into DuckDB's package keeps what queries freed, 10-50 MB per web process after every page once at K=90,
+    until that thread allocates again; bench/RESULTS.md, issue 24)."""
+    if settings.PTB_DUCKDB_THREADS:
+        con.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
+    if settings.PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS:
+        con.execute("SET allocator_background_threads = true")
+
+
 def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
     """A new in-memory DuckDB with the DuckLake catalog attached as ``wh``; its data folder local or in object
     storage (``s3://``, through httpfs: :func:`_object_storage_secret`)."""
@@ -87,8 +99,7 @@ def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
         # kept in memory; and a server's concurrency is its requests, not DuckDB's threads (PTB_DUCKDB_THREADS,
         # which `serve` sets to 1 for its workers: a run page 2-4x faster there, bench/RESULTS.md).
         con.execute("SET parquet_metadata_cache = true")
-        if settings.PTB_DUCKDB_THREADS:
-            con.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
+        _configure(con)
         if spec.data_in_object_storage:
             _object_storage_secret(con)
         _load_extension(con, "ducklake")
@@ -185,8 +196,7 @@ def _file_cursor(path: str) -> duckdb.DuckDBPyConnection:
         instance = _file_instances.get(key[1])
         if instance is None:
             instance = _file_instances[key[1]] = duckdb.connect(":memory:")
-            if settings.PTB_DUCKDB_THREADS:  # as the DuckLake instance (_attach)
-                instance.execute(f"SET threads = {int(settings.PTB_DUCKDB_THREADS)}")
+            _configure(instance)  # as the DuckLake instance (_attach)
         if not _file_users.get(key):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             instance.execute(f"ATTACH {_quote(path)} AS {alias}")
