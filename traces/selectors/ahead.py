@@ -55,13 +55,11 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
         cells = read_cell_runs_of(con, [(run.suite, run.benchmark, run.base_model) for run in some])
         sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
         reasonings = read_panels_ahead(con, some, per_run[read_trace_names])
-        first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
-                       for limit in agent_pages}
         others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
-        if trace_pages is not None:
-            for trace in others:
-                having = [run for run in some if trace in per_run[read_trace_names].get(run.id, [])]
-                first_pages[(trace, trace_pages)] = read_first_pages_of(con, having, trace=trace, limit=trace_pages)
+        first_pages = read_first_pages_of(con, {
+            "agent": (some, agent_pages),
+            **({trace: ([run for run in some if trace in per_run[read_trace_names].get(run.id, [])], (trace_pages,))
+                for trace in others} if trace_pages is not None else {})})
     for run in some:
         kept = out[run.id]
         kept.update(sides.get(run.id, {}))
