@@ -378,16 +378,17 @@ class Exporter:
     def resolved(self, path: str) -> tuple[str, dict] | None:
         """(URL name, path parameters) of a live path (``django.urls.resolve``), None when no pattern matches; kept
         per path (a run page's links to its steps differ by their query only), up to RESOLVED_KEPT paths."""
-        found = self._resolved.get(path, False)
-        if found is False:
-            try:
-                match = resolve(path)
-                found = (match.view_name, match.kwargs)
-            except Resolver404:
-                found = None
-            if len(self._resolved) >= RESOLVED_KEPT:
-                self._resolved.clear()
-            self._resolved[path] = found
+        if path in self._resolved:
+            return self._resolved[path]
+        found: tuple[str, dict] | None
+        try:
+            match = resolve(path)
+            found = (match.view_name, match.kwargs)
+        except Resolver404:
+            found = None
+        if len(self._resolved) >= RESOLVED_KEPT:
+            self._resolved.clear()
+        self._resolved[path] = found
         return found
 
     @staticmethod
