@@ -4,6 +4,7 @@ with local links made relative; layout, determinism and increments: docs/export.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import html
 import json
@@ -77,6 +78,7 @@ DUCKDB_THREADS = 1
 READ_AHEAD = 32
 # Trace bytes whose steps the search reads at once (search_batches): the whole texts are held until indexed.
 SEARCH_AHEAD_BYTES = 64 * 1024 * 1024
+RESOLVED_KEPT = 10_000  # live paths whose resolution the exporter keeps (Exporter.resolved)
 
 
 class ExportError(RuntimeError):
@@ -152,6 +154,9 @@ class RunPages:
     run_id: str
     traces: dict[str, TracePages] = field(default_factory=dict)
     steps_per_page: int = STEPS_PER_PAGE
+    # {(live path, query): (file, browser query, fragment)} of the links of the run's pages (Exporter.localize): a
+    # run's pages link the same URLs again and again, and none of them after the run is written.
+    targets: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def file(self, trace: str, page: int) -> str:
         """The file of page ``page`` (1-based) of a trace (``ptbsite.distill.trace_page_file``)."""
@@ -246,7 +251,8 @@ class Exporter:
         self.static_used: set[str] = set()
         self.report = ExportReport(outdir=str(self.outdir))
         self._count_lock = threading.Lock()
-        self._targets: dict[tuple[str, str, str | None], tuple[str, str, str]] = {}
+        self._targets: dict[tuple[str, str], tuple[str, str, str]] = {}  # the site pages' links (localize)
+        self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
         self.routes, self.path_params = declared_routes()
 
@@ -320,13 +326,16 @@ class Exporter:
             return url
         absolute = urlsplit(page_url).path + url if url.startswith("?") else urljoin(page_url, url)
         parts = urlsplit(absolute)
-        key = (parts.path, parts.query, run.run_id if run else None)
-        found = self._targets.get(key)  # a page links the same URLs again and again (nav, assets, its step pages)
+        # a page links the same URLs again and again (nav, assets, its step pages): the site's in the exporter, a
+        # run's with the run
+        targets = run.targets if run is not None else self._targets
+        key = (parts.path, parts.query)
+        found = targets.get(key)
         if found is None:
-            found = self._targets[key] = self.target(parts.path, dict(parse_qsl(parts.query)), run)
+            found = targets[key] = self.target(parts.path, dict(parse_qsl(parts.query)), run)
         file, query, fragment = found
         fragment = fragment or parts.fragment
-        link = posixpath.relpath(file, posixpath.dirname(page_file) or ".")
+        link = _relative(file, posixpath.dirname(page_file) or ".")
         return link + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
 
     def target(self, path: str, query: dict[str, str], run: RunPages | None) -> tuple[str, str, str]:
@@ -352,11 +361,11 @@ class Exporter:
             name = path.removeprefix(static)
             self.static_used.add(name)
             return f"static/{name}", "", ""
-        try:
-            match = resolve(path)
-        except Resolver404:
-            raise ExportError(f"{path}: no static page for this URL") from None
-        declared = self.routes.get(match.view_name)
+        match = self.resolved(path)
+        if match is None:
+            raise ExportError(f"{path}: no static page for this URL")
+        view_name, kwargs = match
+        declared = self.routes.get(view_name)
         if declared is None:
             raise ExportError(f"{path}: no static page for this URL")
         if declared.live_only:
@@ -364,7 +373,23 @@ class Exporter:
         extra = set(query) - set(declared.query)
         if extra:
             raise ExportError(f"{path}?{urlencode(query)}: {', '.join(sorted(extra))} needs the live site")
-        return self.file_of(declared, {**match.kwargs, **query}, run)
+        return self.file_of(declared, {**kwargs, **query}, run)
+
+    def resolved(self, path: str) -> tuple[str, dict] | None:
+        """(URL name, path parameters) of a live path (``django.urls.resolve``), None when no pattern matches; kept
+        per path (a run page's links to its steps differ by their query only), up to RESOLVED_KEPT paths."""
+        if path in self._resolved:
+            return self._resolved[path]
+        found: tuple[str, dict] | None
+        try:
+            match = resolve(path)
+            found = (match.view_name, match.kwargs)
+        except Resolver404:
+            found = None
+        if len(self._resolved) >= RESOLVED_KEPT:
+            self._resolved.clear()
+        self._resolved[path] = found
+        return found
 
     @staticmethod
     def file_of(declared: Distill, params: dict, run: RunPages | None) -> tuple[str, str, str]:
@@ -829,6 +854,13 @@ latest runs, the whole text of step outputs too long for a page (the copy's sear
 docs. Open the same link on the live site.</p>
 <p><a href="index.html">Back to the leaderboard</a></p></body></html>
 """
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(file: str, folder: str) -> str:
+    """``posixpath.relpath(file, folder)``, kept: a page's links lead to a few files (its own, for its steps; the
+    static files; the site's pages), and relpath makes both absolute (a ``getcwd`` each) every time."""
+    return posixpath.relpath(file, folder)
 
 
 def _tree_size(folder: str) -> tuple[int, int]:

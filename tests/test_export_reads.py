@@ -110,10 +110,12 @@ def test_an_export_makes_each_read_of_a_run_once(export_warehouse, tmp_path, mon
     assert not repeated
     alone = Counter(next(run_id for run_id in runs if run_id in params) for _, params in reads
                     if sum(run_id in params for run_id in runs) == 1)
-    assert sorted(runs) == sorted(alone)
-    # left: its step pages past the first, its cell's peers, its comparison side's first steps and phase axes,
-    # its judges' reasoning and cited steps
-    assert max(alone.values()) <= 12 and sum(alone.values()) / len(runs) <= 8, alone
+    assert set(alone) <= set(runs)
+    # left: a long trace's step pages past the first, their twins and the "Earlier steps" cursors; the cell's runs
+    # (its peers) and the files its judges name are read ahead with other runs' (before branch i24x2: per run)
+    single = [sql for sql, params in reads if sum(run_id in params for run_id in runs) == 1]
+    assert not [sql for sql in single if "JOIN methods" in sql or "contains(s.input" in sql], single
+    assert max(alone.values()) <= 12 and sum(alone.values()) / len(runs) <= 3, alone
     assert sum(1 for _, params in reads if sum(run_id in params for run_id in runs) > 8) >= 10  # read ahead
 
 

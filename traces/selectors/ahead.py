@@ -1,6 +1,6 @@
 """What the static export's pages of many runs read, read ahead for all of them at once: per run, the answers of
 the reads its pages make one by one (texts, evaluations, facets, evidence, the published reference scores, the
-time split, the override log, public challenges, trace and tool names, the step index), keyed as
+time split, the override log, public challenges, trace and tool names, the step index, the runs of its cell), keyed as
 ``warehouse.once`` keeps them, so that each run's pages, rendered in a ``warehouse.once.reads_kept(ahead)`` block,
 answer those reads without a query. On DuckLake each query costs ~10-30 CPU ms of catalog work whatever it returns:
 ~12 such reads a run cost ~0.2 CPU s, and the same read for 32 runs costs about what one run's did.
@@ -15,21 +15,21 @@ from ptbsite.warehouse.once import kept_key
 
 from ..challenges import read_public_challenges, read_public_challenges_of
 from ..schemas import Run
-from .compare import read_sides_ahead
+from .compare import read_cell_runs, read_cell_runs_of, read_sides_ahead
 from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_summary, read_timelines_of
 from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
 from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
                     read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of,
                     read_whole_steps_ahead)
-from .verdicts import read_override_log, read_override_logs_of, read_reasonings_ahead
+from .verdicts import read_override_log, read_override_logs_of, read_panels_ahead
 
 
 @warehouse.retrying
 def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_pages: int | None = None,
                side_budgets: list[float] | None = None) -> dict[str, dict[Hashable, Any]]:
     """{run id: {``warehouse.once.kept_key`` of a read: its answer}} of the runs ``some``, in one unit of work of
-    ~20 queries whatever their number (each of the runs' rows of a table in one query); with the first page
+    ~21 queries whatever their number (each of the runs' rows of a table in one query); with the first page
     (unfiltered, ``read_steps_page``) of ``agent_pages`` steps of the agent trace (each size), and of
     ``trace_pages`` steps of every other trace; with ``side_budgets`` (``read_budgets``), what each run's
     comparison side reads besides (``compare.read_sides_ahead``)."""
@@ -52,15 +52,14 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
         timelines = read_timelines_of(con, some)
         references = read_all_reference_scores(con)
         indices = read_step_indices_of(con, ids)
+        cells = read_cell_runs_of(con, [(run.suite, run.benchmark, run.base_model) for run in some])
         sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
-        reasonings = read_reasonings_ahead(con, per_run[read_trace_names])
-        first_pages = {("agent", limit): read_first_pages_of(con, some, trace="agent", limit=limit)
-                       for limit in agent_pages}
+        reasonings = read_panels_ahead(con, some, per_run[read_trace_names])
         others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
-        if trace_pages is not None:
-            for trace in others:
-                having = [run for run in some if trace in per_run[read_trace_names].get(run.id, [])]
-                first_pages[(trace, trace_pages)] = read_first_pages_of(con, having, trace=trace, limit=trace_pages)
+        first_pages = read_first_pages_of(con, {
+            "agent": (some, agent_pages),
+            **({trace: ([run for run in some if trace in per_run[read_trace_names].get(run.id, [])], (trace_pages,))
+                for trace in others} if trace_pages is not None else {})})
     for run in some:
         kept = out[run.id]
         kept.update(sides.get(run.id, {}))
@@ -68,6 +67,8 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
         for read, answers in per_run.items():
             if run.id in answers:
                 kept[kept_key(read, run.id)] = answers[run.id]
+        kept[kept_key(read_cell_runs, run.suite, run.benchmark, run.base_model)] = cells[
+            (run.suite, run.benchmark, run.base_model)]
         kept[kept_key(read_timeline_summary, run)] = summaries[run.id]
         kept[kept_key(read_timeline, run)] = timelines[run.id]
         kept[kept_key(read_reference_scores, run.suite, run.base_model, run.benchmark)] = references.get(

@@ -638,16 +638,40 @@ class _CellRun(NamedTuple):
     is_latest: bool
 
 
+Cell = tuple[str, str, str]  # (suite, benchmark, base model)
+
+
+@warehouse.once.read_once
+def read_cell_runs(con, suite: str, benchmark: str, base_model: str) -> list[_CellRun]:
+    """Every agent run of one cell as :func:`pick_peers` reads it, by id: :func:`read_cell_runs_of` of the cell."""
+    return read_cell_runs_of(con, [(suite, benchmark, base_model)])[(suite, benchmark, base_model)]
+
+
+def read_cell_runs_of(con, cells: Iterable[Cell]) -> dict[Cell, list[_CellRun]]:
+    """{(suite, benchmark, base model): its agent runs as :func:`pick_peers` reads them, by id} of ``cells`` (every
+    cell a key), in one query: the static export reads the cells of READ_AHEAD runs at once (``read_ahead``), where
+    one query per run page cost ~30 CPU ms of DuckLake catalog work (bench/RESULTS.md, issue 24)."""
+    wanted = sorted(set(cells))
+    out: dict[Cell, list[_CellRun]] = {cell: [] for cell in wanted}
+    if not wanted:
+        return out
+    for suite, benchmark, base_model, *row in con.execute(
+            "SELECT r.suite, r.benchmark, r.base_model, r.id, r.method, m.agent_key, r.cluster_id, r.is_latest "
+            "FROM runs r JOIN methods m ON m.id = r.method JOIN (SELECT unnest(?::VARCHAR[]) AS suite, "
+            "unnest(?::VARCHAR[]) AS benchmark, unnest(?::VARCHAR[]) AS base_model) c ON c.suite = r.suite "
+            f"AND c.benchmark = r.benchmark AND c.base_model = r.base_model WHERE {AGENT_RUN} ORDER BY r.id",
+            [[c[0] for c in wanted], [c[1] for c in wanted], [c[2] for c in wanted]]).fetchall():
+        out[(suite, benchmark, base_model)].append(_CellRun(*row))
+    return out
+
+
 @warehouse.once.read_once
 def read_cell_peers(con, run: Run) -> list[Peer]:
     """The runs of ``run``'s cell (suite, benchmark, base model) to compare it with (:func:`pick_peers`): the cell's
-    runs read as the choice needs them (a cell holds ~90 runs at the real benchmark's size), then the chosen ones
-    whole (``read_runs_by_id``: the static export's one read of each run when it holds it); two queries at most."""
-    cell = [_CellRun(*row) for row in con.execute(
-        f"SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest FROM runs r JOIN methods m ON m.id = r.method "
-        f"WHERE r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND r.id <> ? AND {AGENT_RUN} "
-        "AND (r.method = ? OR r.is_latest)", [run.suite, run.benchmark, run.base_model, run.id, run.method]).fetchall()]
-    chosen = pick_peers(run, cell)
+    runs read as the choice needs them (:func:`read_cell_runs`: a cell holds ~90 runs at the real benchmark's
+    size), then the chosen ones whole (``read_runs_by_id``: the static export's one read of each run when it holds
+    it); two queries at most."""
+    chosen = pick_peers(run, read_cell_runs(con, run.suite, run.benchmark, run.base_model))
     found = {r.id: r for r in read_runs_by_id(con, [c.id for c, _ in chosen])}
     return [Peer(run=PeerRun.of(found[c.id]), relation=relation) for c, relation in chosen if c.id in found]
 

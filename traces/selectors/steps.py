@@ -183,36 +183,62 @@ def _page_of(rows: list[dict], limit: int, total: int, budget_hours: float | Non
     return StepPage(steps=steps, next=steps[-1].index if len(rows) > limit else None, total=total, capped=capped)
 
 
-def read_first_pages_of(con, runs: list[Run], *, trace: str, limit: int) -> dict[str, StepPage]:
-    """{run id: the first page of ``limit`` steps of its ``trace``, unfiltered} of ``runs``, as
-    ``read_steps_page(con, run.id, trace=trace, limit=limit, budget_hours=run.budget_hours, step_count=
-    run.step_count if trace == "agent" else None)`` reads it, in two or three queries for them all (the index
-    window of each, the rest of those it does not fill, the counts that are not stored)."""
-    ids = [run.id for run in runs]
-    chars, window = field_chars(limit), limit + 1
-    rows: dict[str, list[dict]] = {run_id: [] for run_id in ids}
-    for r in fetch_dicts(con, f"SELECT run_id, {_PAGE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
-                              "AND trace = ? AND idx > -1 AND idx <= ? ORDER BY run_id, idx",
-                         [chars, chars, ids, trace, -1 + window]):
-        rows[r.pop("run_id")].append(r)
-    rows = {run_id: found[:limit + 1] for run_id, found in rows.items()}
-    short = [run_id for run_id, found in rows.items() if len(found) <= limit]
+def read_first_pages_of(con, wanted: dict[str, tuple[list[Run], tuple[int, ...]]]) -> dict[tuple[str, int],
+                                                                                      dict[str, StepPage]]:
+    """{(trace, limit): {run id: the first page of ``limit`` steps of its ``trace``, unfiltered}} of each trace's
+    runs and page sizes (``wanted``: {trace: (runs, limits)}), as ``read_steps_page(con, run.id, trace=trace,
+    limit=limit, budget_hours=run.budget_hours, step_count=run.step_count if trace == "agent" else None)`` reads
+    each, in two or three queries for them all: the index window of each trace's largest page, with each field cut
+    to the smallest page's characters (:func:`field_chars`: a page of fewer steps shows more of each, and cutting
+    ``left(text, n)`` to fewer characters is ``left(text, m)``); the rest of those the window does not fill; the
+    counts that are not stored. The static export's run page and its twin read the agent trace's first 200 and 50
+    steps, and each judge trace's first 200: one read instead of one per trace and size."""
+    wanted = {trace: (runs, limits) for trace, (runs, limits) in wanted.items() if limits}
+    pairs = {(run.id, trace) for trace, (runs, _) in wanted.items() for run in runs}
+    most = {trace: max(limits) for trace, (_, limits) in wanted.items()}
+    out: dict[tuple[str, int], dict[str, StepPage]] = {(trace, limit): {} for trace, (_, limits) in wanted.items()
+                                                       for limit in limits}
+    if not pairs:
+        return out
+    ids, traces = sorted({run_id for run_id, _ in pairs}), sorted(most)
+    chars, window = field_chars(min(min(limits) for _, limits in wanted.values())), max(most.values()) + 1
+    rows: dict[tuple[str, str], list[dict]] = {pair: [] for pair in pairs}
+    for r in fetch_dicts(con, f"SELECT run_id, trace AS trace_name, {_PAGE_COLUMNS} FROM steps WHERE run_id = "
+                              "ANY(?::VARCHAR[]) AND trace = ANY(?::VARCHAR[]) AND idx > -1 AND idx <= ? ORDER BY "
+                              "run_id, trace, idx", [chars, chars, ids, traces, -1 + window]):
+        found = rows.get((r.pop("run_id"), r.pop("trace_name")))
+        if found is not None:
+            found.append(r)
+    short = {pair for pair, found in rows.items() if len(found) <= most[pair[1]]}
     if short:
-        for r in fetch_dicts(con, f"SELECT * EXCLUDE (k) FROM (SELECT run_id, {_PAGE_COLUMNS}, row_number() OVER "
-                                  "(PARTITION BY run_id ORDER BY idx) AS k FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
-                                  "AND trace = ? AND idx > ?) WHERE k <= ? ORDER BY run_id, index",
-                             [chars, chars, short, trace, -1 + window, limit + 1]):
-            found = rows[r.pop("run_id")]
-            if len(found) <= limit:
-                found.append(r)
-    stored = {run.id: run.step_count for run in runs if trace == "agent" and run.step_count is not None}
-    counted = [run_id for run_id in ids if run_id not in stored]
+        for r in fetch_dicts(con, f"SELECT * EXCLUDE (k) FROM (SELECT run_id, trace AS trace_name, {_PAGE_COLUMNS}, "
+                                  "row_number() OVER (PARTITION BY run_id, trace ORDER BY idx) AS k FROM steps WHERE "
+                                  "run_id = ANY(?::VARCHAR[]) AND trace = ANY(?::VARCHAR[]) AND idx > ?) WHERE k <= ? "
+                                  "ORDER BY run_id, trace_name, index",
+                             [chars, chars, sorted({p[0] for p in short}), sorted({p[1] for p in short}), -1 + window,
+                              window]):
+            pair = (r.pop("run_id"), r.pop("trace_name"))
+            if pair in short and len(rows[pair]) <= most[pair[1]]:
+                rows[pair].append(r)
+    stored = {run.id: run.step_count for run in wanted.get("agent", ([], ()))[0] if run.step_count is not None}
+    counted = sorted(pair for pair in pairs if pair[1] != "agent" or pair[0] not in stored)
     totals = dict.fromkeys(counted, 0)
     if counted:
-        totals.update(con.execute("SELECT run_id, count(*) FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ? "
-                                  "GROUP BY run_id", [counted, trace]).fetchall())
-    return {run.id: _page_of(rows[run.id], limit, stored.get(run.id, totals.get(run.id, 0)), run.budget_hours, False)
-            for run in runs}
+        totals.update({(run_id, trace): n for run_id, trace, n in con.execute(
+            "SELECT run_id, trace, count(*) FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ANY(?::VARCHAR[]) "
+            "GROUP BY run_id, trace", [sorted({p[0] for p in counted}), sorted({p[1] for p in counted})]).fetchall()
+            if (run_id, trace) in totals})
+    for trace, (runs, limits) in wanted.items():
+        for limit in limits:
+            cut = field_chars(limit)
+            for run in runs:
+                page = rows[(run.id, trace)][:limit + 1]
+                if cut < chars:
+                    page = [{**r, "input": r["input"] if r["input"] is None else r["input"][:cut],
+                             "output": r["output"] if r["output"] is None else r["output"][:cut]} for r in page]
+                total = stored[run.id] if trace == "agent" and run.id in stored else totals[(run.id, trace)]
+                out[(trace, limit)][run.id] = _page_of(page, limit, total, run.budget_hours, False)
+    return out
 
 
 @warehouse.retrying

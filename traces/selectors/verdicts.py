@@ -4,7 +4,7 @@ from __future__ import annotations
 from ptbsite import warehouse
 
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from ptbsite.warehouse.once import kept_key
@@ -36,11 +36,14 @@ _FILE_REF = re.compile(r"(?<![\w.-])((?:/?[\w.-]+/)*[\w-][\w.-]*\.(?:py|jsonl|js
 FILES_LOOKED_UP = 20  # file names of one judge's words looked up in the agent's trace
 
 
-def cited_steps(con, run_id: str, texts: list[str], step_count: int) -> list[CitedStep]:
+def cited_steps(con, run_id: str, texts: list[str], step_count: int,
+                files_at: dict[str, int] | None = None) -> list[CitedStep]:
     """The agent-trace steps the texts name, in order of index: step numbers below ``step_count`` (``step 12``,
     ``steps 12 and 14``, ``#12``), tool call ids that occur in the agent trace (the call's step), and file names
     (``train.py``, ``data/train.jsonl``) that a tool call's input holds (the first such step; at most
-    FILES_LOOKED_UP names). At most CITED_SHOWN."""
+    FILES_LOOKED_UP names). At most CITED_SHOWN. ``files_at``: {file name: the first agent step whose input holds
+    it} read already for names that include these texts' (:func:`read_judge_panel` reads its verdicts' names in
+    one query); without it, the names are looked up here."""
     found: dict[int, str] = {}
     calls: list[str] = []
     files: list[str] = []
@@ -56,9 +59,18 @@ def cited_steps(con, run_id: str, texts: list[str], step_count: int) -> list[Cit
             found.setdefault(index, call_id)
     if files:
         named = files[:FILES_LOOKED_UP]
-        for name, index in sorted(_files_at(con, run_id, named), key=lambda r: named.index(r[0])):
-            found.setdefault(index, name)
+        at = files_at if files_at is not None else dict(_files_at(con, run_id, named))
+        for name in named:
+            if name in at:
+                found.setdefault(at[name], name)
     return [CitedStep(index=i, via=v) for i, v in sorted(found.items())[:CITED_SHOWN]]
+
+
+def panel_file_names(verdicts: list[Verdict], reasonings: dict[str, tuple[str, bool] | None]) -> list[str]:
+    """Every file name (``_FILE_REF``) the judge panel of a run can look up: those of its verdicts' texts and of its
+    judges' reasonings (``reasonings``: {judge trace: :func:`_reasoning`'s answer}), each once, sorted."""
+    texts = [v.text for v in verdicts] + [said[0] for said in reasonings.values() if said]
+    return sorted({name for text in texts for name in _FILE_REF.findall(text or "")})
 
 
 @warehouse.once.read_once
@@ -70,11 +82,25 @@ def _calls_at(con, run_id: str, call_ids: list[str]) -> list[tuple[str, int]]:
 
 @warehouse.once.read_once
 def _files_at(con, run_id: str, names: list[str]) -> list[tuple[str, int]]:
-    """(file name, the first agent step whose input holds it) of those of ``names`` some step's input holds (the
-    verdicts of one run often name the same files: read once per run in the export)."""
-    return con.execute(
-        "SELECT n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS name) n JOIN steps s ON s.run_id = ? "
-        "AND s.trace = 'agent' AND contains(s.input, n.name) GROUP BY n.name", [names, run_id]).fetchall()
+    """(file name, the first agent step whose input holds it) of those of ``names`` some step's input holds, by
+    name: :func:`read_files_at_of` of one run."""
+    return read_files_at_of(con, {run_id: names})[run_id]
+
+
+def read_files_at_of(con, names: dict[str, list[str]]) -> dict[str, list[tuple[str, int]]]:
+    """{run id: [(file name, the first agent step whose input holds it), ...] by name} of ``names`` ({run id: file
+    names}; every run a key; a name no input holds left out), in one query."""
+    out: dict[str, list[tuple[str, int]]] = {run_id: [] for run_id in names}
+    pairs = [(run_id, name) for run_id, some in names.items() for name in some]
+    if not pairs:
+        return out
+    for run_id, name, index in con.execute(
+            "SELECT n.run_id, n.name, min(s.idx) FROM (SELECT unnest(?::VARCHAR[]) AS run_id, unnest(?::VARCHAR[]) "
+            "AS name) n JOIN steps s ON s.run_id = n.run_id AND s.trace = 'agent' AND contains(s.input, n.name) "
+            "WHERE s.run_id = ANY(?::VARCHAR[]) GROUP BY n.run_id, n.name ORDER BY n.run_id, n.name",
+            [[p[0] for p in pairs], [p[1] for p in pairs], sorted(names)]).fetchall():
+        out[run_id].append((name, index))
+    return out
 
 
 @warehouse.once.read_once
@@ -84,18 +110,40 @@ def _reasoning(con, run_id: str, trace: str) -> tuple[str, bool] | None:
         "AND output <> '' ORDER BY idx", [run_id, trace]).fetchall())
 
 
-def read_reasonings_ahead(con, traces: dict[str, list[str]]) -> dict[str, dict[Hashable, Any]]:
-    """The judges' reasoning of many runs (``traces``: {run id: its judge traces}) as ``warehouse.once`` keeps
-    :func:`_reasoning`'s answers ({run id: {kept key: answer}}), in one query: the steps' output is the steps
-    table's largest column, and one run's read costs about what many runs' read together does."""
+def read_panels_ahead(con, some: list[Run], traces: dict[str, list[str]]) -> dict[str, dict[Hashable, Any]]:
+    """What the judge panels of many runs (``some``; ``traces``: {run id: its trace names}) read, as
+    ``warehouse.once`` keeps :func:`_reasoning`'s and :func:`_files_at`'s answers ({run id: {kept key: answer}}),
+    in two queries: the judges' reasoning (the steps' output is the steps table's largest column, and one run's
+    read costs about what many runs' read together does), then the file names the panel looks up
+    (:func:`panel_file_names`), as :func:`read_judge_panel` asks for them."""
+    judges = {run_id: [t for t in names if t != "agent"] for run_id, names in traces.items()}
     rows: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for run_id, trace, kind, output in con.execute(
             "SELECT run_id, trace, kind, output FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace <> 'agent' AND "
             "kind IN ('assistant', 'thinking', 'result') AND output <> '' ORDER BY run_id, trace, idx",
             [list(traces)]).fetchall():
         rows.setdefault((run_id, trace), []).append((kind, output))
-    return {run_id: {kept_key(_reasoning, run_id, trace): _reasoning_of(rows.get((run_id, trace), []))
-                     for trace in names if trace != "agent"} for run_id, names in traces.items()}
+    said = {run_id: {trace: _reasoning_of(rows.get((run_id, trace), [])) for trace in names}
+            for run_id, names in judges.items()}
+    names = {run.id: panel_file_names(run.verdicts, _panel_reasonings(run, judges.get(run.id, []), said[run.id].get))
+             for run in some if run.id in said}
+    files = read_files_at_of(con, {run_id: some_names for run_id, some_names in names.items() if some_names})
+    out: dict[str, dict[Hashable, Any]] = {}
+    for run_id, answers in said.items():
+        kept: dict[Hashable, Any] = {kept_key(_reasoning, run_id, trace): answer for trace, answer in answers.items()}
+        if names.get(run_id):
+            kept[kept_key(_files_at, run_id, names[run_id])] = files[run_id]
+        out[run_id] = kept
+    return out
+
+
+def _panel_reasonings(run: Run, judge_traces: Iterable[str],
+                      reasoning: Callable[[str], tuple[str, bool] | None]) -> dict[str, tuple[str, bool] | None]:
+    """{judge trace: its reasoning (``reasoning(trace)``)} of the traces of ``run``'s verdicts that the run holds
+    (``judge_traces``), in name order: what :func:`read_judge_panel` shows."""
+    held = set(judge_traces)
+    return {trace: reasoning(trace) for trace in sorted({judge_trace_name(v.judge, v.attempt) for v in run.verdicts})
+            if trace in held}
 
 
 def _reasoning_of(rows: list[tuple[str, str]]) -> tuple[str, bool] | None:
@@ -146,13 +194,16 @@ def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
     order = {k: i for i, k in enumerate(KIND_ORDER)}
     ordered = sorted(run.verdicts, key=lambda v: (order.get(v.kind, len(order)), v.kind, id(v) not in counted,
                                                   v.judge, v.attempt != "original"))
+    reasonings = _panel_reasonings(run, traces, lambda trace: _reasoning(con, run.id, trace))
+    names = panel_file_names(run.verdicts, reasonings)
+    files_at = dict(_files_at(con, run.id, names)) if names else {}
     shown_under: dict[str, str] = {}
     panel = []
     for v in ordered:
         trace = judge_trace_name(v.judge, v.attempt)
         said = None
         if trace in traces and trace not in shown_under:
-            said = _reasoning(con, run.id, trace)
+            said = reasonings[trace]
             if said:
                 shown_under[trace] = v.kind
             under = None
@@ -165,7 +216,8 @@ def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
             reasoning=said[0] if said else None, reasoning_trace=trace if (said or under) else None,
             reasoning_cut=bool(said and said[1]), reasoning_under=under,
             # judge_result.json's words that are the judges' own cite nothing of their own: each judge's row does
-            cited=[] if combines else cited_steps(con, run.id, [v.text, said[0] if said else ""], run.step_count),
+            cited=[] if combines else cited_steps(con, run.id, [v.text, said[0] if said else ""], run.step_count,
+                                                     files_at),
             counts=id(v) in counted, origin=_origin(v), combines=combines))
     return panel
 

@@ -158,3 +158,16 @@ def index(items, position: int):
         return items[int(position)]
     except (IndexError, TypeError, ValueError):
         return None
+
+
+@register.simple_tag(takes_context=True)
+def step_items(context) -> SafeString:
+    """``{% step_items %}``: the ``<li class="step">`` of each step of ``page.steps``, as
+    :func:`traces.steps_html.step_items` writes them, from the template's ``run`` (its id and budget), ``params``
+    (the trace shown), ``focus``, ``mark_query`` and ``rule_text``."""
+    from traces.steps_html import step_items as write
+
+    run, params = context.get("run"), context.get("params") or {}
+    return write(getattr(context.get("page"), "steps", None) or [], run_id=getattr(run, "id", ""), trace=params.get("trace", ""),
+                 budget_hours=getattr(run, "budget_hours", None), focus=context.get("focus"),
+                 mark_query=context.get("mark_query", ""), rule_text=context.get("rule_text") or {})
