@@ -392,9 +392,10 @@ class Exporter:
         """Export the site; see the module docstring for what is written.
 
         The site's pages (leaderboard views, plots, runs list, analysis, judges and their JSON) are rendered per
-        declaration when the inputs it declares changed (:meth:`site_pages`); a run's files when its fingerprint or the site's changed (an
-        unchanged run costs a compare in the manifest and a file stat); the search is updated for the runs whose
-        steps or names changed (:meth:`update_search`)."""
+        declaration when the inputs it declares changed (:meth:`site_pages`; their digests are read before the pages
+        render, so a write in between renders them again next time); a run's files when its fingerprint or the
+        site's changed (an unchanged run costs a compare in the manifest and a file stat); the search is updated for
+        the runs whose steps or names changed (:meth:`update_search`)."""
         started = time.monotonic()
         self.outdir.mkdir(parents=True, exist_ok=True)
         manifest_path = self.outdir / MANIFEST
