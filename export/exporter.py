@@ -36,10 +36,14 @@ from traces import selectors as runs
 from traces.selectors.compare import MAX_RUNS
 from traces.vocabulary import PHASES
 
+from .inputs import SOURCES, source_digests
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
 MANIFEST = ".export-manifest.json"
-MANIFEST_VERSION = 5  # 5: peers' states and scores from one file per cell; 4: comparisons built in the browser
+# 6: site pages' inputs per declaration; 5: peers' states and scores from one file per cell; 4: comparisons built in
+# the browser
+MANIFEST_VERSION = 6
+EXPORT_ONLY = "export-only"  # the manifest's name for the pages only the export has (EXPORT_PAGES, LIVE_ONLY)
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
 SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
 SEARCH_SHARDS = f"{SEARCH_DIR}/shards.json"  # the search page's list of indexes to merge and base records to hide
@@ -88,8 +92,10 @@ class ExportError(RuntimeError):
 @dataclass
 class ExportReport:
     """What one export did. ``files``/``bytes``: everything under OUTDIR now; ``files_written``: files whose
-    bytes changed in this export; ``seconds``: wall time; ``global_pages``: the site's pages (leaderboard, plots,
-    runs list, analysis) were rendered (their inputs changed), in ``site_pages_cpu`` CPU seconds of this process; ``search_records``: the steps the search finds after
+    bytes changed in this export; ``seconds``: wall time; ``global_pages``: some of the site's pages (leaderboard,
+    plots, runs list, analysis, judges) were rendered, those of the declarations (URL names) in ``site_pages``
+    whose inputs changed (``Exporter.site_pages``), in ``site_pages_cpu`` CPU seconds of this process (their
+    sources' digests included); ``search_records``: the steps the search finds after
     this export (0 when the search was up to date), ``search_runs_indexed`` the runs whose steps were indexed in
     ``search_seconds``, ``search_rebuilt`` whether the base bundle was built again whole."""
 
@@ -107,6 +113,7 @@ class ExportReport:
     search_runs_indexed: int = 0
     search_rebuilt: bool = False
     global_pages: bool = False
+    site_pages: list[str] = field(default_factory=list)
     site_pages_cpu: float = 0.0
 
     def __str__(self) -> str:
@@ -117,7 +124,8 @@ class ExportReport:
         else:
             search = (f"search index updated: {self.search_runs_indexed} runs indexed in {self.search_seconds:.1f} s,"
                       f" {self.search_records} steps")
-        pages = "site pages rendered" if self.global_pages else "site pages unchanged"
+        pages = (f"site pages rendered: {', '.join(self.site_pages)}" if self.global_pages
+                 else "site pages unchanged")
         return (f"{self.outdir}: {self.runs_written + self.runs_skipped} runs ({self.runs_written} written, "
                 f"{self.runs_skipped} unchanged, {self.runs_removed} removed); {self.files} files "
                 f"({self.files_written} written), {self.bytes / 1e6:.1f} MB; {self.seconds:.1f} s ({pages}; {search})")
@@ -408,10 +416,11 @@ class Exporter:
     def run(self) -> ExportReport:
         """Export the site; see the module docstring for what is written.
 
-        The site's pages (leaderboard views, plots, runs list, analysis and their JSON) are rendered when their
-        inputs changed (:meth:`inputs_fingerprint`); a run's files when its fingerprint or the site's changed (an
-        unchanged run costs a compare in the manifest and a file stat); the search is updated for the runs whose
-        steps or names changed (:meth:`update_search`)."""
+        The site's pages (leaderboard views, plots, runs list, analysis, judges and their JSON) are rendered per
+        declaration when the inputs it declares changed (:meth:`site_pages`; their digests are read before the pages
+        render, so a write in between renders them again next time); a run's files when its fingerprint or the
+        site's changed (an unchanged run costs a compare in the manifest and a file stat); the search is updated for
+        the runs whose steps or names changed (:meth:`update_search`)."""
         started = time.monotonic()
         self.outdir.mkdir(parents=True, exist_ok=True)
         manifest_path = self.outdir / MANIFEST
@@ -427,13 +436,9 @@ class Exporter:
             owns, peers, fingerprints = parts.owns, parts.peers, parts.combined()
             cells = {cell_file(*cell): fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
             cell_of = {cell_file(*cell): cell for cell in parts.cells}
-            inputs = self.inputs_fingerprint(code, fingerprints)
-            if previous.get("inputs") != inputs or not (self.outdir / "index.html").is_file():
-                self.progress("rendering the site pages (leaderboard views, plots, runs list, analysis)")
-                cpu = time.process_time()
-                self.global_pages()
-                self.report.site_pages_cpu = time.process_time() - cpu
-                self.report.global_pages = True
+            cpu = time.process_time()
+            site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {})
+            self.report.site_pages_cpu = time.process_time() - cpu
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
             known_own = previous.get("own", {}) if known else {}
@@ -458,7 +463,7 @@ class Exporter:
             stale_cells = sorted(f for f, fingerprint in cells.items()
                                  if known_cells.get(f) != fingerprint or not (self.outdir / f).is_file())
             if touched or self.report.runs_removed or stale_cells:
-                self.write_manifest(None, site, {k: fingerprints[k] for k in untouched},
+                self.write_manifest(site_pages, site, {k: fingerprints[k] for k in untouched},
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
             read = self.read_runs(touched, len(fingerprints))
@@ -468,7 +473,7 @@ class Exporter:
             search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(inputs, site, fingerprints, owns, search, cells)
+        self.write_manifest(site_pages, site, fingerprints, owns, search, cells)
         self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
@@ -514,23 +519,72 @@ class Exporter:
                     self.progress(f"{n} of {len(changed)} changed runs written")
 
     def inputs_fingerprint(self, code: str, fingerprints: dict[str, str]) -> str:
-        """sha256 over what the site's pages are computed from: the code that renders them, the warehouse's version
-        (``ptbsite.warehouse.version``: replaced by every write through ``warehouse.transaction``, published data
-        included) and every run's fingerprint (a change written around the version, as a test's direct SQL, still
-        counts)."""
+        """sha256 over what a site page that declares no inputs (``Distill.inputs`` None) is computed from: the code
+        that renders it, the warehouse's version (``ptbsite.warehouse.version``: replaced by every write through
+        ``warehouse.transaction``, published data included) and every run's fingerprint (a change written around
+        the version, as a test's direct SQL, still counts)."""
         digest = hashlib.sha256(code.encode())
         digest.update(warehouse.version.current().token.encode())
         digest.update(json.dumps(fingerprints, sort_keys=True).encode())
         return digest.hexdigest()
 
-    def global_pages(self) -> None:
-        """Every site-scoped declaration's pages (the leaderboard in every view, the plots, the runs list, the
-        analysis, their JSON)."""
-        for name, declared in self.routes.items():
-            if declared.scope == "site" and not declared.live_only:
-                self.export_pages(name, declared, declared.pages() if declared.pages else [{}], None)
-        self.write(LIVE_ONLY, LIVE_ONLY_PAGE.encode())
-        self.export_only_pages()
+    def site_declarations(self) -> dict[str, Distill]:
+        """{URL name: declaration} of the site-scoped pages the export writes (not the live-only ones)."""
+        return {name: declared for name, declared in self.routes.items()
+                if declared.scope == "site" and not declared.live_only}
+
+    def site_pages(self, code: str, fingerprints: dict[str, str], previous: dict[str, dict]) -> dict[str, dict]:
+        """Render the pages of each site-scoped declaration whose inputs changed since the manifest's ``previous``
+        ({URL name: {"inputs": fingerprint, "files": [its files]}}), or one of whose files is missing; returns the
+        same for now, for the manifest. A declaration's fingerprint is sha256 over the code (``code``:
+        :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``,
+        ``export.inputs.source_digests``: the rows and columns its pages read); one that names none falls back to
+        :meth:`inputs_fingerprint` (any write). The pages only the export has (EXPORT_PAGES, LIVE_ONLY) depend on
+        the code alone. Names the rendered declarations in the report (``site_pages``).
+
+        Raises:
+            ExportError: a declaration names a source ``export.inputs.SOURCES`` does not have.
+        """
+        declared = self.site_declarations()
+        named = {source for d in declared.values() for source in d.inputs or ()}
+        unknown = sorted(named - set(SOURCES))
+        if unknown:
+            raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
+        with warehouse.snapshot() as con:  # every digest from one snapshot of the warehouse
+            digests = source_digests(con, named)
+        everything = None
+        wanted: dict[str, str] = {}
+        for name, d in declared.items():
+            if d.inputs is None:
+                everything = everything or self.inputs_fingerprint(code, fingerprints)
+                wanted[name] = everything
+            else:
+                wanted[name] = hashlib.sha256(json.dumps([code, {s: digests[s] for s in sorted(d.inputs)}]).encode()
+                                              ).hexdigest()
+        wanted[EXPORT_ONLY] = code
+        now: dict[str, dict] = {}
+        for name, fingerprint in wanted.items():
+            before = previous.get(name)
+            if before and before.get("inputs") == fingerprint \
+                    and all((self.outdir / file).is_file() for file in before.get("files", [])):
+                now[name] = before
+                continue
+            if not self.report.site_pages:
+                self.progress("rendering the site pages whose inputs changed (leaderboard views, plots, runs list, "
+                              "analysis, judges)")
+            if name == EXPORT_ONLY:
+                self.write(LIVE_ONLY, LIVE_ONLY_PAGE.encode())
+                self.export_only_pages()
+                files = [LIVE_ONLY, *(page[0] for page in EXPORT_PAGES.values())]
+            else:
+                this = declared[name]
+                pages = list(this.pages() if this.pages else [{}])
+                self.export_pages(name, this, pages, None)
+                files = [self.file_of(this, params, None)[0] for params in pages]
+            now[name] = {"inputs": fingerprint, "files": sorted(set(files))}
+            self.report.site_pages.append(name)
+        self.report.global_pages = bool(self.report.site_pages)
+        return now
 
     def export_pages(self, name: str, declared: Distill, pages, run: RunPages | None) -> None:
         """Render (or, for JSON, fetch) each parameter set of one declaration into its file."""
@@ -551,14 +605,15 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, inputs: str | None, site: str, fingerprints: dict[str, str], owns: dict[str, str],
+    def write_manifest(self, pages: dict[str, dict], site: str, fingerprints: dict[str, str], owns: dict[str, str],
                        search: dict | None, cells: dict[str, str]) -> None:
-        """``.export-manifest.json``: {"version", "inputs": the site pages' inputs (:meth:`inputs_fingerprint`),
+        """``.export-manifest.json``: {"version", "pages": {URL name of a site declaration: {"inputs": its
+        fingerprint, "files": its files}} (:meth:`site_pages`),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
         "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; written only when its bytes
         change."""
-        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "inputs": inputs, "site": site,
+        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "site": site,
                                          "runs": fingerprints, "own": owns, "search": search, "cells": cells},
                                         indent=1, sort_keys=True).encode(), count=False)
 

@@ -13,6 +13,9 @@ app_name = "leaderboard"
 # Static export (ptbsite.distill): the leaderboard in every view (base model x source x flags x judging rule), each
 # plot (the usage plot under each judging rule), and their JSON twins. Sorting and the htmx table need the server.
 VIEW_KEYS = ("base_model", "source", "flags", "verdicts", "reviews")
+# What each exported page reads (export.inputs.SOURCES): the export renders it again only when one of them changed.
+BOARD_INPUTS = ("published", "methods", "latest_runs", "run_names")  # rows from runs, the reference rows
+CHART_INPUTS = ("published", "run_names")  # the published charts (and whether the suite has runs)
 
 
 def _base_models() -> list[str]:
@@ -95,20 +98,21 @@ def _per_model(folder: str, json: bool = False):
 
 urlpatterns = [
     distill_path("", views.index, name="index", distill_func=leaderboard_views, distill_file=leaderboard_file,
-                 distill_query=(*VIEW_KEYS, "sort", "dir")),
+                 distill_query=(*VIEW_KEYS, "sort", "dir"), distill_inputs=BOARD_INPUTS),
     path("leaderboard/table", views.table, name="table"),
-    distill_path("plots/", views.plots_index, name="plots", distill_file="plots/index.html"),
+    distill_path("plots/", views.plots_index, name="plots", distill_file="plots/index.html", distill_inputs=()),
     distill_path("plots/time-vs-score/", views.plot_time_vs_score, name="plot-time-vs-score",
-                 distill_file="plots/time-vs-score/index.html"),
+                 distill_file="plots/time-vs-score/index.html", distill_inputs=CHART_INPUTS),
     distill_path("plots/usage-vs-score/", views.plot_usage_vs_score, name="plot-usage-vs-score",
-                 distill_func=usage_views, distill_file=usage_file, distill_query=("verdicts", "reviews")),
+                 distill_func=usage_views, distill_file=usage_file, distill_query=("verdicts", "reviews"),
+                 distill_inputs=BOARD_INPUTS),
     distill_path("plots/time-spent/", views.plot_time_spent, name="plot-time-spent",
-                 distill_file="plots/time-spent/index.html"),
+                 distill_file="plots/time-spent/index.html", distill_inputs=CHART_INPUTS),
     distill_path("plots/per-benchmark/", views.plot_per_benchmark, name="plot-per-benchmark",
                  distill_func=by_base_model, distill_file=_per_model("plots/per-benchmark"),
-                 distill_query=("base_model",)),
+                 distill_query=("base_model",), distill_inputs=CHART_INPUTS),
     distill_path("plots/budget-and-effort/", views.plot_budget_and_effort, name="plot-budget-and-effort",
-                 distill_file="plots/budget-and-effort/index.html"),
+                 distill_file="plots/budget-and-effort/index.html", distill_inputs=("published",)),
 ]
 
 def leaderboard_twins() -> list[Params]:
@@ -127,10 +131,12 @@ def leaderboard_twin_file(params: Params, run: object = None) -> str:
 
 
 distill_api("api:leaderboard", distill_func=leaderboard_twins, distill_file=leaderboard_twin_file,
-            distill_query=("base_model", "source", "verdicts", "reviews"))
+            distill_query=("base_model", "source", "verdicts", "reviews"), distill_inputs=BOARD_INPUTS)
 distill_api("api:per_benchmark", distill_func=by_base_model,
-            distill_file=_per_model("api/plots/per-benchmark", json=True), distill_query=("base_model",))
+            distill_file=_per_model("api/plots/per-benchmark", json=True), distill_query=("base_model",),
+            distill_inputs=CHART_INPUTS)
 distill_api("api:usage_vs_score", distill_func=usage_views, distill_file=usage_twin_file,
-            distill_query=("verdicts", "reviews"))
+            distill_query=("verdicts", "reviews"), distill_inputs=BOARD_INPUTS)
 for _chart in ("time_vs_score", "time_spent", "budget_and_effort"):
-    distill_api(f"api:{_chart}", distill_file=f"api/plots/{_chart.replace('_', '-')}.json")
+    distill_api(f"api:{_chart}", distill_file=f"api/plots/{_chart.replace('_', '-')}.json",
+                distill_inputs=("published",) if _chart == "budget_and_effort" else CHART_INPUTS)

@@ -9,6 +9,8 @@ site page, ``distill_func(run)`` for a run's page (``scope="run"``; ``run`` is t
 ``distill_file(params, run)`` names the file a page (or a link to it found on another page) lands in, relative to
 the export root: a path, or ``(path, query kept for the browser, fragment)``; it raises :class:`NotExported` for
 parameters the export has no file for. ``run`` is the run whose pages are being written (None elsewhere).
+``distill_inputs`` names what a site page reads (``export.inputs.SOURCES``): the export renders it again only when
+one of those, or the code, changed.
 """
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ class Distill:
     ``query``: the query parameters a link to it may carry (any other one: NotExported); ``kind``: ``html`` pages
     get their links made relative, ``json`` files are written as served; ``render(fetch)``: the file's bytes when
     they are not one response (``fetch(url) -> bytes``); ``live_only``: links lead to the export's "needs the live
-    site" page."""
+    site" page; ``inputs``: of a site-scoped page, the names of what it reads (``export.inputs.SOURCES``): the
+    export renders it again only when the code or one of those changed (None: whenever the warehouse changed)."""
 
     file: Callable[[Params, RunContext | None], FileTarget] | None = None
     pages: Callable[..., Iterable[Params]] | None = None
@@ -72,6 +75,7 @@ class Distill:
     kind: Literal["html", "json"] = "html"
     render: Callable[[Callable[[str], bytes]], bytes] | None = None
     live_only: bool = False
+    inputs: tuple[str, ...] | None = None
 
 
 # API operations' declarations by URL name ("api:leaderboard"): ninja builds those patterns itself.
@@ -81,22 +85,23 @@ API_EXPORTS: dict[str, Distill] = {}
 def distill_path(route: str, view: Callable, *, name: str, distill_func: Callable[..., Iterable[Params]] | None = None,
                  distill_file: Callable[[Params, RunContext | None], FileTarget] | str | None = None,
                  distill_query: tuple[str, ...] = (), distill_scope: Literal["site", "run"] = "site",
-                 distill_live_only: bool = False) -> URLPattern:
+                 distill_live_only: bool = False, distill_inputs: tuple[str, ...] | None = None) -> URLPattern:
     """``django.urls.path(route, view, name=name)`` carrying its export declaration as ``pattern.distill``.
     A ``distill_file`` string is a fixed file (a page without parameters)."""
     pattern = path(route, view, name=name)
     pattern.distill = Distill(file=_file(distill_file), pages=distill_func, scope=distill_scope,  # type: ignore[attr-defined]
-                              query=distill_query, live_only=distill_live_only)
+                              query=distill_query, live_only=distill_live_only, inputs=distill_inputs)
     return pattern
 
 
 def distill_api(name: str, *, distill_func: Callable[..., Iterable[Params]] | None = None,
                 distill_file: Callable[[Params, RunContext | None], FileTarget] | str | None = None,
                 distill_query: tuple[str, ...] = (), distill_scope: Literal["site", "run"] = "site",
-                distill_render: Callable[[Callable[[str], bytes]], bytes] | None = None) -> None:
+                distill_render: Callable[[Callable[[str], bytes]], bytes] | None = None,
+                distill_inputs: tuple[str, ...] | None = None) -> None:
     """Declare the export of the API operation named ``name`` (``api:<operation function>``), written as JSON."""
     API_EXPORTS[name] = Distill(file=_file(distill_file), pages=distill_func, scope=distill_scope,
-                                query=distill_query, kind="json", render=distill_render)
+                                query=distill_query, kind="json", render=distill_render, inputs=distill_inputs)
 
 
 def _file(file: Callable[[Params, RunContext | None], FileTarget] | str | None

@@ -545,7 +545,9 @@ def test_an_unchanged_export_renders_and_writes_nothing(site_copy):
     assert _mtimes(outdir) == before  # not one file written, the manifest included
 
 
-def test_one_changed_run_rewrites_its_files_its_search_index_and_the_site_pages_only(site_copy):
+def test_one_changed_run_rewrites_its_files_and_its_search_index_and_no_site_page(site_copy):
+    """Issue 24: a run's new trace (its steps and content hash; its score and list fields the same) renders that
+    run's files and its search index, and no site page: none of them reads what changed (export.inputs)."""
     outdir, added = site_copy.outdir, site_copy.added
     export_site(outdir)
     before = _mtimes(outdir)
@@ -556,8 +558,9 @@ def test_one_changed_run_rewrites_its_files_its_search_index_and_the_site_pages_
             [added.other_run, added.other_step]),
            ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [added.other_run]))
     changed = export_site(outdir)
-    assert (changed.runs_written, changed.global_pages, changed.search_runs_indexed, changed.search_rebuilt) == \
-        (1, True, 1, False)
+    assert (changed.runs_written, changed.global_pages, changed.site_pages, changed.search_runs_indexed,
+            changed.search_rebuilt) == (1, False, [], 1, False)
+    assert "site pages unchanged" in str(changed)
     after = _mtimes(outdir)
     written = {name for name, mtime in after.items() if before.get(name) != mtime}
     run = added.other_run
@@ -565,10 +568,8 @@ def test_one_changed_run_rewrites_its_files_its_search_index_and_the_site_pages_
                                                  f"pagefind/delta/{run}/"))}
     assert f"runs/{run}/index.html" in own and f"pagefind/delta/{run}/pagefind-entry.json" in own
     search = {"pagefind/shards.json", ".export-manifest.json"}
-    site = {n for n in written - own - search}
-    # the site's pages are the only other files written: nothing of another run, nothing of the base search bundle
-    assert not {n for n in site if n.startswith(("runs/", "api/runs/", "pagefind/"))} - {"runs/index.html"}, site
-    assert written - own - site == search
+    # nothing else: no site page, nothing of another run, nothing of the base search bundle
+    assert written - own == search, written - own
     assert set(before) - set(after) == set()  # nothing removed either
     assert json.loads((outdir / "pagefind/shards.json").read_text()) == {"merge": [f"delta/{run}/"], "stale": [run]}
 
@@ -627,6 +628,8 @@ def test_a_changed_score_rewrites_the_runs_files_its_cell_file_and_the_site_page
                                  "\"test\"}', TIMESTAMP '2031-01-01 00:00:00')", [run]))
     changed = export_site(outdir)
     assert (changed.runs_written, changed.runs_refreshed, changed.global_pages) == (1, 0, True)
+    # the site pages that read evaluations (the runs list and its twin; those over the latest runs when it is one)
+    assert {"traces:runs", "api:runs"} <= set(changed.site_pages) <= set(_reading(("evaluations", "latest_runs")))
     written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
     own = {n for n in written if n.startswith((f"runs/{run}/", f"api/runs/{run}/", f"api/runs/{run}."))}
     assert f"runs/{run}/index.html" in own and f"runs/{run}/compare.json" in written
@@ -641,6 +644,68 @@ def test_a_changed_score_rewrites_the_runs_files_its_cell_file_and_the_site_page
     assert "rerun 62.5%" in evaluations["value"]
     assert set(before) - set(_mtimes(outdir)) == set()  # nothing removed
     assert_no_broken_link(outdir)
+
+
+def _reading(sources: tuple[str, ...]) -> list[str]:
+    """The site declarations (URL names) that name one of ``sources`` among their inputs (export.inputs)."""
+    return [name for name, d in Exporter(Path("unused")).site_declarations().items()
+            if set(d.inputs or ()) & set(sources)]
+
+
+def _site_files(outdir: Path, names: list[str]) -> set[str]:
+    """The files of the site declarations ``names``, as the export's manifest lists them."""
+    pages = json.loads((outdir / ".export-manifest.json").read_text())["pages"]
+    return {file for name in names for file in pages[name]["files"]}
+
+
+def test_a_rerun_score_renders_the_site_pages_that_show_it_and_no_other(site_copy):
+    """Issue 24: a latest run's new score, stored by the rerun service, renders again the site pages that read
+    scores (the leaderboard from runs, the usage plot, the analysis, the runs list and their twins), which then show
+    it; not the published charts or the judges' report card, whose inputs did not change."""
+    from traces import services
+
+    outdir = site_copy.outdir
+    export_site(outdir)
+    run = next(r for r in selectors.list_runs(limit=None)[0] if r.is_latest and r.score is not None
+               and not r.method.startswith("baseline"))
+    before = _mtimes(outdir)
+    services.add_evaluation(run_id=run.id, accuracy=0.0625, metrics={"accuracy": 0.0625}, provenance={"by": "test"},
+                            evaluation_id="rerun-site-pages")
+    changed = export_site(outdir)
+    scores = _reading(("evaluations", "latest_runs"))
+    assert set(changed.site_pages) == set(scores), changed.site_pages
+    assert not {"traces:judges", "leaderboard:plot-budget-and-effort", "leaderboard:plot-time-spent"} & set(scores)
+    written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
+    rendered_files = _site_files(outdir, changed.site_pages)
+    site_written = {n for n in written if not n.startswith((f"runs/{run.id}/", f"api/runs/{run.id}", "cells/"))}
+    assert site_written - {".export-manifest.json"} <= rendered_files  # nothing of a page not rendered
+    # the pages showing it changed their bytes: the leaderboard from runs (its agent's averages), the analysis, the
+    # runs list and their twins
+    assert {"source/runs/index.html", "api/leaderboard/runs/era.json", "analysis/index.html", "api/analysis.json",
+            "runs/index.html", "api/runs.json"} <= written
+    listed = next(r for r in json.loads((outdir / "api/runs.json").read_text())["runs"] if r["id"] == run.id)
+    assert listed["score"] == 6.25
+
+
+def test_an_override_renders_the_site_pages_that_show_verdicts(site_copy):
+    """Issue 24: a reviewer's override (traces.services.override_verdict) renders again the site pages that read
+    overrides (the judges' report card, the runs list, the pages over the latest runs), not the published charts."""
+    from traces import services
+
+    outdir = site_copy.outdir
+    export_site(outdir)
+    run = next(r for r in selectors.list_runs(limit=None)[0] if r.is_latest and not r.method.startswith("baseline"))
+    before = _mtimes(outdir)
+    services.override_verdict(run_id=run.id, kind="contamination", flagged=True, reason="seen in the trace",
+                              reviewer="test")
+    changed = export_site(outdir)
+    assert set(changed.site_pages) == set(_reading(("overrides", "latest_runs"))), changed.site_pages
+    assert {"traces:judges", "api:judges", "traces:runs", "leaderboard:index"} <= set(changed.site_pages)
+    assert "leaderboard:plot-time-vs-score" not in changed.site_pages
+    written = {n for n, m in _mtimes(outdir).items() if before.get(n) != m}
+    assert {"judges/index.html", "api/judges.json", "runs/index.html", "api/runs.json"} <= written
+    listed = next(r for r in json.loads((outdir / "api/runs.json").read_text())["runs"] if r["id"] == run.id)
+    assert (listed["overrides"], listed["flagged"]) == ({"contamination": True}, True)
 
 
 def test_a_peer_that_stops_counting_rewrites_the_pages_that_offer_it(site_copy):
@@ -683,7 +748,8 @@ def test_the_export_shows_runs_pages_and_time_left(site_copy, capsys):
     # tqdm's bar: runs done of the total, the time left, and the run's HTML pages rendered
     pages = len(list((outdir / "runs" / added.deep_run).rglob("*.html")))
     assert pages >= 2 and re.search(rf"runs: 100%\|.*\| 1/1 \[[\d:]+<[\d:]+, .*pages={pages}\]", bar), bar
-    assert messages[0].startswith("rendering the site pages") and "indexing 1 changed runs for the search" in messages
+    assert "indexing 1 changed runs for the search" in messages
+    assert not [m for m in messages if m.startswith("rendering the site pages")]  # a new trace: no site page
 
 
 def test_an_export_of_an_earlier_layout_loses_its_pair_comparisons(tmp_path, monkeypatch):

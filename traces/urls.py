@@ -16,6 +16,10 @@ app_name = "traces"
 # Static export (ptbsite.distill): the runs list (filtered in the browser), the analysis page, and per run its
 # page, its step pages per trace and their JSON twins. Whole step texts and facet filters need the server.
 RUNS_FILTERS = ("agent", "benchmark", "base_model", "state", "flagged")
+# What each exported site page reads (export.inputs.SOURCES): the export renders it again only when one changed.
+RUNS_LIST_INPUTS = ("runs_listed", "methods", "evaluations", "verdicts", "overrides")
+ANALYSIS_INPUTS = ("latest_runs", "methods", "published")
+JUDGES_INPUTS = ("run_names", "verdicts", "overrides", "challenges", "suspicious_steps")
 
 
 def runs_file(params: Params, run: RunContext | None) -> tuple[str, str, str]:
@@ -66,8 +70,10 @@ def steps_file(params: Params, run: RunContext | None) -> str:
 
 
 urlpatterns = [
-    distill_path("runs/", views.runs_list, name="runs", distill_file=runs_file, distill_query=RUNS_FILTERS),
-    distill_path("analysis/", views.analysis, name="analysis", distill_file="analysis/index.html"),
+    distill_path("runs/", views.runs_list, name="runs", distill_file=runs_file, distill_query=RUNS_FILTERS,
+                 distill_inputs=RUNS_LIST_INPUTS),
+    distill_path("analysis/", views.analysis, name="analysis", distill_file="analysis/index.html",
+                 distill_inputs=ANALYSIS_INPUTS),
     # The analysis page's chart, loaded after first paint (the static export inlines it in the page).
     distill_path("analysis/calibration.json", views.analysis_calibration, name="analysis_calibration",
                  distill_live_only=True),
@@ -90,7 +96,8 @@ urlpatterns = [
     path("compare/", compare_views.compare_runs, name="compare"),
     # A reviewer's override (staff; traces.review). The path is the one the run page's form has always posted to.
     path("reruns/runs/<str:run_id>/override", review.run_override, name="override"),
-    distill_path("judges/", views.judges, name="judges", distill_file="judges/index.html"),
+    distill_path("judges/", views.judges, name="judges", distill_file="judges/index.html",
+                 distill_inputs=JUDGES_INPUTS),
     path("challenges/runs/<str:run_id>/new", challenge_views.challenge_form, name="challenge"),
     path("challenges/", challenge_views.challenge_list, name="challenges"),
     path("challenges/<str:challenge_id>/triage", challenge_views.challenge_triage, name="challenge_triage"),
@@ -132,11 +139,11 @@ def _run_ids(run: RunContext) -> list[Params]:
     return [{"run_id": run.run_id}]
 
 
-distill_api("api:runs", distill_file="api/runs.json", distill_render=_all_runs)
+distill_api("api:runs", distill_file="api/runs.json", distill_render=_all_runs, distill_inputs=RUNS_LIST_INPUTS)
 distill_api("api:run", distill_scope="run", distill_func=_run_ids, distill_file=_one_run)
 distill_api("api:steps", distill_scope="run", distill_func=_api_step_pages, distill_file=_api_steps_file,
             distill_query=("after", "limit"))
 distill_api("api:run_facets", distill_scope="run", distill_func=_run_ids, distill_file=_run_part("facets"))
 distill_api("api:run_timeline", distill_scope="run", distill_func=_run_ids, distill_file=_run_part("timeline"))
-distill_api("api:analysis", distill_file="api/analysis.json", distill_query=("suite",))
-distill_api("api:judges", distill_file="api/judges.json")
+distill_api("api:analysis", distill_file="api/analysis.json", distill_query=("suite",), distill_inputs=ANALYSIS_INPUTS)
+distill_api("api:judges", distill_file="api/judges.json", distill_inputs=JUDGES_INPUTS)
