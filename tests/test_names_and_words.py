@@ -19,7 +19,8 @@ def test_an_agent_has_one_name_on_every_page(demo_ingested, client):
     from_runs = {r["key"]: r["agent"] for r in board["rows"] if r["source"] == "runs"}
     assert from_runs and all(from_runs[k] == names[k] for k in from_runs), (from_runs, names)
     facts = selectors.run_facts("posttrainbench")
-    legend = {t["name"] for t in figures.calibration(facts)["data"] if t.get("name")}
+    legend = {t["name"] for t in figures.calibration(selectors.analysis("posttrainbench").points)["data"]
+              if t.get("name")}
     plotted = {f.run.agent_key for f in facts if f.ratio is not None and f.base_score is not None}
     assert legend == {names[k] for k in plotted} and len(legend) > 1
     mix = [r["agent"] for r in client.get("/api/analysis").json()["method_mix"]]
