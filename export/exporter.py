@@ -471,7 +471,7 @@ class Exporter:
             self.write_runs(touched, read, refresh, peers)
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
-            search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
+            search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
         self.write_manifest(site_pages, digests, site, fingerprints, owns, search, cells)
@@ -709,18 +709,19 @@ class Exporter:
 
     # --- search ----------------------------------------------------------------------------------------------
     @staticmethod
-    def search_keys(some: dict[str, runs.Run]) -> dict[str, str]:
-        """{run id: sha256 over what its search records hold} of the runs ``some``: its content hash (its steps)
-        and the names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict
-        changes a run's pages but not this."""
-        content = runs.run_content_hashes()
+    def search_keys(some: dict[str, runs.Run], content: dict[str, str]) -> dict[str, str]:
+        """{run id: sha256 over what its search records hold} of the runs ``some``: its content hash (its steps;
+        ``content``: {run id: content hash}, ``RunFingerprintParts.contents``) and the names its records carry
+        (title, agent, benchmark, base model). A rerun's evaluation or a verdict changes a run's pages but not
+        this."""
         return {run_id: hashlib.sha256(json.dumps([content[run_id], r.title, r.agent_display, r.benchmark_name,
                                                    r.base_model_name]).encode()).hexdigest()[:16]
                 for run_id, r in sorted(some.items()) if run_id in content}
 
-    def update_search(self, site: str, changed: dict[str, runs.Run], current: set[str],
+    def update_search(self, site: str, changed: dict[str, runs.Run], content: dict[str, str],
                       previous: dict | None) -> dict | None:
-        """Bring the search up to date with the runs (``current``: every run's id; ``changed``: {run id: Run} of
+        """Bring the search up to date with the runs (``content``: {run id: content hash} of every run, as read
+        with their fingerprints; ``changed``: {run id: Run} of
         those whose fingerprint changed, the only ones whose search records can have changed: a run's fingerprint
         covers its content hash and names); returns what it indexes now, for the manifest: {"scope": site,
         Pagefind's version and the record format; "base": {run id: [search key, steps with a word]} of the base
@@ -733,6 +734,7 @@ class Exporter:
         merges the small indexes in the browser (``mergeIndex``). When more than MAX_DELTA_RUNS runs differ from
         the base bundle, or the scope changed, the base bundle is built again from every run and the small
         indexes go."""
+        current = set(content)
         scope = hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, 2]).encode()).hexdigest()
         usable = (previous is not None and previous.get("scope") == scope and (self.outdir / SEARCH_ENTRY).is_file()
                   and (self.outdir / SEARCH_SHARDS).is_file())
@@ -749,9 +751,9 @@ class Exporter:
         stale: list[str] = []
         if usable:
             keys = {run_id: indexed[run_id] for run_id in current if run_id in indexed and run_id not in changed}
-            keys.update(self.search_keys(changed))
+            keys.update(self.search_keys(changed, content))
             missing = current - set(keys)  # indexed nowhere yet, and not among the changed runs: read them
-            keys.update(self.search_keys({run_id: r for run_id in missing if (r := runs.get_run(run_id))}))
+            keys.update(self.search_keys({run_id: r for run_id in missing if (r := runs.get_run(run_id))}, content))
             moved = sorted(run_id for run_id in keys if base.get(run_id, [None])[0] != keys[run_id])
             stale = sorted(run_id for run_id in base if keys.get(run_id) != base[run_id][0])
         if usable and len(set(moved) | set(stale)) <= MAX_DELTA_RUNS:
@@ -770,7 +772,7 @@ class Exporter:
         else:
             self.progress("building the search index of every run")
             everything = {r.id: r for r in runs.list_runs(limit=None)[0]}
-            keys = self.search_keys(everything)
+            keys = self.search_keys(everything, content)
             counts = self.search_bundles(sorted(keys), everything, delta=False)
             base, deltas, stale = {run_id: [keys[run_id], counts[run_id]] for run_id in keys}, {}, []
             self.report.search_runs_indexed = len(keys)

@@ -100,50 +100,47 @@ ROW_CHANGES = frozenset({"tables_inserted_into", "tables_deleted_from", "inlined
                          "merge_adjacent"})
 
 
-def read_snapshot(con: duckdb.DuckDBPyConnection) -> list | None:
-    """[id, commit time as text] of the DuckLake snapshot ``con``'s transaction reads (the time tells a snapshot
-    from the same id in a copy of the catalog that went its own way); None on a plain DuckDB file."""
+def snapshot_changes(con: duckdb.DuckDBPyConnection, since: list | None) -> tuple[list | None, set[str] | None]:
+    """(the DuckLake snapshot ``con``'s transaction reads, as [id, commit time as text]: the time tells a snapshot
+    from the same id in a copy of the catalog that went its own way; the names of the tables whose rows changed
+    after the snapshot ``since``, an earlier answer's, up to it), in one query when ``since`` is known. The
+    snapshot is None on a plain DuckDB file; the tables None when they cannot be told: not DuckLake, ``since``
+    None, gone (expired) or not that snapshot (another catalog), or a change other than of rows (``ROW_CHANGES``)."""
     if not warehouse.parse_spec(warehouse.warehouse_spec()).is_ducklake:
-        return None
-    row = con.execute(f"SELECT snapshot_id, CAST(snapshot_time AS VARCHAR) FROM ducklake_snapshots('{warehouse.ALIAS}')"
-                      f" WHERE snapshot_id = (SELECT id FROM ducklake_current_snapshot('{warehouse.ALIAS}'))").fetchone()
-    return None if row is None else [row[0], row[1]]
-
-
-def changed_tables(con: duckdb.DuckDBPyConnection, since: list) -> set[str] | None:
-    """The names of the tables whose rows changed after the DuckLake snapshot ``since`` (:func:`read_snapshot`) up
-    to the one ``con``'s transaction reads; None when that cannot be told: not DuckLake, ``since`` gone (expired)
-    or not that snapshot (another catalog), or a change that is not of rows (``ROW_CHANGES``)."""
+        return None, None
     alias = warehouse.ALIAS
-    if not warehouse.parse_spec(warehouse.warehouse_spec()).is_ducklake or len(since) != 2:
-        return None
-    found = con.execute(f"SELECT CAST(snapshot_time AS VARCHAR) FROM ducklake_snapshots('{alias}') "
-                        "WHERE snapshot_id = ?", [since[0]]).fetchone()
-    if found is None or found[0] != since[1]:
-        return None
+    current = f"(SELECT id FROM ducklake_current_snapshot('{alias}'))"
+    rows = []
+    if since is not None and len(since) == 2 and isinstance(since[0], int):
+        rows = con.execute(f"SELECT snapshot_id, CAST(snapshot_time AS VARCHAR), changes FROM ducklake_snapshots("
+                           f"'{alias}') WHERE snapshot_id BETWEEN ? AND {current} ORDER BY snapshot_id",
+                           [since[0]]).fetchall()
+    if not rows or [rows[0][0], rows[0][1]] != since:
+        row = con.execute(f"SELECT snapshot_id, CAST(snapshot_time AS VARCHAR) FROM ducklake_snapshots('{alias}') "
+                          f"WHERE snapshot_id = {current}").fetchone()
+        return (None if row is None else [row[0], row[1]]), None
+    snapshot = [rows[-1][0], rows[-1][1]]
     ids: set[str] = set()
-    for (changes,) in con.execute(f"SELECT changes FROM ducklake_snapshots('{alias}') WHERE snapshot_id > ?",
-                                  [since[0]]).fetchall():
+    for _, _, changes in rows[1:]:
         if set(changes) - ROW_CHANGES:
-            return None
+            return snapshot, None
         ids.update(str(table) for tables in changes.values() for table in tables)
     if not ids:
-        return set()
-    return {name for table_id, name in con.execute(f"SELECT table_id, table_name FROM ducklake_table_info('{alias}')")
-            .fetchall() if str(table_id) in ids}
+        return snapshot, set()
+    return snapshot, {name for table_id, name in con.execute(
+        f"SELECT table_id, table_name FROM ducklake_table_info('{alias}')").fetchall() if str(table_id) in ids}
 
 
 def current_digests(con: duckdb.DuckDBPyConnection, names: set[str], kept: dict | None) -> dict:
-    """{"snapshot": :func:`read_snapshot`, "sources": {name: digest}} of the sources ``names`` (:func:`source_digests`)
-    as of ``con``'s transaction; the digests of ``kept`` (an earlier answer of this function) reused for the sources
-    none of whose tables' rows changed since its snapshot (:func:`changed_tables`), the others computed."""
-    snapshot = read_snapshot(con)
+    """{"snapshot": the DuckLake snapshot read at (:func:`snapshot_changes`; None on a DuckDB file), "sources":
+    {name: digest}} of the sources ``names`` (:func:`source_digests`) as of ``con``'s transaction; the digests of
+    ``kept`` (an earlier answer of this function) reused for the sources none of whose tables' rows changed since
+    its snapshot, the others computed."""
+    snapshot, changed = snapshot_changes(con, (kept or {}).get("snapshot"))
     reusable: set[str] = set()
-    if snapshot is not None and kept and kept.get("snapshot"):
-        changed = changed_tables(con, kept["snapshot"])
-        if changed is not None:
-            reusable = {name for name in names & set(kept.get("sources") or {})
-                        if not {part.table for part in SOURCES[name]} & changed}
+    if kept and changed is not None:
+        reusable = {name for name in names & set(kept.get("sources") or {})
+                    if not {part.table for part in SOURCES[name]} & changed}
     sources = {name: kept["sources"][name] for name in reusable} if kept else {}
     sources.update(source_digests(con, names - reusable))
     return {"snapshot": snapshot, "sources": dict(sorted(sources.items()))}
