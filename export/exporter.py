@@ -36,7 +36,7 @@ from traces import selectors as runs
 from traces.selectors.compare import MAX_RUNS
 from traces.vocabulary import PHASES
 
-from .inputs import SOURCES, source_digests
+from .inputs import SOURCES, current_digests
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
 MANIFEST = ".export-manifest.json"
@@ -437,7 +437,8 @@ class Exporter:
             cells = {cell_file(*cell): fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
             cell_of = {cell_file(*cell): cell for cell in parts.cells}
             cpu = time.process_time()
-            site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {})
+            site_pages, digests = self.site_pages(code, fingerprints, previous.get("pages") or {},
+                                                  previous.get("digests"))
             self.report.site_pages_cpu = time.process_time() - cpu
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
@@ -463,17 +464,17 @@ class Exporter:
             stale_cells = sorted(f for f, fingerprint in cells.items()
                                  if known_cells.get(f) != fingerprint or not (self.outdir / f).is_file())
             if touched or self.report.runs_removed or stale_cells:
-                self.write_manifest(site_pages, site, {k: fingerprints[k] for k in untouched},
+                self.write_manifest(site_pages, digests, site, {k: fingerprints[k] for k in untouched},
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
             read = self.read_runs(touched, len(fingerprints))
             self.write_runs(touched, read, refresh, peers)
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
-            search = self.update_search(site, changed_runs, set(fingerprints), previous.get("search"))
+            search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(site_pages, site, fingerprints, owns, search, cells)
+        self.write_manifest(site_pages, digests, site, fingerprints, owns, search, cells)
         self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
@@ -533,11 +534,13 @@ class Exporter:
         return {name: declared for name, declared in self.routes.items()
                 if declared.scope == "site" and not declared.live_only}
 
-    def site_pages(self, code: str, fingerprints: dict[str, str], previous: dict[str, dict]) -> dict[str, dict]:
+    def site_pages(self, code: str, fingerprints: dict[str, str], previous: dict[str, dict],
+                   kept: dict | None) -> tuple[dict[str, dict], dict]:
         """Render the pages of each site-scoped declaration whose inputs changed since the manifest's ``previous``
         ({URL name: {"inputs": fingerprint, "files": [its files]}}), or one of whose files is missing; returns the
-        same for now, for the manifest. A declaration's fingerprint is sha256 over the code (``code``:
-        :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``,
+        same for now and the sources' digests (``export.inputs.current_digests``, reusing the manifest's ``kept``
+        where their tables did not change), for the manifest. A declaration's fingerprint is sha256 over the code
+        (``code``: :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``,
         ``export.inputs.source_digests``: the rows and columns its pages read); one that names none falls back to
         :meth:`inputs_fingerprint` (any write). The pages only the export has (EXPORT_PAGES, LIVE_ONLY) depend on
         the code alone. Names the rendered declarations in the report (``site_pages``).
@@ -551,7 +554,8 @@ class Exporter:
         if unknown:
             raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
         with warehouse.snapshot() as con:  # every digest from one snapshot of the warehouse
-            digests = source_digests(con, named)
+            current = current_digests(con, named, kept)
+        digests = current["sources"]
         everything = None
         wanted: dict[str, str] = {}
         for name, d in declared.items():
@@ -584,7 +588,7 @@ class Exporter:
             now[name] = {"inputs": fingerprint, "files": sorted(set(files))}
             self.report.site_pages.append(name)
         self.report.global_pages = bool(self.report.site_pages)
-        return now
+        return now, current
 
     def export_pages(self, name: str, declared: Distill, pages, run: RunPages | None) -> None:
         """Render (or, for JSON, fetch) each parameter set of one declaration into its file."""
@@ -605,15 +609,16 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, pages: dict[str, dict], site: str, fingerprints: dict[str, str], owns: dict[str, str],
-                       search: dict | None, cells: dict[str, str]) -> None:
+    def write_manifest(self, pages: dict[str, dict], digests: dict, site: str, fingerprints: dict[str, str],
+                       owns: dict[str, str], search: dict | None, cells: dict[str, str]) -> None:
         """``.export-manifest.json``: {"version", "pages": {URL name of a site declaration: {"inputs": its
-        fingerprint, "files": its files}} (:meth:`site_pages`),
+        fingerprint, "files": its files}} (:meth:`site_pages`), "digests": the sources' digests and the DuckLake
+        snapshot they were read at (``export.inputs.current_digests``),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
         "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; written only when its bytes
         change."""
-        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "site": site,
+        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests, "site": site,
                                          "runs": fingerprints, "own": owns, "search": search, "cells": cells},
                                         indent=1, sort_keys=True).encode(), count=False)
 
@@ -704,18 +709,19 @@ class Exporter:
 
     # --- search ----------------------------------------------------------------------------------------------
     @staticmethod
-    def search_keys(some: dict[str, runs.Run]) -> dict[str, str]:
-        """{run id: sha256 over what its search records hold} of the runs ``some``: its content hash (its steps)
-        and the names its records carry (title, agent, benchmark, base model). A rerun's evaluation or a verdict
-        changes a run's pages but not this."""
-        content = runs.run_content_hashes()
+    def search_keys(some: dict[str, runs.Run], content: dict[str, str]) -> dict[str, str]:
+        """{run id: sha256 over what its search records hold} of the runs ``some``: its content hash (its steps;
+        ``content``: {run id: content hash}, ``RunFingerprintParts.contents``) and the names its records carry
+        (title, agent, benchmark, base model). A rerun's evaluation or a verdict changes a run's pages but not
+        this."""
         return {run_id: hashlib.sha256(json.dumps([content[run_id], r.title, r.agent_display, r.benchmark_name,
                                                    r.base_model_name]).encode()).hexdigest()[:16]
                 for run_id, r in sorted(some.items()) if run_id in content}
 
-    def update_search(self, site: str, changed: dict[str, runs.Run], current: set[str],
+    def update_search(self, site: str, changed: dict[str, runs.Run], content: dict[str, str],
                       previous: dict | None) -> dict | None:
-        """Bring the search up to date with the runs (``current``: every run's id; ``changed``: {run id: Run} of
+        """Bring the search up to date with the runs (``content``: {run id: content hash} of every run, as read
+        with their fingerprints; ``changed``: {run id: Run} of
         those whose fingerprint changed, the only ones whose search records can have changed: a run's fingerprint
         covers its content hash and names); returns what it indexes now, for the manifest: {"scope": site,
         Pagefind's version and the record format; "base": {run id: [search key, steps with a word]} of the base
@@ -728,6 +734,7 @@ class Exporter:
         merges the small indexes in the browser (``mergeIndex``). When more than MAX_DELTA_RUNS runs differ from
         the base bundle, or the scope changed, the base bundle is built again from every run and the small
         indexes go."""
+        current = set(content)
         scope = hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, 2]).encode()).hexdigest()
         usable = (previous is not None and previous.get("scope") == scope and (self.outdir / SEARCH_ENTRY).is_file()
                   and (self.outdir / SEARCH_SHARDS).is_file())
@@ -744,9 +751,9 @@ class Exporter:
         stale: list[str] = []
         if usable:
             keys = {run_id: indexed[run_id] for run_id in current if run_id in indexed and run_id not in changed}
-            keys.update(self.search_keys(changed))
+            keys.update(self.search_keys(changed, content))
             missing = current - set(keys)  # indexed nowhere yet, and not among the changed runs: read them
-            keys.update(self.search_keys({run_id: r for run_id in missing if (r := runs.get_run(run_id))}))
+            keys.update(self.search_keys({run_id: r for run_id in missing if (r := runs.get_run(run_id))}, content))
             moved = sorted(run_id for run_id in keys if base.get(run_id, [None])[0] != keys[run_id])
             stale = sorted(run_id for run_id in base if keys.get(run_id) != base[run_id][0])
         if usable and len(set(moved) | set(stale)) <= MAX_DELTA_RUNS:
@@ -765,7 +772,7 @@ class Exporter:
         else:
             self.progress("building the search index of every run")
             everything = {r.id: r for r in runs.list_runs(limit=None)[0]}
-            keys = self.search_keys(everything)
+            keys = self.search_keys(everything, content)
             counts = self.search_bundles(sorted(keys), everything, delta=False)
             base, deltas, stale = {run_id: [keys[run_id], counts[run_id]] for run_id in keys}, {}, []
             self.report.search_runs_indexed = len(keys)

@@ -12,6 +12,10 @@ runs) each costs ~10-60 CPU ms.
 A source must cover everything its pages read: a page read a table no source of its declaration covers, or a
 column of it the source leaves out, would be left stale after a write. ``tests/test_export_inputs.py`` renders each
 site declaration's pages with every warehouse statement recorded and fails on such a read.
+
+On DuckLake the digests are kept with the snapshot they were read at (:func:`current_digests`): the next export
+computes again only those of the sources whose tables' rows changed since (``ducklake_snapshots``' changes), so an
+unchanged re-export reads none and one run's new trace reads those over ``runs`` and ``steps``.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ptbsite import warehouse
 from traces.selectors.runs import RUN_COLUMNS
 
 
@@ -86,3 +91,56 @@ def source_digests(con: duckdb.DuckDBPyConnection, names: set[str]) -> dict[str,
             digest.update(f"{part.table}:{row}".encode())
         out[name] = digest.hexdigest()
     return out
+
+
+# DuckLake's kinds of change (``ducklake_snapshots``' ``changes``: {kind: [table id, ...]}) that change the rows of
+# the tables they name, and only those; a snapshot with any other kind (a table created, altered or dropped, a
+# schema, a view) counts as a change of every table.
+ROW_CHANGES = frozenset({"tables_inserted_into", "tables_deleted_from", "inlined_insert", "inlined_delete",
+                         "merge_adjacent"})
+
+
+def snapshot_changes(con: duckdb.DuckDBPyConnection, since: list | None) -> tuple[list | None, set[str] | None]:
+    """(the DuckLake snapshot ``con``'s transaction reads, as [id, commit time as text]: the time tells a snapshot
+    from the same id in a copy of the catalog that went its own way; the names of the tables whose rows changed
+    after the snapshot ``since``, an earlier answer's, up to it), in one query when ``since`` is known. The
+    snapshot is None on a plain DuckDB file; the tables None when they cannot be told: not DuckLake, ``since``
+    None, gone (expired) or not that snapshot (another catalog), or a change other than of rows (``ROW_CHANGES``)."""
+    if not warehouse.parse_spec(warehouse.warehouse_spec()).is_ducklake:
+        return None, None
+    alias = warehouse.ALIAS
+    current = f"(SELECT id FROM ducklake_current_snapshot('{alias}'))"
+    rows = []
+    if since is not None and len(since) == 2 and isinstance(since[0], int):
+        rows = con.execute(f"SELECT snapshot_id, CAST(snapshot_time AS VARCHAR), changes FROM ducklake_snapshots("
+                           f"'{alias}') WHERE snapshot_id BETWEEN ? AND {current} ORDER BY snapshot_id",
+                           [since[0]]).fetchall()
+    if not rows or [rows[0][0], rows[0][1]] != since:
+        row = con.execute(f"SELECT snapshot_id, CAST(snapshot_time AS VARCHAR) FROM ducklake_snapshots('{alias}') "
+                          f"WHERE snapshot_id = {current}").fetchone()
+        return (None if row is None else [row[0], row[1]]), None
+    snapshot = [rows[-1][0], rows[-1][1]]
+    ids: set[str] = set()
+    for _, _, changes in rows[1:]:
+        if set(changes) - ROW_CHANGES:
+            return snapshot, None
+        ids.update(str(table) for tables in changes.values() for table in tables)
+    if not ids:
+        return snapshot, set()
+    return snapshot, {name for table_id, name in con.execute(
+        f"SELECT table_id, table_name FROM ducklake_table_info('{alias}')").fetchall() if str(table_id) in ids}
+
+
+def current_digests(con: duckdb.DuckDBPyConnection, names: set[str], kept: dict | None) -> dict:
+    """{"snapshot": the DuckLake snapshot read at (:func:`snapshot_changes`; None on a DuckDB file), "sources":
+    {name: digest}} of the sources ``names`` (:func:`source_digests`) as of ``con``'s transaction; the digests of
+    ``kept`` (an earlier answer of this function) reused for the sources none of whose tables' rows changed since
+    its snapshot, the others computed."""
+    snapshot, changed = snapshot_changes(con, (kept or {}).get("snapshot"))
+    reusable: set[str] = set()
+    if kept and changed is not None:
+        reusable = {name for name in names & set(kept.get("sources") or {})
+                    if not {part.table for part in SOURCES[name]} & changed}
+    sources = {name: kept["sources"][name] for name in reusable} if kept else {}
+    sources.update(source_digests(con, names - reusable))
+    return {"snapshot": snapshot, "sources": dict(sorted(sources.items()))}

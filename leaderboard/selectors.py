@@ -40,6 +40,17 @@ SOURCES = ("published", "runs", "all")
 
 
 @warehouse.retrying
+def base_model_ids(suite: str = settings.DEFAULT_SUITE) -> list[str]:
+    """The ids of a suite's base models in the suite's order: ``leaderboard(suite=suite).base_models``' ids (none
+    when the suite is not imported) in one query, without computing the leaderboard (the static export lists its
+    pages per base model on every export)."""
+    with warehouse.connect() as con:
+        return [model_id for (model_id,) in con.execute(
+            "SELECT b.id FROM base_models b WHERE b.suite = ? AND EXISTS (SELECT 1 FROM suites s WHERE s.id = ?) "
+            "ORDER BY b.position", [suite, suite]).fetchall()]
+
+
+@warehouse.retrying
 def leaderboard(
     *, suite: str = settings.DEFAULT_SUITE, base_model: str | None = None, sort: str = "rank", direction: str = "asc",
     source: str = "published", apply_flags: bool = True, facet: str | None = None, verdicts: str = "era",

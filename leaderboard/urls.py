@@ -19,7 +19,7 @@ CHART_INPUTS = ("published", "run_names")  # the published charts (and whether t
 
 
 def _base_models() -> list[str]:
-    return [m.id for m in selectors.leaderboard().base_models]
+    return selectors.base_model_ids()
 
 
 def leaderboard_views() -> list[Params]:

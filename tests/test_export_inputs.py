@@ -201,3 +201,55 @@ def test_a_source_digest_follows_its_rows_not_their_order_or_other_columns(expor
         after = source_digests(con, {"run_names", "runs_listed", "latest_runs"})
     assert after["run_names"] == before["run_names"] and after["runs_listed"] != before["runs_listed"]
     assert TableRead("runs", ("id",)).digest_sql().startswith("SELECT count(*), md5(")
+
+
+def test_digests_kept_on_ducklake_are_computed_again_only_where_a_table_changed(warehouse_factory, settings,
+                                                                                   monkeypatch):
+    from django.core.management import call_command
+
+    from export import inputs
+
+    settings.PTB_WAREHOUSE = warehouse_factory.make("ducklake-sqlite")
+    warehouse.reset_migration_cache()
+    call_command("import_published")
+    names = {"published", "methods", "run_names"}
+    computed: list[set[str]] = []
+    real = inputs.source_digests
+
+    def recording(con, some):
+        computed.append(set(some))
+        return real(con, some)
+
+    monkeypatch.setattr(inputs, "source_digests", recording)
+
+    def current(kept):
+        with warehouse.snapshot() as con:
+            return inputs.current_digests(con, names, kept), real(con, names)
+
+    first, whole = current(None)
+    assert first["snapshot"] is not None and first["sources"] == whole and computed == [names]
+    again, _ = current(first)
+    assert again == first and computed[-1] == set()  # nothing changed: no table read
+    with warehouse.transaction() as con:
+        con.execute("UPDATE agents SET name = name || ' (renamed)' WHERE key = (SELECT min(key) FROM agents)")
+    renamed, whole = current(again)
+    assert computed[-1] == {"published"} and renamed["sources"] == whole
+    assert renamed["sources"]["published"] != first["sources"]["published"]
+    assert renamed["sources"]["methods"] == first["sources"]["methods"]
+    # the same snapshot id in a catalog that went its own way (another commit time): everything computed again
+    current({**renamed, "snapshot": [renamed["snapshot"][0], "2000-01-01 00:00:00+00"]})
+    assert computed[-1] == names
+    # a change other than rows (a table created): everything computed again
+    with warehouse.transaction() as con:
+        con.execute("CREATE TABLE scratch (x INTEGER)")
+    _, _ = current(renamed)
+    assert computed[-1] == names
+
+
+def test_digests_on_a_duckdb_file_are_computed_every_time(export_warehouse):
+    from export import inputs
+
+    with warehouse.snapshot() as con:
+        first = inputs.current_digests(con, {"methods"}, None)
+        assert first["snapshot"] is None
+        assert inputs.current_digests(con, {"methods"}, first) == first

@@ -91,3 +91,20 @@ def test_the_steps_are_the_loops_text(trace, mark_query, focus, budget_hours):
 def test_no_steps_write_nothing():
     assert step_items([], run_id="", trace="agent", budget_hours=None, focus=None, mark_query="", rule_text={}) == ""
     assert Template("{% load trace_format %}{% step_items %}").render(Context({})) == ""
+
+
+@pytest.mark.parametrize("path", ["train.py", "/root/run/train.py", "Makefile", "src/CMakeLists.txt", "conf.yaml",
+                                  "notes", "a.unknownext", "dir.d/", "x.PY", "Dockerfile", "setup.cfg", ".bashrc"])
+def test_a_files_lexer_is_pygments_own_for_its_name(path):
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    from traces.tool_input import _lexer_for
+
+    try:
+        expected = get_lexer_for_filename(path, stripnl=False)
+    except ClassNotFound:
+        expected = TextLexer(stripnl=False)
+    for _ in range(2):  # looked up, then kept
+        found = _lexer_for(path)
+        assert type(found) is type(expected) and found.options == expected.options

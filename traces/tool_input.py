@@ -9,7 +9,9 @@ before.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
+import os
 from dataclasses import dataclass
 
 from django.utils.html import escape
@@ -17,8 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
-from pygments.lexers import BashLexer, DiffLexer, JsonLexer, TextLexer, get_lexer_for_filename
-from pygments.util import ClassNotFound
+from pygments.lexers import BashLexer, DiffLexer, JsonLexer, TextLexer, find_lexer_class_for_filename
 
 from .vocabulary import SHELL_TOOLS
 from ptbsite import jsontext
@@ -51,11 +52,19 @@ def _first(args: dict, keys: tuple[str, ...]) -> str | None:
     return next((args[k] for k in keys if isinstance(args.get(k), str)), None)
 
 
+@functools.lru_cache(maxsize=4096)
+def _lexer_class(name: str) -> type[Lexer] | None:
+    """Pygments' lexer class for a file's base name (``find_lexer_class_for_filename``, which reads the base name
+    alone), kept per name: each lookup matches every lexer's file patterns and lists every installed package's
+    entry points (Pygments' plugins). None when no lexer matches."""
+    return find_lexer_class_for_filename(name)
+
+
 def _lexer_for(path: str) -> Lexer:
-    try:
-        return get_lexer_for_filename(path, stripnl=False)
-    except ClassNotFound:
-        return TextLexer(stripnl=False)
+    """The lexer ``get_lexer_for_filename(path)`` gives (its class kept per base name: :func:`_lexer_class`), with
+    ``stripnl=False``; the plain text lexer when none matches."""
+    found = _lexer_class(os.path.basename(path))
+    return found(stripnl=False) if found is not None else TextLexer(stripnl=False)
 
 
 def _diff(path: str, old: str, new: str) -> str:

@@ -199,12 +199,14 @@ def run_fingerprints() -> dict[str, str]:
 class RunFingerprintParts:
     """What the static export's increments read, for every non-baseline run, sorted by id: ``owns`` {run id: md5
     hex of what its own pages show}, ``idents`` {run id: md5 hex of what a peer list shows of it}, ``peers`` {run
-    id: its peers' ids, in its page's order} and ``cells`` {(suite, benchmark, base model): its runs' ids}."""
+    id: its peers' ids, in its page's order}, ``cells`` {(suite, benchmark, base model): its runs' ids} and
+    ``contents`` {run id: the content hash of its files} (:func:`run_content_hashes`, from the same read)."""
 
     owns: dict[str, str]
     idents: dict[str, str]
     peers: dict[str, list[str]]
     cells: dict[tuple[str, str, str], list[str]]
+    contents: dict[str, str]
 
     def combined(self) -> dict[str, str]:
         """{run id: sha256 hex} (:func:`run_fingerprints`): its own part and each peer's identity."""
@@ -238,11 +240,11 @@ def run_fingerprint_parts() -> RunFingerprintParts:
                    FROM verdicts v WHERE v.run_id = r.id),
                 (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
                    FROM verdict_overrides o WHERE o.run_id = r.id))),
-                md5(concat_ws('|', r.run_dir, r.is_latest, r.method, m.agent_name, m.agent_key))
+                md5(concat_ws('|', r.run_dir, r.is_latest, r.method, m.agent_name, m.agent_key)), r.content_hash
             FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} ORDER BY r.id
         """).fetchall()
     cells: dict[tuple[str, str, str], list[_Cellmate]] = {}
-    for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own, ident in rows:
+    for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own, ident, _ in rows:
         cells.setdefault((suite, benchmark, base_model), []).append(
             _Cellmate(run_id, method, agent_key, cluster_id, is_latest, own, ident))
     owns: dict[str, str] = {}
@@ -253,7 +255,8 @@ def run_fingerprint_parts() -> RunFingerprintParts:
             owns[run.id], idents[run.id] = run.own, run.ident
             peers[run.id] = [p.id for p, _ in pick_peers(run, cell)]
     return RunFingerprintParts(dict(sorted(owns.items())), dict(sorted(idents.items())), dict(sorted(peers.items())),
-                               {key: [r.id for r in cell] for key, cell in sorted(cells.items())})
+                               {key: [r.id for r in cell] for key, cell in sorted(cells.items())},
+                               {row[0]: row[-1] for row in rows})
 
 
 @dataclass(frozen=True, slots=True)
