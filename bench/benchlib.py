@@ -23,6 +23,17 @@ _PREFIX = re.compile(rb"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)Z\] ")
 _IDS = re.compile(rb'(toolu_|msg_|"uuid":")')
 
 
+def cpu() -> float:
+    """CPU seconds (user + system) of this process and of its children that have been waited for."""
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
+
+
+def mtimes(outdir: Path) -> dict[str, int]:
+    """{path relative to ``outdir``, POSIX: modification time in ns} of every file under ``outdir``."""
+    return {p.relative_to(outdir).as_posix(): p.stat().st_mtime_ns for p in outdir.rglob("*") if p.is_file()}
+
+
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     """(median, p95) in ms of ``repeat`` calls of ``fn``, timed one by one with ``time.perf_counter``."""
     samples = []

@@ -29,23 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
+
+from benchlib import cpu, mtimes  # noqa: E402 (bench/benchlib.py, beside this script)
 OUT = Path(__file__).resolve().parent / "out" / "export_one_run"
-
-
-def cpu() -> float:
-    """CPU seconds (user + system) of this process and of its children that have been waited for."""
-    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-               for f in ("ru_utime", "ru_stime"))
 
 
 def children_cpu() -> float:
     """CPU seconds of this process's children that have been waited for (the pagefind binary)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def mtimes(outdir: Path) -> dict[str, int]:
-    return {p.relative_to(outdir).as_posix(): p.stat().st_mtime_ns for p in outdir.rglob("*") if p.is_file()}
 
 
 def main() -> None:

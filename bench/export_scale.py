@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import sys
 import time
@@ -24,16 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
+
+from benchlib import cpu, mtimes  # noqa: E402 (bench/benchlib.py, beside this script)
 OUT = Path(__file__).resolve().parent / "out" / "export_scale"
-
-
-def cpu() -> float:
-    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-               for f in ("ru_utime", "ru_stime"))
-
-
-def mtimes(outdir: Path) -> dict[str, int]:
-    return {p.relative_to(outdir).as_posix(): p.stat().st_mtime_ns for p in outdir.rglob("*") if p.is_file()}
 
 
 def run_of(name: str) -> str | None:
