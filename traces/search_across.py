@@ -30,10 +30,9 @@ _CURRENT = "coalesce(json_extract_string(r.rules_version, '$.search') = ?, false
 SORT_SPREAD = 2.0  # step_words rows per row sorted by the last rewrite past which sort_step_words rewrites it
 SORT_MIN_ROWS = 122_880  # rows step_words holds before it is sorted at all (one DuckDB row group: no zone map helps)
 # The spread an ingest sorts step_words at once it is done (the `ingest` command): this bounds what a
-# search reads unsorted after it (a tenth of the rows). `ingest_tree`'s batches neither sort nor merge word_runs
-# meanwhile (one rewrite of each per ingest, not one per doubling: bench/RESULTS.md, i24i), so while a long ingest
-# runs a search reads its rows unsorted and up to a word_runs row per batch a word; other writers' batches
-# (write_runs with upkeep) sort at SORT_SPREAD.
+# search reads unsorted after it (a tenth of the rows). Every batch (`write_runs`), the ingest's included, merges
+# word_runs and sorts step_words at SORT_SPREAD meanwhile (bench/RESULTS.md, i24i: settling them once per ingest
+# instead was reverted, "Reverted after the merge").
 SETTLED_SPREAD = 1.1
 
 

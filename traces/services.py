@@ -149,9 +149,8 @@ class RunWriter:
     given: the writer calls nothing of its caller's (control flows one way: walker -> reader -> writer).
     """
 
-    def __init__(self, *, batch_runs: int = 1, batch_bytes: int = 1 << 62, upkeep: bool = True) -> None:
+    def __init__(self, *, batch_runs: int = 1, batch_bytes: int = 1 << 62) -> None:
         self.batch_runs, self.batch_bytes = max(1, batch_runs), batch_bytes
-        self.upkeep = upkeep  # each batch merges word_runs and sorts step_words when due (write_runs)
         self.pending: list[tuple[Any, RunWrite]] = []
         self.methods: set[str] = set()
         self._runs: dict[str, tuple[str, str, str]] | None = None  # stored run id -> its cell
@@ -177,7 +176,7 @@ class RunWriter:
         def unit(con) -> None:
             runs = self._known(con)
             write_runs(con, writes, methods=self._fresh(writes), replaced=[i for i in _ids(writes) if i in runs],
-                       shared=self._shared(writes), upkeep=self.upkeep)
+                       shared=self._shared(writes))
 
         try:
             warehouse.run_in_transaction(unit)
@@ -206,8 +205,7 @@ class RunWriter:
             writer.flush()
             rows = run.finish()
             writes = [RunWrite(rows, method)]
-            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes),
-                       upkeep=self.upkeep)
+            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes))
             return rows
 
         try:
@@ -248,7 +246,7 @@ class RunWriter:
 
 
 def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced: list[str],
-               shared: set[tuple[str, str, str]], upkeep: bool = True) -> None:
+               shared: set[tuple[str, str, str]]) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch:
     the ``methods`` rows (replacing those stored), the stored versions of the runs ``replaced`` deleted
     (:func:`delete_run`), the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote
@@ -258,7 +256,7 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
     (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the same transaction when the batches'
     rows spread past ``search_index.MERGE_SPREAD`` a word, and ``step_words`` sorted once half of it is not
-    (``search_across.sort_step_words``); ``upkeep`` False: neither. Raises duckdb.Error: nothing of the batch is stored once the caller rolls
+    (``search_across.sort_step_words``). Raises duckdb.Error: nothing of the batch is stored once the caller rolls
     back."""
     if not batch:
         return
@@ -284,9 +282,8 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
     insert_records(con, MonitorRow, [r for w in batch for r in w.rows.monitor], tables=_packed(batch, MonitorRow))
     # Each batch adds a row per word of its own to the inverted index: merged once they spread too far; and
     # unsorted rows to step_words, sorted once they are as many as the sorted ones.
-    if upkeep:
-        search_index.merge_word_runs(con)
-        search_across.sort_step_words(con)
+    search_index.merge_word_runs(con)
+    search_across.sort_step_words(con)
     in_batch = Counter(_cell(w.rows.run) for w in batch)
     cells = sorted(c for c, n in in_batch.items() if n > 1 or c in shared)  # a run alone in its cell is its latest
     if cells:
