@@ -37,7 +37,7 @@ from traces.selectors.compare import MAX_RUNS
 from traces.vocabulary import PHASES
 
 from .inputs import SOURCES, current_digests
-from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
+from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, step_text, write_bundles
 
 MANIFEST = ".export-manifest.json"
 # 6: site pages' inputs per declaration; 5: peers' states and scores from one file per cell; 4: comparisons built in
@@ -735,7 +735,7 @@ class Exporter:
         the base bundle, or the scope changed, the base bundle is built again from every run and the small
         indexes go."""
         current = set(content)
-        scope = hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, 2]).encode()).hexdigest()
+        scope = hashlib.sha256(json.dumps([site, PAGEFIND_VERSION, 3]).encode()).hexdigest()
         usable = (previous is not None and previous.get("scope") == scope and (self.outdir / SEARCH_ENTRY).is_file()
                   and (self.outdir / SEARCH_SHARDS).is_file())
         base: dict[str, list] = previous["base"] if usable and previous else {}
@@ -787,8 +787,8 @@ class Exporter:
 
     def run_records(self, run: runs.Run, counts: dict[str, int], *, base: bool) -> Iterator[SearchRecord]:
         """One record per exported page of steps of every trace of ``run``, in trace and step order: each step's
-        whole text (input, then output), on the exported page that holds it (the run's own page arithmetic,
-        :class:`RunPages`), with the run's title and names as meta and filters (``base``: also the ``base`` filter
+        whole text (:func:`search.step_text`: its input as the trace viewer shows it, then its output), on the
+        exported page that holds it (the run's own page arithmetic, :class:`RunPages`), with the run's title and names as meta and filters (``base``: also the ``base`` filter
         by which the search page hides a run's records of the base bundle once the run changed). Counts the steps
         with a word (those the search can find) into ``counts[run id]``."""
         pages, _ = self.run_layout(run.id)
@@ -798,7 +798,7 @@ class Exporter:
             after = -1
             while batch := runs.whole_steps(run.id, trace=trace, after=after):
                 for step in batch:
-                    text = f"{step.input}\n{step.output}" if step.input else step.output
+                    text = step_text(step.tool, step.input, step.output)
                     counts[run.id] += has_word(text)
                     page_steps.setdefault(layout.page_of_step(step.index), []).append(
                         SearchStep(step.index, step.kind, step.tool or "", text))

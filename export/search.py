@@ -32,6 +32,8 @@ from pathlib import Path
 from pagefind.index import IndexConfig
 from pagefind.service import PagefindService
 
+from traces.tool_input import read_tool_input
+
 PAGEFIND_VERSION = version("pagefind")
 LANGUAGE = "en"
 # The filters each record carries besides "run" (its id; the run page's search sets it), as the search page offers
@@ -87,6 +89,17 @@ class SearchRecord:
         body = "".join(f'<h2 id="step-{s.index}">\u00b7</h2>{esc(s.text)}\n' for s in self.steps)
         return (f'<!doctype html><html lang="{LANGUAGE}"><head><meta charset="utf-8"></head><body>{"".join(head)}'
                 f"<main data-pagefind-body>{body}</main></body></html>")
+
+
+def step_text(tool: str | None, input_text: str | None, output: str) -> str:
+    """A step's whole text as the search indexes and shows it: its input as the trace viewer shows it
+    (:func:`traces.tool_input.read_tool_input`: a command, a written file's path and lines, an edit's diff, other
+    JSON indented), then its output; the output alone without an input. Not the stored input, a tool's JSON
+    arguments: the results showed its quotes as ``\\"`` and its line breaks as ``\\n``."""
+    if not input_text:
+        return output
+    read = read_tool_input(tool, input_text)
+    return "\n".join([read.label, read.text, output] if read.label else [read.text, output])
 
 
 def has_word(text: str) -> bool:

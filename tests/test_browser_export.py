@@ -209,3 +209,19 @@ def test_the_search_page_merges_the_index_of_a_run_changed_since(site_copy, serv
         "the best 20 first" in page.locator("#search-status").inner_text()
     page.screenshot(path=ARTIFACTS / "export-search-merged.png", full_page=True)
     assert page.js_errors == []
+
+
+def test_a_written_file_is_found_and_shown_as_its_lines(served, page):
+    """A Write call's input is its tool's JSON arguments: the search indexes and shows the file as the trace viewer
+    does, its path and lines, so its quotes show once (not ``\\"``) and its line breaks are no ``\\n``."""
+    base = served[0]
+    page.goto(base + "search/index.html")
+    found = search_for(page, "Supervised")
+    written = [h for h in found if h["where"].lower().endswith(" write")]
+    assert written, found
+    for hit in written:
+        assert '"""Supervised fine-tuning' in hit["excerpt"] and "/home/ben/task/train_sft_v" in hit["excerpt"], hit
+        assert '\\"' not in hit["excerpt"] and "\\n" not in hit["excerpt"] and '"content"' not in hit["excerpt"], hit
+        assert hit["marks"] == ['"""Supervised'], hit  # Pagefind marks the whole token between spaces
+    page.screenshot(path=ARTIFACTS / "export-search-written-file.png", full_page=True)
+    assert page.js_errors == []

@@ -4,6 +4,7 @@ call id wraps. Screenshots of each page's first screen at 390 px go to test-arti
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from traces import selectors
 
@@ -87,3 +88,53 @@ def test_a_run_page_on_a_phone(live_server, demo_ingested, phone):
     phone.locator("#judge-panel").scroll_into_view_if_needed()
     phone.screenshot(path=SHOTS / "phone-run-judge.png")
     assert phone.js_errors == [], phone.js_errors
+
+
+# The header's rows at a width: the top of each page link (the links of nav, not the account's), the account's, the
+# search box's and the brand's, and what the links' row can scroll.
+HEADER_ROWS = """() => {
+    const top = el => Math.round(el.getBoundingClientRect().top);
+    const links = [...document.querySelectorAll('header.site nav a')].filter(a => !a.closest('.account'));
+    const row = links[0].parentElement;
+    return {links: links.map(top), brand: document.querySelector('header.site .brand').getBoundingClientRect().height,
+            account: top(document.querySelector('header.site .account')),
+            search: document.querySelector('header.site form.site-search').getBoundingClientRect().width,
+            last: links[links.length - 1].getBoundingClientRect().right, scrolls: row.scrollWidth - row.clientWidth};
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_the_header_lays_out_in_rows_of_one_line(live_server, use_published, browser, width):
+    """The site's header at a phone's 390 px and at 1440 px: the page links on one line (on a phone a row of its
+    own that scrolls sideways when it is wider than the screen; they wrapped onto two lines under the brand, the
+    search box between them), the account's link on the links' row, the brand on one line, the search box whole
+    (on a phone as wide as the screen allows), nothing wider than the screen."""
+    context, page = open_page(browser, viewport={"width": width, "height": 844}, device_scale_factor=1,
+                              is_mobile=width < 600, has_touch=width < 600)
+    get_user_model().objects.create_user("reviewer", password="a-long-test-password", is_staff=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for who in ("visitor", "staff"):
+        if who == "staff":
+            page.goto(live_server.url + "/login/?next=/")
+            page.fill("#id_username", "reviewer")
+            page.fill("#id_password", "a-long-test-password")
+            page.click("main input[type=submit]")
+            page.wait_for_url(live_server.url + "/")
+        else:
+            page.goto(live_server.url + "/")
+        page.screenshot(path=SHOTS / f"header-{width}-{who}.png", clip={"x": 0, "y": 0, "width": width, "height": 240})
+        rows = page.evaluate(HEADER_ROWS)
+        assert len(set(rows["links"])) == 1, (who, rows)
+        assert abs(rows["account"] - rows["links"][0]) <= 4, (who, rows)
+        assert rows["brand"] < 30, (who, rows)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert page.evaluate(OVERFLOWING) == [], who
+        if width < 600:
+            assert rows["search"] >= 0.9 * (width - 40), (who, rows)
+            page.evaluate("() => { const r = document.querySelector('header.site nav a').parentElement;"
+                          " r.scrollLeft = r.scrollWidth; }")
+            assert page.evaluate(HEADER_ROWS)["last"] <= width, who  # every link can be reached
+        else:
+            assert rows["scrolls"] == 0 and rows["last"] <= width, (who, rows)
+    assert page.js_errors == []
+    context.close()

@@ -1,9 +1,13 @@
 """A run page in headless Chromium: filter, search, jump, keys, load more; a planted script never runs."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from traces import layout
+from traces import layout, selectors
+from traces.schemas import Step
+from traces.templatetags.trace_format import is_long
 
 from .conftest import ARTIFACTS
 
@@ -80,4 +84,31 @@ def test_a_search_swaps_in_the_marked_matches_without_reloading_the_page(live_se
     page.wait_for_url(f"**/runs/{run_id}/")
     page.wait_for_selector("#steps li.step")
     assert page.locator("#steps mark").count() == 0 and page.input_value('#trace-filters input[name="q"]') == ""
+    assert page.js_errors == []
+
+
+def _a_long_output() -> tuple[str, Step, str]:
+    """(run id, step, word): a tool result of a demo run whose output the page shows whole and collapses (more than
+    the preview's lines), and a word of its last line."""
+    for run in sorted(selectors.list_runs(limit=None)[0], key=lambda r: r.id):
+        for step in selectors.steps_page(run.id, limit=400).steps:
+            lines = (step.output or "").splitlines()
+            words = re.findall(r"[A-Za-z]{5,}", lines[-1]) if len(lines) > 8 else []
+            if step.kind == "tool_result" and is_long(step.output) and not step.output_not_shown and words:
+                return run.id, step, words[0]
+    raise AssertionError("no demo run has a long tool output")
+
+
+def test_a_long_output_marked_by_a_search_shows_each_line_once(live_server, demo_ingested, page):
+    """A search of every trace opens a step's page with ?mark=<word>: the long output's preview and, opened because
+    the word is in it, the rest under it show each of the output's lines once (the rest held the preview's lines
+    again)."""
+    run_id, step, word = _a_long_output()
+    page.goto(f"{live_server.url}/runs/{run_id}/steps?after={step.index - 1}&mark={word}")
+    item = page.locator(f"#step-{step.index}")
+    assert item.locator("details.more[open]").count() == 1
+    shown = item.locator("pre.output").all_inner_texts()
+    assert len(shown) == 2 and "\n".join(shown).splitlines() == step.output.splitlines()
+    assert word.lower() in {m.lower() for m in item.locator("details.more mark").all_inner_texts()}
+    item.screenshot(path=ARTIFACTS / "run-long-output-marked.png")
     assert page.js_errors == []

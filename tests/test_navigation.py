@@ -21,7 +21,7 @@ def _nav(page) -> list[str]:
 def test_every_public_page_has_the_same_navigation(live_server, use_published, page):
     for path in PUBLIC_PAGES:
         page.goto(live_server.url + path)
-        assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "Search", "Judges", "API", "Log in"], path
+        assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "Judges", "API", "Search", "Log in"], path
     page.goto(live_server.url + "/")
     page.click("header.site nav >> text=Runs")
     page.wait_for_url("**/runs/")
@@ -37,7 +37,7 @@ def test_staff_log_in_from_the_header_and_see_reruns(live_server, use_published,
     page.click("header.site nav >> text=Log in")
     page.wait_for_url("**/login/?next=/plots/")  # the site's own sign-in page, with its navigation
     assert page.locator("main h1").inner_text() == "Log in"
-    assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "Search", "Judges", "API", "Log in"]
+    assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "Judges", "API", "Search", "Log in"]
     page.fill("#id_username", "reviewer")
     page.fill("#id_password", "not-the-password")
     page.click("main input[type=submit]")
@@ -47,8 +47,8 @@ def test_staff_log_in_from_the_header_and_see_reruns(live_server, use_published,
     page.click("main input[type=submit]")
     page.wait_for_url("**/plots/")  # back where the visitor was
     assert page.locator("header.site nav .user").inner_text() == "reviewer"
-    assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "Search", "Judges", "API", "Reruns",
-                          "Challenges", "Admin", "Log out"]
+    assert _nav(page) == ["Leaderboard", "Runs", "Plots", "Analysis", "Judges", "API", "Reruns", "Challenges",
+                          "Admin", "Search", "Log out"]
     page.screenshot(path=ARTIFACTS / "nav-staff.png")
     page.click("header.site nav >> text=Reruns")
     page.wait_for_url("**/reruns/")

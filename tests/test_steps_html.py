@@ -14,9 +14,11 @@ from django.template import Context, Template
 
 from traces.schemas import Step
 from traces.steps_html import step_items
+from traces.templatetags.trace_format import PREVIEW_CHARS, PREVIEW_LINES, is_long, preview, split_preview
 from traces.vocabulary import RULE_TEXT
 
-# The loop as _steps.html had it before it was written in Python (main at 7141d08), the reference.
+# The loop as _steps.html had it before it was written in Python (main at 7141d08), the reference; since, a long
+# output's rest under its preview holds only the lines after the preview (its lines were shown twice).
 LOOP = """{% load humanize trace_format %}{% for s in page.steps %}
 <li class="step kind-{{ s.kind }}{% if s.is_error %} error{% endif %}{% if s.suspicious %} suspicious{% endif %}{% if s.index == focus %} focus{% endif %}"
     id="step-{{ s.index }}" data-index="{{ s.index }}" tabindex="-1">
@@ -31,7 +33,7 @@ LOOP = """{% load humanize trace_format %}{% for s in page.steps %}
   {% if s.input %}{% if mark_query %}{% with shown=s|readable_input %}{% if shown.label %}<p class="tool-file"><code>{{ shown.label|highlight:mark_query }}</code></p>{% endif %}<pre class="input tool-{{ shown.kind }}"><code>{{ shown.text|highlight:mark_query }}</code></pre>{% endwith %}{% else %}{% with shown=s|tool_input %}{% if shown.label %}<p class="tool-file"><code>{{ shown.label }}</code>{% if shown.kind == "diff" %} <span class="muted">edited</span>{% endif %}</p>{% endif %}<pre class="input hl tool-{{ shown.kind }}" data-render="{{ shown.kind }}"><code>{{ shown.html }}</code></pre>{% endwith %}{% endif %}
     {% if s.input_not_shown %}<p class="not-shown">{{ s.input_not_shown|intcomma }} bytes not shown · <a href="{% url 'traces:step_text' run.id s.index %}?field=input{% if params.trace != 'agent' %}&amp;trace={{ params.trace|urlencode }}{% endif %}">whole input</a></p>{% endif %}{% endif %}
   {% if s.output %}{% if s.output|is_long %}<pre class="output">{{ s.output|preview|highlight:mark_query }}</pre>
-    <details class="more"{% if s.output|clipped|has_match:mark_query %} open{% endif %}><summary>show all {{ s.output|line_count }} lines{% if s.output_not_shown %} shown here{% endif %}</summary><pre class="output">{{ s.output|clipped|highlight:mark_query }}</pre></details>
+    <details class="more"{% if s.output|clipped|after_preview|has_match:mark_query %} open{% endif %}><summary>show all {{ s.output|line_count }} lines{% if s.output_not_shown %} shown here{% endif %}</summary><pre class="output">{{ s.output|clipped|after_preview|highlight:mark_query }}</pre></details>
   {% else %}<pre class="output">{{ s.output|highlight:mark_query }}</pre>{% endif %}
     {% if s.output_not_shown %}<p class="not-shown">{{ s.output_not_shown|intcomma }} bytes not shown · <a href="{% url 'traces:step_text' run.id s.index %}?field=output{% if params.trace != 'agent' %}&amp;trace={{ params.trace|urlencode }}{% endif %}">whole output</a></p>{% endif %}{% endif %}
 </li>
@@ -108,3 +110,13 @@ def test_a_files_lexer_is_pygments_own_for_its_name(path):
     for _ in range(2):  # looked up, then kept
         found = _lexer_for(path)
         assert type(found) is type(expected) and found.options == expected.options
+
+
+@pytest.mark.parametrize("text", [LONG, "x" * 1_500, "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\n", "1\n2\n3\n4\n5\n6\n", "\n" * 9,
+                                  "short", ""])
+def test_a_preview_and_the_rest_under_it_are_the_text_once(text):
+    head, rest = split_preview(text)
+    between = text[len(head):len(text) - len(rest)]
+    assert text == head + between + rest and between in ("", "\n", "\r\n")
+    assert head == preview(text) and len(head) <= PREVIEW_CHARS and len(head.splitlines()) <= PREVIEW_LINES
+    assert is_long(text) == (rest != "")

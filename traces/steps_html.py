@@ -23,8 +23,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 
 from .schemas import Step
-from .templatetags.trace_format import (clipped, has_match, highlight, hm, hours_hm, is_long, line_count, preview,
-                                        readable_input, tool_input)
+from .templatetags.trace_format import (after_preview, clipped, has_match, highlight, hm, hours_hm, is_long, line_count,
+                                        preview, readable_input, tool_input)
 
 Mark = str | list[str] | tuple[str, ...] | None
 ERROR_BADGE = '<span class="badge flagged">error</span>'
@@ -132,17 +132,17 @@ def _input(s: Step, run_id: str, trace_after: str, mark_query: Mark) -> str:
 
 
 def _output(s: Step, run_id: str, trace_after: str, mark_query: Mark) -> str:
-    """A step's output (a long one as its preview and the whole, collapsed unless it holds a match of
+    """A step's output (a long one as its preview and the rest under it, collapsed unless the rest holds a match of
     ``mark_query``) and the note of the bytes not shown; "" without an output."""
     if not s.output:
         return ""
     if is_long(s.output):
-        whole = clipped(s.output)
-        opened = " open" if has_match(whole, mark_query) else ""
+        rest = after_preview(clipped(s.output))  # the preview's lines are not repeated under it
+        opened = " open" if has_match(rest, mark_query) else ""
         cut = " shown here" if s.output_not_shown else ""
         shown = (f'<pre class="output">{_e(highlight(preview(s.output), mark_query))}</pre>\n'
                  f'    <details class="more"{opened}><summary>show all {line_count(s.output)} lines{cut}</summary>'
-                 f'<pre class="output">{_e(highlight(whole, mark_query))}</pre></details>\n  ')
+                 f'<pre class="output">{_e(highlight(rest, mark_query))}</pre></details>\n  ')
     else:
         shown = f'<pre class="output">{_e(highlight(s.output, mark_query))}</pre>'
     more = _not_shown(s, run_id, "output", s.output_not_shown, trace_after) if s.output_not_shown else ""

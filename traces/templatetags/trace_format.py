@@ -20,10 +20,32 @@ PREVIEW_CHARS = 1_200  # characters of an output's preview
 FULL_LIMIT = 100_000  # characters of one output rendered in the page (the selector already cut it to fewer)
 
 
+def split_preview(text: str | None) -> tuple[str, str]:
+    """(preview, rest) of a text: its first PREVIEW_LINES lines, at most PREVIEW_CHARS characters, and what follows
+    them, the line break between the two left out, so that a long output's preview and the rest under it show each
+    line once. Both are the text's own characters (its line breaks as they are)."""
+    text = text or ""
+    lines = text[:PREVIEW_CHARS].splitlines(keepends=True)[:PREVIEW_LINES]
+    if not lines:
+        return "", text
+    end = sum(map(len, lines))
+    line_break = len(lines[-1]) - len(lines[-1].splitlines()[0])
+    rest = text[end:]
+    if lines[-1].endswith("\r") and rest.startswith("\n"):  # a "\r\n" cut at PREVIEW_CHARS
+        rest = rest[1:]
+    return text[:end - line_break], rest
+
+
 @register.filter
 def preview(text: str | None) -> str:
-    """The first PREVIEW_LINES lines of a text, at most PREVIEW_CHARS characters."""
-    return "\n".join((text or "")[:PREVIEW_CHARS * 2].splitlines()[:PREVIEW_LINES])[:PREVIEW_CHARS]
+    """The first PREVIEW_LINES lines of a text, at most PREVIEW_CHARS characters (:func:`split_preview`)."""
+    return split_preview(text)[0]
+
+
+@register.filter
+def after_preview(text: str | None) -> str:
+    """What follows a text's preview (:func:`split_preview`); "" when the preview shows all of it."""
+    return split_preview(text)[1]
 
 
 @register.filter
@@ -36,7 +58,7 @@ def is_long(text: str | None) -> bool:
     """Whether the text is collapsed: its preview (:func:`preview`) does not show all of it (more than
     PREVIEW_LINES lines, or more than PREVIEW_CHARS characters). An output the preview shows whole is shown as
     it is, without a "show all N lines" under it."""
-    return text is not None and text != "" and preview(text) != "\n".join(text.splitlines())
+    return split_preview(text)[1] != ""
 
 
 @register.filter
