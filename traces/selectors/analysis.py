@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -17,7 +18,7 @@ from pydantic import Field, computed_field
 from ..reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ..schemas import Model, Percent, Run
 from ..vocabulary import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
-from .runs import AGENT_RUN, agent_display, fetch_dicts
+from .runs import AGENT_RUN, agent_display, fetch_dicts, fetch_rows
 
 class TimelineCall(Model):
     """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped).
@@ -393,7 +394,7 @@ def _read_rows(con, suite: str) -> list[tuple]:
     ``str.lower``) then id: the page's order (each agent's first run opens its row). Sorted by id (run ids are
     unique), then each lowered name's runs gathered in that order and the names sorted: no Python key call per run
     (K=90: 2,520 runs, ~90 names)."""
-    rows = con.execute(_RUN_SQL, [suite]).fetchall()
+    rows = fetch_rows(con, _RUN_SQL, [suite])
     rows.sort(key=itemgetter(0))
     lowered = {name: (name or "").lower() for name in {row[3] for row in rows}}
     by_name: dict[str, list[tuple]] = {}
@@ -503,12 +504,16 @@ def read_analysis(con, suite: str) -> Analysis:
             hours={p: (_mean([v / 3600 for v in columns[at]]) if traced else None) or 0.0
                    for p, at in zip(PHASES, seconds_at)},
             idle_gaps=_mean([float(v) for v in columns[traced_at + 1]]) if traced else None))
-    # Per method facet, the verified scores of the runs with it and without it, in the runs' order.
-    scored = [(row[_SCORE], row[_MASK]) for row in rows if row[_SCORE] is not None]
+    # Per method facet, the verified scores of the runs with it and without it, in the runs' order: picked by
+    # ``compress`` over the scored runs' masks, each distinct mask tested once per facet (no Python step per run).
+    scored = [row for row in rows if row[_SCORE] is not None]
+    scores, masks = [row[_SCORE] for row in scored], [row[_MASK] for row in scored]
+    distinct = set(masks)
     by_method = []
     for i, m in enumerate(METHOD_FACETS):
-        with_m = [score for score, mask in scored if mask >> i & 1]
-        without_m = [score for score, mask in scored if not mask >> i & 1]
+        has, lacks = {mask: mask >> i & 1 for mask in distinct}, {mask: not mask >> i & 1 for mask in distinct}
+        with_m = list(compress(scores, map(has.__getitem__, masks)))
+        without_m = list(compress(scores, map(lacks.__getitem__, masks)))
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m),
                                      runs_without=len(without_m), mean_without=_mean(without_m)))
     return Analysis(suite, len(rows), sum(1 for row in rows if row[6]), mix, by_method, calibration, time_use,
