@@ -396,7 +396,7 @@ def _read_rows(con, suite: str) -> list[tuple]:
     (K=90: 2,520 runs, ~90 names)."""
     rows = fetch_rows(con, _RUN_SQL, [suite])
     rows.sort(key=itemgetter(0))
-    lowered = {name: (name or "").lower() for name in {row[3] for row in rows}}
+    lowered = {name: (name or "").lower() for name in set(map(itemgetter(3), rows))}
     by_name: dict[str, list[tuple]] = {}
     for row in rows:
         by_name.setdefault(lowered[row[3]], []).append(row)
@@ -480,11 +480,12 @@ def read_analysis(con, suite: str) -> Analysis:
     shown = display_suite(suite)
     mix, calibration, time_use = [], [], []
     traced_at = _MASK + 1
+    mask_of, traced_of = itemgetter(_MASK), itemgetter(traced_at)
     seconds_at = range(_MASK + 3, _MASK + 3 + len(PHASES))
     for key, items in agents.items():  # one pass per agent's runs for each table (K=90: 63 agents, 2,520 runs)
         first = items[0]
         name = (agent_display(shown, first[1], first[3]) if shown else first[3]) or first[1]
-        masks = Counter(row[_MASK] for row in items).items()  # a few distinct masks per agent
+        masks = Counter(map(mask_of, items)).items()  # a few distinct masks per agent
         mix.append(MethodMix(key=key, agent=name, runs=len(items), counts={
             m: sum(n for mask, n in masks if mask >> i & 1) for i, m in enumerate(METHOD_FACETS)}))
         # overoptimism(own, verified), inlined: both known and the verified score not 0 (falsy: None or 0.0)
@@ -496,7 +497,7 @@ def read_analysis(con, suite: str) -> Analysis:
             mean_self=_mean([r[1] for r in rated]), mean_verified=_mean([r[2] for r in rated]),
             best_run=best[0] if best else None, best_ratio=best[3] if best else None))
         timed = [row[8] / (row[9] * 3600) for row in items if row[8] is not None and row[9]]
-        traced = [row for row in items if row[traced_at]]
+        traced = list(compress(items, map(traced_of, items)))
         columns = list(zip(*traced))  # the traced runs' values column by column, in order (none: empty)
         time_use.append(AgentTimeUse(
             key=key, agent=name, runs=len(items), runs_timed=len(timed), budget_fraction=_mean(timed),
@@ -516,6 +517,6 @@ def read_analysis(con, suite: str) -> Analysis:
         without_m = list(compress(scores, map(lacks.__getitem__, masks)))
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m),
                                      runs_without=len(without_m), mean_without=_mean(without_m)))
-    return Analysis(suite, len(rows), sum(1 for row in rows if row[6]), mix, by_method, calibration, time_use,
+    return Analysis(suite, len(rows), sum(map(itemgetter(6), rows)), mix, by_method, calibration, time_use,
                     reported, [row for row in rows if row[_SELF] is not None and row[_SCORE]],  # overoptimism's
                     read_base_scores(con, suite))
