@@ -508,13 +508,13 @@ def read_analysis(con, suite: str) -> Analysis:
     # Per method facet, the verified scores of the runs with it and without it, in the runs' order: picked by
     # ``compress`` over the scored runs' masks, each distinct mask tested once per facet (no Python step per run).
     scored = [row for row in rows if row[_SCORE] is not None]
-    scores, masks = [row[_SCORE] for row in scored], [row[_MASK] for row in scored]
-    distinct = set(masks)
+    scores, scored_masks = [row[_SCORE] for row in scored], [row[_MASK] for row in scored]
+    distinct = set(scored_masks)
     by_method = []
     for i, m in enumerate(METHOD_FACETS):
         has, lacks = {mask: mask >> i & 1 for mask in distinct}, {mask: not mask >> i & 1 for mask in distinct}
-        with_m = list(compress(scores, map(has.__getitem__, masks)))
-        without_m = list(compress(scores, map(lacks.__getitem__, masks)))
+        with_m = list(compress(scores, map(has.__getitem__, scored_masks)))
+        without_m = list(compress(scores, map(lacks.__getitem__, scored_masks)))
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m),
                                      runs_without=len(without_m), mean_without=_mean(without_m)))
     return Analysis(suite, len(rows), sum(map(itemgetter(6), rows)), mix, by_method, calibration, time_use,
