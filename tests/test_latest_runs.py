@@ -12,7 +12,6 @@ import importlib
 import json
 import shutil
 from collections import Counter
-from operator import itemgetter
 from pathlib import Path
 
 import pytest
@@ -316,36 +315,3 @@ def _tables(facts) -> tuple[list, list, list, list]:
         by_method.append({"facet": m, "runs": len(with_m), "mean_score": _mean(with_m), "runs_without": len(without_m),
                           "mean_without": _mean(without_m)})
     return mix, calibration, time_use, by_method
-
-
-def _typed(rows: list[tuple]) -> list[tuple]:
-    return [tuple((type(v), v) for v in row) for row in rows]
-
-
-def test_rows_read_by_column_equal_fetchall():
-    """``runs.fetch_rows`` (columns by numpy, zipped) gives what ``fetchall`` gives: same values, same Python types,
-    None for NULL in every column type it is for (VARCHAR, BOOLEAN, integers, DOUBLE), a column all NULL, no rows."""
-    import duckdb
-
-    from traces.selectors.runs import fetch_rows
-
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (s VARCHAR, b BOOLEAN, i INTEGER, h BIGINT, d DOUBLE, n DOUBLE)")
-    con.execute("INSERT INTO t VALUES ('a', true, 1, 10000000000, 0.1, NULL), (NULL, NULL, NULL, NULL, NULL, NULL), "
-                "('é', false, -3, -1, 1e-300, NULL), ('', true, 0, 0, -0.0, NULL)")
-    for sql, params in (("SELECT * FROM t", []), ("SELECT s, d * 3 AS x, i + 1 FROM t WHERE i IS NULL OR i < ?", [5]),
-                        ("SELECT * FROM t WHERE false", [])):
-        assert _typed(fetch_rows(con, sql, params)) == _typed(con.execute(sql, params).fetchall()), sql
-
-
-def test_the_pages_rows_read_by_column_equal_fetchall(lake):
-    """The analysis' and the leaderboard's reads of ``latest_runs`` by ``fetch_rows`` equal ``fetchall``'s rows."""
-    from traces.selectors.runs import fetch_rows
-
-    cells_sql = ("SELECT r.run_id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
-                 "r.benchmark, r.base_model, r.state, r.score, r.time_taken_s, r.synthetic, r.verdicts, r.overrides "
-                 f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN}")
-    with warehouse.connect() as con:
-        for sql in (analysis_module._RUN_SQL, cells_sql):
-            got = _typed(sorted(fetch_rows(con, sql, [SUITE]), key=itemgetter(0)))  # by run id (unique)
-            assert got and got == _typed(sorted(con.execute(sql, [SUITE]).fetchall(), key=itemgetter(0)))

@@ -18,7 +18,7 @@ from pydantic import Field, computed_field
 from ..reported import FACT_TOPIC_TEXT, ReportedFact, read_reported_facts
 from ..schemas import Model, Percent, Run
 from ..vocabulary import IDLE_GAP_S, METHOD_FACETS, PHASES, Phase, call_phase, overoptimism, time_split
-from .runs import AGENT_RUN, agent_display, fetch_dicts, fetch_rows
+from .runs import AGENT_RUN, agent_display, fetch_dicts
 
 class TimelineCall(Model):
     """A tool call on the timeline: step index, seconds since the trace's start, tool, phase, input (clipped).
@@ -394,7 +394,7 @@ def _read_rows(con, suite: str) -> list[tuple]:
     ``str.lower``) then id: the page's order (each agent's first run opens its row). Sorted by id (run ids are
     unique), then each lowered name's runs gathered in that order and the names sorted: no Python key call per run
     (K=90: 2,520 runs, ~90 names)."""
-    rows = fetch_rows(con, _RUN_SQL, [suite])
+    rows = con.execute(_RUN_SQL, [suite]).fetchall()
     rows.sort(key=itemgetter(0))
     lowered = {name: (name or "").lower() for name in set(map(itemgetter(3), rows))}
     by_name: dict[str, list[tuple]] = {}

@@ -14,7 +14,7 @@ from ..verdicts import Verdict
 from ptbsite.suites import display_suite
 
 from .compare import pick_peers
-from .runs import AGENT_RUN, VerdictPattern, agent_display, fetch_rows, verdict_outcome, verdicts_of
+from .runs import AGENT_RUN, VerdictPattern, agent_display, verdict_outcome, verdicts_of
 
 @dataclass
 class CellRun:
@@ -67,10 +67,11 @@ def read_latest_cells(con, suite: str) -> list[CellRun]:
     attempt, era, kind, value, flag), not the judges' words (``text``, ``note`` and ``source_file`` empty: the
     run page reads those). Cells of one pattern share their ``flags``, ``verdicts`` and ``overrides`` (callers
     must not change them)."""
-    rows = fetch_rows(
-        con, "SELECT r.run_id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
+    rows = con.execute(
+        "SELECT r.run_id, r.method, m.agent_key, m.agent_name, m.scaffold, m.reasoning_effort, m.results_root, "
         "r.benchmark, r.base_model, r.state, r.score, r.time_taken_s, r.synthetic, r.verdicts, r.overrides "
-        f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN}", [suite])
+        f"FROM latest_runs r JOIN methods m ON m.id = r.method WHERE r.suite = ? AND {AGENT_RUN}",
+        [suite]).fetchall()
     # Ordered by method, benchmark, base model: one latest run per cell, so a total order; by a C key here (DuckDB's
     # ORDER BY cost ~5 CPU ms at K=90's 2,520 runs; VARCHAR and str compare alike, by code point).
     rows.sort(key=itemgetter(1, 7, 8))

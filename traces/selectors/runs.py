@@ -64,16 +64,6 @@ def fetch_dicts(con, sql: str, params: list | tuple = ()) -> list[dict[str, Any]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def fetch_rows(con, sql: str, params: list | tuple = ()) -> list[tuple]:
-    """The rows of a query as ``fetchall`` gives them (tuples of Python values, None for NULL), read column by
-    column (``fetchnumpy``, each column converted by numpy's ``tolist`` in C) and zipped: the read of a row of
-    scalars per latest run (K=90: 2,520 rows of 15-22 columns, issue 24) costs ~2 us a row less than ``fetchall``.
-    For columns of VARCHAR, BOOLEAN, integer and DOUBLE types only (numpy holds dates, decimals and lists as other
-    Python types than ``fetchall`` returns)."""
-    columns = con.execute(sql, params).fetchnumpy()
-    return list(zip(*[column.tolist() for column in columns.values()]))
-
-
 def read_runs(con, where: str, params: list, limit: int | None = None, *, sort: RunSort | None = None,
               after: str | None = None) -> list[Run]:
     """Runs (with agent names, score, verdicts, overrides and effective flags) matching a SQL condition on
