@@ -322,52 +322,58 @@ def rows_from_runs(
         info.overridden = info.overridden or cell.overridden
         info.synthetic = info.synthetic and cell.synthetic
 
-    # Each results root's fallback score per cell of the view, once (not once per cell of every method).
+    # Each results root's fallback score per cell of the view, once (not once per cell of every method), in the
+    # order of ``grid``: model by model, each model's benchmarks in ``weights``' order.
     grid = [(m, t) for m in view_models for t in weights]
-    bases: dict[str, dict[tuple[str, str], float]] = {}
+    bases: dict[str, list[float]] = {}
     for root in set(roots.values()):
         tree = tree_base.get(root)
-        bases[root] = {}
+        bases[root] = []
         for cell_key in grid:
             score = tree.scores.get(cell_key) if tree is not None else None
-            bases[root][cell_key] = score if score is not None else base_scores.get(cell_key, 0.0)
+            bases[root].append(score if score is not None else base_scores.get(cell_key, 0.0))
 
+    # Each method's cells as lists in ``grid``'s order (its run or None; its final value and reason), built once;
+    # the sums below walk them by position, adding the same floats in the same order as per-cell dicts did.
+    bench_count, weight_list, default_rule = len(weights), list(weights.values()), (verdicts, reviews) == ("era", True)
+    spans = [(j * bench_count, (j + 1) * bench_count) for j in range(len(view_models))]  # each model's cells
     rows = []
     for key, info in agents.items():
         methods = sorted(info.methods)
-        finals: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {}
+        finals: list[list[tuple[float, str | None]]] = []  # per method (in ``methods``' order), per cell of grid
+        counted: list[list[str | None]] = []  # per method, per cell of grid: the run id the cell counts, or None
         n_runs = n_scored = 0
         for method in methods:
-            finals[method] = final = {}
-            of_method, base_of = by_method[method], bases[roots[method]]
-            for cell_key in grid:
-                run = of_method.get(cell_key)
-                base = base_of[cell_key]
+            of_method = by_method[method]
+            cell_runs = [of_method.get(cell_key) for cell_key in grid]
+            final: list[tuple[float, str | None]] = []
+            for run, base in zip(cell_runs, bases[roots[method]]):
                 if run is None:
-                    final[cell_key] = aggregation.final_cell(accuracy=None, state=None, flags=None, base=base)
-                    continue
-                if keep is not None and run.run_id not in keep:
-                    final[cell_key] = (base, "facet")
-                    continue
-                n_runs += 1
-                final[cell_key] = value = aggregation.final_cell(
-                    accuracy=run.accuracy, state=run.state, flags=_cell_flags(run, verdicts, reviews), base=base)
-                n_scored += value[1] is None
-        metrics = [
-            aggregation.mean(aggregation.weighted_score({t: finals[me][(m, t)][0] for t in weights}, weights)
-                             for m in view_models)
-            for me in methods
-        ]
+                    final.append(aggregation.final_cell(accuracy=None, state=None, flags=None, base=base))
+                elif keep is not None and run.run_id not in keep:
+                    final.append((base, "facet"))
+                else:
+                    n_runs += 1
+                    value = aggregation.final_cell(accuracy=run.accuracy, state=run.state, base=base, flags=run.flags
+                                                   if default_rule else _cell_flags(run, verdicts, reviews))
+                    final.append(value)
+                    n_scored += value[1] is None
+            finals.append(final)
+            counted.append([run.run_id if run is not None and (keep is None or run.run_id in keep) else None
+                            for run in cell_runs])
+        # Each method's metric: the mean over the view's models of the weighted sum over benchmarks.
+        metrics = [aggregation.mean([sum(w * v[0] for w, v in zip(weight_list, final[a:b])) for a, b in spans])
+                   for final in finals]
         row_cells = {}
-        for t in weights:
-            values = [aggregation.mean(finals[me][(m, t)][0] for m in view_models) for me in methods]
+        for i, t in enumerate(weights):
+            values = [aggregation.mean([final[a + i][0] for a, _ in spans]) for final in finals]
             std = aggregation.sample_std(values)
             row_cells[t] = Cell(
                 score=aggregation.mean(values), std=std,
                 fallbacks=[(names[m] + (f" ({me})" if len(methods) > 1 else ""), reason)
-                           for me in methods for m in view_models if (reason := finals[me][(m, t)][1])],
-                run_ids=[run.run_id for me in methods for m in view_models
-                         if (run := by_method[me].get((m, t))) is not None and (keep is None or run.run_id in keep)],
+                           for me, final in zip(methods, finals) for m, (a, _) in zip(view_models, spans)
+                           if (reason := final[a + i][1])],
+                run_ids=[run_id for ids in counted for a, _ in spans if (run_id := ids[a + i]) is not None],
             )
         if n_runs == 0:
             continue  # no run of this agent in this view (e.g. none on the chosen base model): no row, no rank

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -395,7 +396,7 @@ def _read_rows(con, suite: str) -> list[tuple]:
     (K=90: 2,520 runs, ~90 names)."""
     rows = con.execute(_RUN_SQL, [suite]).fetchall()
     rows.sort(key=itemgetter(0))
-    lowered = {name: (name or "").lower() for name in {row[3] for row in rows}}
+    lowered = {name: (name or "").lower() for name in set(map(itemgetter(3), rows))}
     by_name: dict[str, list[tuple]] = {}
     for row in rows:
         by_name.setdefault(lowered[row[3]], []).append(row)
@@ -479,11 +480,12 @@ def read_analysis(con, suite: str) -> Analysis:
     shown = display_suite(suite)
     mix, calibration, time_use = [], [], []
     traced_at = _MASK + 1
+    mask_of, traced_of = itemgetter(_MASK), itemgetter(traced_at)
     seconds_at = range(_MASK + 3, _MASK + 3 + len(PHASES))
     for key, items in agents.items():  # one pass per agent's runs for each table (K=90: 63 agents, 2,520 runs)
         first = items[0]
         name = (agent_display(shown, first[1], first[3]) if shown else first[3]) or first[1]
-        masks = Counter(row[_MASK] for row in items).items()  # a few distinct masks per agent
+        masks = Counter(map(mask_of, items)).items()  # a few distinct masks per agent
         mix.append(MethodMix(key=key, agent=name, runs=len(items), counts={
             m: sum(n for mask, n in masks if mask >> i & 1) for i, m in enumerate(METHOD_FACETS)}))
         # overoptimism(own, verified), inlined: both known and the verified score not 0 (falsy: None or 0.0)
@@ -495,7 +497,7 @@ def read_analysis(con, suite: str) -> Analysis:
             mean_self=_mean([r[1] for r in rated]), mean_verified=_mean([r[2] for r in rated]),
             best_run=best[0] if best else None, best_ratio=best[3] if best else None))
         timed = [row[8] / (row[9] * 3600) for row in items if row[8] is not None and row[9]]
-        traced = [row for row in items if row[traced_at]]
+        traced = list(compress(items, map(traced_of, items)))
         columns = list(zip(*traced))  # the traced runs' values column by column, in order (none: empty)
         time_use.append(AgentTimeUse(
             key=key, agent=name, runs=len(items), runs_timed=len(timed), budget_fraction=_mean(timed),
@@ -503,14 +505,18 @@ def read_analysis(con, suite: str) -> Analysis:
             hours={p: (_mean([v / 3600 for v in columns[at]]) if traced else None) or 0.0
                    for p, at in zip(PHASES, seconds_at)},
             idle_gaps=_mean([float(v) for v in columns[traced_at + 1]]) if traced else None))
-    # Per method facet, the verified scores of the runs with it and without it, in the runs' order.
-    scored = [(row[_SCORE], row[_MASK]) for row in rows if row[_SCORE] is not None]
+    # Per method facet, the verified scores of the runs with it and without it, in the runs' order: picked by
+    # ``compress`` over the scored runs' masks, each distinct mask tested once per facet (no Python step per run).
+    scored = [row for row in rows if row[_SCORE] is not None]
+    scores, scored_masks = [row[_SCORE] for row in scored], [row[_MASK] for row in scored]
+    distinct = set(scored_masks)
     by_method = []
     for i, m in enumerate(METHOD_FACETS):
-        with_m = [score for score, mask in scored if mask >> i & 1]
-        without_m = [score for score, mask in scored if not mask >> i & 1]
+        has, lacks = {mask: mask >> i & 1 for mask in distinct}, {mask: not mask >> i & 1 for mask in distinct}
+        with_m = list(compress(scores, map(has.__getitem__, scored_masks)))
+        without_m = list(compress(scores, map(lacks.__getitem__, scored_masks)))
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m),
                                      runs_without=len(without_m), mean_without=_mean(without_m)))
-    return Analysis(suite, len(rows), sum(1 for row in rows if row[6]), mix, by_method, calibration, time_use,
+    return Analysis(suite, len(rows), sum(map(itemgetter(6), rows)), mix, by_method, calibration, time_use,
                     reported, [row for row in rows if row[_SELF] is not None and row[_SCORE]],  # overoptimism's
                     read_base_scores(con, suite))
