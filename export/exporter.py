@@ -36,7 +36,7 @@ from traces import selectors as runs
 from traces.selectors.compare import MAX_RUNS
 from traces.vocabulary import PHASES
 
-from .inputs import SOURCES, current_digests
+from .inputs import SOURCES, current_digests, current_fingerprints, snapshot_changes
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, write_bundles
 
 MANIFEST = ".export-manifest.json"
@@ -432,14 +432,13 @@ class Exporter:
         # database instead of opening the file again (~15 ms each); and read as export_reads says.
         with warehouse.connect(), export_reads():
             code = self.code_fingerprint()
-            parts = runs.run_fingerprint_parts()
-            owns, peers, fingerprints = parts.owns, parts.peers, parts.combined()
+            parts, kept, digests = self.read_inputs(code, previous)
+            owns, fingerprints = parts.owns, parts.combined()
             cells = {cell_file(*cell): fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
             cell_of = {cell_file(*cell): cell for cell in parts.cells}
             cpu = time.process_time()
-            site_pages, digests = self.site_pages(code, fingerprints, previous.get("pages") or {},
-                                                  previous.get("digests"))
-            self.report.site_pages_cpu = time.process_time() - cpu
+            site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {}, digests)
+            self.report.site_pages_cpu += time.process_time() - cpu
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
             known_own = previous.get("own", {}) if known else {}
@@ -453,6 +452,7 @@ class Exporter:
             # compare with was renamed, stopped or started counting, came or went): its page and its JSON twin are
             # rendered again (they list them). A peer's state and score are in its cell's file, written below; the
             # comparisons are built in the browser from each run's side file, written with the run's own files.
+            peers = parts.peers_of(touched)
             refresh = {run_id: peers[run_id]
                        for run_id in touched if known_own.get(run_id) == owns[run_id]
                        and (self.outdir / f"runs/{run_id}/index.html").is_file()
@@ -464,7 +464,7 @@ class Exporter:
             stale_cells = sorted(f for f, fingerprint in cells.items()
                                  if known_cells.get(f) != fingerprint or not (self.outdir / f).is_file())
             if touched or self.report.runs_removed or stale_cells:
-                self.write_manifest(site_pages, digests, site, {k: fingerprints[k] for k in untouched},
+                self.write_manifest(site_pages, digests, kept, site, {k: fingerprints[k] for k in untouched},
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
             read = self.read_runs(touched, len(fingerprints))
@@ -474,10 +474,37 @@ class Exporter:
             search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(site_pages, digests, site, fingerprints, owns, search, cells)
+        self.write_manifest(site_pages, digests, kept, site, fingerprints, owns, search, cells)
         self.report.files, self.report.bytes = _tree_size(str(self.outdir))
         self.report.seconds = time.monotonic() - started
         return self.report
+
+    def read_inputs(self, code: str, previous: dict) -> tuple[runs.RunFingerprintParts, dict, dict]:
+        """(every run's fingerprint parts, what the manifest keeps of them, the site pages' sources' digests), read
+        in one snapshot of the warehouse: on DuckLake, what changed since the snapshot of the manifest's
+        (``previous``) digests is asked once for both (``export.inputs.snapshot_changes``); the fingerprints read
+        again only for the runs the change feed names (``export.inputs.current_fingerprints``), the digests only for
+        the sources whose tables' rows changed (``export.inputs.current_digests``: counted in the report's
+        ``site_pages_cpu``).
+
+        Raises:
+            ExportError: a declaration names a source ``export.inputs.SOURCES`` does not have.
+        """
+        named = {source for d in self.site_declarations().values() for source in d.inputs or ()}
+        unknown = sorted(named - set(SOURCES))
+        if unknown:
+            raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
+        kept_digests = previous.get("digests") or {}
+        kept_parts = previous.get("fingerprints") or {}
+        with warehouse.snapshot() as con:
+            changes = snapshot_changes(con, kept_digests.get("snapshot"))
+            parts, kept = current_fingerprints(con, kept_parts, code,
+                                               changes if kept_parts.get("snapshot") == kept_digests.get("snapshot")
+                                               else None)
+            cpu = time.process_time()
+            digests = current_digests(con, named, kept_digests, changes)
+            self.report.site_pages_cpu += time.process_time() - cpu
+        return parts, kept, digests
 
     @staticmethod
     def read_runs(run_ids: list[str], total: int) -> dict[str, runs.Run]:
@@ -535,27 +562,16 @@ class Exporter:
                 if declared.scope == "site" and not declared.live_only}
 
     def site_pages(self, code: str, fingerprints: dict[str, str], previous: dict[str, dict],
-                   kept: dict | None) -> tuple[dict[str, dict], dict]:
+                   digests: dict) -> dict[str, dict]:
         """Render the pages of each site-scoped declaration whose inputs changed since the manifest's ``previous``
         ({URL name: {"inputs": fingerprint, "files": [its files]}}), or one of whose files is missing; returns the
-        same for now and the sources' digests (``export.inputs.current_digests``, reusing the manifest's ``kept``
-        where their tables did not change), for the manifest. A declaration's fingerprint is sha256 over the code
-        (``code``: :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``,
-        ``export.inputs.source_digests``: the rows and columns its pages read); one that names none falls back to
-        :meth:`inputs_fingerprint` (any write). The pages only the export has (EXPORT_PAGES, LIVE_ONLY) depend on
-        the code alone. Names the rendered declarations in the report (``site_pages``).
-
-        Raises:
-            ExportError: a declaration names a source ``export.inputs.SOURCES`` does not have.
-        """
+        same for now, for the manifest. A declaration's fingerprint is sha256 over the code (``code``:
+        :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``; ``digests``:
+        ``export.inputs.current_digests``, :meth:`read_inputs`: the rows and columns its pages read); one that names
+        none falls back to :meth:`inputs_fingerprint` (any write). The pages only the export has (EXPORT_PAGES,
+        LIVE_ONLY) depend on the code alone. Names the rendered declarations in the report (``site_pages``)."""
         declared = self.site_declarations()
-        named = {source for d in declared.values() for source in d.inputs or ()}
-        unknown = sorted(named - set(SOURCES))
-        if unknown:
-            raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
-        with warehouse.snapshot() as con:  # every digest from one snapshot of the warehouse
-            current = current_digests(con, named, kept)
-        digests = current["sources"]
+        sources = digests["sources"]
         everything = None
         wanted: dict[str, str] = {}
         for name, d in declared.items():
@@ -563,7 +579,7 @@ class Exporter:
                 everything = everything or self.inputs_fingerprint(code, fingerprints)
                 wanted[name] = everything
             else:
-                wanted[name] = hashlib.sha256(json.dumps([code, {s: digests[s] for s in sorted(d.inputs)}]).encode()
+                wanted[name] = hashlib.sha256(json.dumps([code, {s: sources[s] for s in sorted(d.inputs)}]).encode()
                                               ).hexdigest()
         wanted[EXPORT_ONLY] = code
         now: dict[str, dict] = {}
@@ -588,7 +604,7 @@ class Exporter:
             now[name] = {"inputs": fingerprint, "files": sorted(set(files))}
             self.report.site_pages.append(name)
         self.report.global_pages = bool(self.report.site_pages)
-        return now, current
+        return now
 
     def export_pages(self, name: str, declared: Distill, pages, run: RunPages | None) -> None:
         """Render (or, for JSON, fetch) each parameter set of one declaration into its file."""
@@ -609,17 +625,21 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, pages: dict[str, dict], digests: dict, site: str, fingerprints: dict[str, str],
-                       owns: dict[str, str], search: dict | None, cells: dict[str, str]) -> None:
+    def write_manifest(self, pages: dict[str, dict], digests: dict, kept: dict, site: str,
+                       fingerprints: dict[str, str], owns: dict[str, str], search: dict | None,
+                       cells: dict[str, str]) -> None:
         """``.export-manifest.json``: {"version", "pages": {URL name of a site declaration: {"inputs": its
         fingerprint, "files": its files}} (:meth:`site_pages`), "digests": the sources' digests and the DuckLake
-        snapshot they were read at (``export.inputs.current_digests``),
+        snapshot they were read at (``export.inputs.current_digests``), "fingerprints": every run's fingerprint
+        rows and fingerprint and that snapshot (``export.inputs.current_fingerprints``: facts of the warehouse,
+        not of the files written),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
         "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; written only when its bytes
         change."""
-        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests, "site": site,
-                                         "runs": fingerprints, "own": owns, "search": search, "cells": cells},
+        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
+                                         "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
+                                         "search": search, "cells": cells},
                                         indent=1, sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
