@@ -635,12 +635,12 @@ class Exporter:
         not of the files written),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
-        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; written only when its bytes
-        change."""
+        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; compact (json's C encoder:
+        an indented dump is made in Python, several times the CPU), written only when its bytes change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
                                          "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
                                          "search": search, "cells": cells},
-                                        indent=1, sort_keys=True).encode(), count=False)
+                                        separators=(",", ":"), sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
