@@ -262,6 +262,7 @@ class Exporter:
         self._targets: dict[tuple[str, str], tuple[str, str, str]] = {}  # the site pages' links (localize)
         self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
+        self._grown = (0, 0)  # files and bytes this export added to outdir's tree (grew)
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
@@ -304,10 +305,13 @@ class Exporter:
     def write(self, file: str, data: bytes, *, count: bool = True) -> None:
         """Write ``data`` into ``file`` (relative to outdir) unless it holds those bytes already."""
         path = self.outdir / file
-        if path.is_file() and path.read_bytes() == data:
+        old = path.read_bytes() if path.is_file() else None
+        if old == data:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        if file != MANIFEST:
+            self.grew(old is None, len(data) - len(old or b""))
         if count:
             with self._count_lock:
                 self.report.files_written += 1
@@ -316,12 +320,42 @@ class Exporter:
         """:meth:`write` for a file already on disk under outdir: ``source`` is renamed to ``file`` unless that
         file holds the same bytes already (then both stay as they are)."""
         path = self.outdir / file
-        if path.is_file() and path.read_bytes() == source.read_bytes():
+        old = path.read_bytes() if path.is_file() else None
+        new = source.read_bytes()
+        if old == new:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, path)
+        self.grew(old is None, len(new) - len(old or b""))
         with self._count_lock:
             self.report.files_written += 1
+
+    def grew(self, files: int, size: int) -> None:
+        """Count ``files`` more files and ``size`` more bytes (fewer: negative) in outdir's tree since the export
+        began (the manifest left out; :meth:`tree_size`)."""
+        with self._count_lock:
+            self._grown = (self._grown[0] + files, self._grown[1] + size)
+
+    def forget(self, path: Path) -> None:
+        """Count ``path`` (a file, or a folder and everything under it) out of outdir's tree, before it is
+        removed (:meth:`grew`)."""
+        if path.is_dir():
+            files, size = _tree_size(str(path))
+            self.grew(-files, -size)
+        elif path.is_file():
+            self.grew(-1, -path.stat().st_size)
+
+    def tree_size(self, known: list | None) -> tuple[int, int]:
+        """(files, bytes) under outdir now, the manifest left out: ``known`` (what the previous manifest said of
+        the tree it left, ``"tree"``) and what this export wrote and removed since (:meth:`grew`), else (no
+        manifest, or one written by an export that did not finish) the tree walked (~29,000 files at K=90)."""
+        if isinstance(known, list) and len(known) == 2:
+            return known[0] + self._grown[0], known[1] + self._grown[1]
+        files, size = _tree_size(str(self.outdir))
+        manifest = self.outdir / MANIFEST
+        if manifest.is_file():
+            files, size = files - 1, size - manifest.stat().st_size
+        return files, size
 
     # --- links -----------------------------------------------------------------------------------------------
     def localize(self, url: str, page_url: str, page_file: str, run: RunPages | None) -> str:
@@ -474,8 +508,9 @@ class Exporter:
             search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(site_pages, digests, kept, site, fingerprints, owns, search, cells)
-        self.report.files, self.report.bytes = _tree_size(str(self.outdir))
+        tree = self.tree_size(previous.get("tree"))
+        self.write_manifest(site_pages, digests, kept, site, fingerprints, owns, search, cells, tree)
+        self.report.files, self.report.bytes = tree[0] + 1, tree[1] + manifest_path.stat().st_size
         self.report.seconds = time.monotonic() - started
         return self.report
 
@@ -627,7 +662,7 @@ class Exporter:
 
     def write_manifest(self, pages: dict[str, dict], digests: dict, kept: dict, site: str,
                        fingerprints: dict[str, str], owns: dict[str, str], search: dict | None,
-                       cells: dict[str, str]) -> None:
+                       cells: dict[str, str], tree: tuple[int, int] | None = None) -> None:
         """``.export-manifest.json``: {"version", "pages": {URL name of a site declaration: {"inputs": its
         fingerprint, "files": its files}} (:meth:`site_pages`), "digests": the sources' digests and the DuckLake
         snapshot they were read at (``export.inputs.current_digests``), "fingerprints": every run's fingerprint
@@ -635,11 +670,12 @@ class Exporter:
         not of the files written),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
-        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; compact (json's C encoder:
+        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``), "tree": [files, bytes] under
+        outdir but the manifest (:meth:`tree_size`; None while the export has not finished)}; compact (json's C encoder:
         an indented dump is made in Python, several times the CPU), written only when its bytes change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
                                          "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
-                                         "search": search, "cells": cells},
+                                         "search": search, "cells": cells, "tree": tree},
                                         separators=(",", ":"), sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
@@ -667,6 +703,7 @@ class Exporter:
         if folder.is_dir():
             for path in sorted(folder.rglob("*"), reverse=True):
                 if path.is_file() and path.relative_to(self.outdir).as_posix() not in current:
+                    self.forget(path)
                     path.unlink()
                 elif path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
@@ -699,6 +736,7 @@ class Exporter:
         if folder.is_dir():
             for path in folder.iterdir():
                 if path.is_dir():
+                    self.forget(path)
                     shutil.rmtree(path)
 
     @staticmethod
@@ -873,6 +911,7 @@ class Exporter:
             if relative.parts[0] in keep:
                 continue
             if path.is_file() and relative.as_posix() not in built:
+                self.forget(path)
                 path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
@@ -883,6 +922,7 @@ class Exporter:
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
                 if path.name not in keep:
+                    self.forget(path)
                     shutil.rmtree(path)
             if not any(folder.iterdir()):
                 folder.rmdir()
@@ -891,7 +931,9 @@ class Exporter:
         _safe(run_id, "run id")  # ids also come from the previous manifest: never a path outside OUTDIR
         for path in (self.outdir / "runs" / run_id, self.outdir / "api/runs" / run_id):
             if path.is_dir():
+                self.forget(path)
                 shutil.rmtree(path)
+        self.forget(self.outdir / f"api/runs/{run_id}.json")
         (self.outdir / f"api/runs/{run_id}.json").unlink(missing_ok=True)
 
     def copy_static(self) -> None:
