@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
@@ -263,6 +263,7 @@ class Exporter:
         self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
         self._grown = (0, 0)  # files and bytes this export added to outdir's tree (grew)
+        self._reads_held = False  # within run()'s export_reads (write_runs enters none of its own: ~4 statements)
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
@@ -465,6 +466,7 @@ class Exporter:
         # One connection held open for the whole export: every selector's own connect() then reuses the open
         # database instead of opening the file again (~15 ms each); and read as export_reads says.
         with warehouse.connect(), export_reads():
+            self._reads_held = True
             code = self.code_fingerprint()
             parts, kept, digests = self.read_inputs(code, previous)
             owns, fingerprints = parts.owns, parts.combined()
@@ -506,6 +508,7 @@ class Exporter:
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
             search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
+            self._reads_held = False
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
         tree = self.tree_size(previous.get("tree"))
@@ -572,7 +575,8 @@ class Exporter:
 
         self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
-                   smoothing=0.1) as bar, export_reads(), ThreadPoolExecutor(WORKERS) as pool):
+                   smoothing=0.1) as bar, nullcontext() if self._reads_held else export_reads(),
+              ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):
                 self.report.runs_written = n
                 self.report.runs_refreshed += changed[n - 1] in refresh
