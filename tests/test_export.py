@@ -773,7 +773,7 @@ def test_an_export_of_an_earlier_layout_loses_its_pair_comparisons(tmp_path, mon
     (tmp_path / "compare/r1-r2/index.html").write_text("old")
     (tmp_path / "compare/index.html").write_text("shell")
     (tmp_path / ".export-manifest.json").write_text(json.dumps({"version": 3}))
-    monkeypatch.setattr(exporter_module.runs, "run_fingerprint_parts", lambda: (_ for _ in ()).throw(RuntimeError))
+    monkeypatch.setattr(exporter_module, "current_fingerprints", lambda *args: (_ for _ in ()).throw(RuntimeError))
     with pytest.raises(RuntimeError):  # stopped right after the layout check, before reading any run
         Exporter(tmp_path).run()
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
