@@ -339,7 +339,15 @@ def test_fingerprints_on_a_duckdb_file_are_read_every_time_and_reused_per_unchan
         con.execute("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [run_id])
     with warehouse.snapshot() as con:
         changed, third = inputs.current_fingerprints(con, second, "code")
-        cell = first["runs"][run_id][4:7]
-        assert set(picked) == {r for r, entry in first["runs"].items() if entry[4:7] == cell}  # its cell only
+        assert picked == [run_id]  # its own part alone changed: no other run's peers or fingerprint can have
         whole = feeds.RunFingerprintParts(feeds.read_fingerprint_rows(con))
     assert changed.combined() == whole.combined() and third["runs"][run_id] != first["runs"][run_id]
+    picked.clear()
+    with warehouse.transaction() as con:  # what a peer list shows of it: every run of its cell
+        con.execute("UPDATE runs SET run_dir = run_dir || '-moved' WHERE id = ?", [run_id])
+    with warehouse.snapshot() as con:
+        moved, _ = inputs.current_fingerprints(con, third, "code")
+        cell = first["runs"][run_id][4:7]
+        assert set(picked) == {r for r, entry in first["runs"].items() if entry[4:7] == cell} and len(picked) > 1
+        whole = feeds.RunFingerprintParts(feeds.read_fingerprint_rows(con))
+    assert moved.combined() == whole.combined() and moved.peers == whole.peers

@@ -291,26 +291,37 @@ class RunFingerprintParts:
 
     def peers_of(self, run_ids: Iterable[str]) -> dict[str, list[str]]:
         """{run id: its peers' ids, in its page's order} of ``run_ids`` (``compare.pick_peers`` over its cell)."""
-        wanted = sorted(set(run_ids) & set(self.rows))
-        cells = {(self.rows[r].suite, self.rows[r].benchmark, self.rows[r].base_model) for r in wanted}
+        mates: dict[tuple[str, str, str], dict[str, _Cellmate]] = {}
         out: dict[str, list[str]] = {}
-        for cell in cells:
-            mates = [_Cellmate(r, self.rows[r].method, self.rows[r].agent_key, self.rows[r].cluster_id,
-                               self.rows[r].is_latest) for r in self.cells[cell]]
-            for mate in mates:
-                out[mate.id] = [p.id for p, _ in pick_peers(mate, mates)]
-        return {run_id: out[run_id] for run_id in wanted}
+        for run_id in sorted(set(run_ids) & self.rows.keys()):
+            row = self.rows[run_id]
+            cell = (row.suite, row.benchmark, row.base_model)
+            if cell not in mates:
+                mates[cell] = {r: _Cellmate(r, self.rows[r].method, self.rows[r].agent_key, self.rows[r].cluster_id,
+                                            self.rows[r].is_latest) for r in self.cells[cell]}
+            out[run_id] = [p.id for p, _ in pick_peers(mates[cell][run_id], mates[cell].values())]
+        return out
 
     def combined(self) -> dict[str, str]:
         """{run id: sha256 hex} (:func:`run_fingerprints`): its own part and each peer's identity; ``kept``'s for
-        the runs of a cell whose rows and runs are all as kept. Computed once (the same dict each call)."""
+        the runs whose fingerprint cannot have changed: those of a cell whose runs and rows are all as kept, and in a
+        cell whose runs changed only their own part (``own``, ``content``: a new trace, score or verdict), the
+        others (no peer list changed, nor any peer's identity). Computed once (the same dict each call)."""
         return self._combined
 
     @functools.cached_property
     def _combined(self) -> dict[str, str]:
-        fresh = [cell for cell, run_ids in self.cells.items()
-                 if self._kept_cells.get(cell) != run_ids or any(self.kept[r][0] != self.rows[r] for r in run_ids)]
-        peers = self.peers_of(r for cell in fresh for r in self.cells[cell])
+        fresh: set[str] = set()
+        for cell, run_ids in self.cells.items():
+            if self._kept_cells.get(cell) != run_ids:
+                fresh.update(run_ids)  # a run came or went
+                continue
+            moved = [r for r in run_ids if self.kept[r][0] != self.rows[r]]
+            if any(_listed(self.kept[r][0]) != _listed(self.rows[r]) for r in moved):
+                fresh.update(run_ids)  # what choosing peers reads, or what a peer list shows, changed
+            else:
+                fresh.update(moved)
+        peers = self.peers_of(fresh)
         return {run_id: hashlib.sha256(";".join([f"{run_id}:{row.own}", *sorted(
                     f"{p}:{self.rows[p].ident}" for p in peers[run_id])]).encode()).hexdigest()
                 if run_id in peers else self.kept[run_id][1]
@@ -339,6 +350,11 @@ class _Cellmate:
     agent_key: str
     cluster_id: int
     is_latest: bool
+
+
+def _listed(row: FingerprintRow) -> tuple:
+    """What of a run its cell's other runs' fingerprints depend on: what choosing peers reads and its identity."""
+    return row.method, row.agent_key, row.cluster_id, row.is_latest, row.ident
 
 
 @warehouse.retrying
