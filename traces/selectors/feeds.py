@@ -255,9 +255,9 @@ def run_fingerprint_parts() -> RunFingerprintParts:
 @dataclass(frozen=True)
 class RunFingerprintParts:
     """What the static export's increments read, for every non-baseline run: ``rows`` {run id: its
-    :class:`FingerprintRow`}, sorted by id (:func:`read_fingerprint_rows`), and ``kept`` {run id: fingerprint} of
-    an earlier read of the same rows (:meth:`combined`), reused for the runs of a cell none of whose rows changed
-    since (a cell's peers and fingerprints are computed again only where one of its runs changed, came or went).
+    :class:`FingerprintRow`}, sorted by id (:func:`read_fingerprint_rows`), and ``kept`` {run id: (its row, its
+    fingerprint)} of an earlier read by the same code (:meth:`combined`), reused for the runs whose fingerprint
+    cannot have changed since (peers and fingerprints are computed again only where a row changed, came or went).
     ``owns`` {run id: md5 hex of what its own pages show}, ``idents`` {run id: md5 hex of what a peer list shows of
     it}, ``cells`` {(suite, benchmark, base model): its runs' ids} and ``contents`` {run id: the content hash of
     its files} (:func:`run_content_hashes`, from the same read) follow from the rows; ``peers`` {run id: its
