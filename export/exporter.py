@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
@@ -36,7 +36,7 @@ from traces import selectors as runs
 from traces.selectors.compare import MAX_RUNS
 from traces.vocabulary import PHASES
 
-from .inputs import SOURCES, current_digests
+from .inputs import SOURCES, current_digests, current_fingerprints, snapshot_changes
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, step_text, write_bundles
 
 MANIFEST = ".export-manifest.json"
@@ -262,6 +262,8 @@ class Exporter:
         self._targets: dict[tuple[str, str], tuple[str, str, str]] = {}  # the site pages' links (localize)
         self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
+        self._grown = (0, 0)  # files and bytes this export added to outdir's tree (grew)
+        self._reads_held = False  # within run()'s export_reads (write_runs enters none of its own: ~4 statements)
         self.routes, self.path_params = declared_routes()
 
     # --- rendering -------------------------------------------------------------------------------------------
@@ -304,10 +306,13 @@ class Exporter:
     def write(self, file: str, data: bytes, *, count: bool = True) -> None:
         """Write ``data`` into ``file`` (relative to outdir) unless it holds those bytes already."""
         path = self.outdir / file
-        if path.is_file() and path.read_bytes() == data:
+        old = path.read_bytes() if path.is_file() else None
+        if old == data:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        if file != MANIFEST:
+            self.grew(old is None, len(data) - len(old or b""))
         if count:
             with self._count_lock:
                 self.report.files_written += 1
@@ -316,12 +321,42 @@ class Exporter:
         """:meth:`write` for a file already on disk under outdir: ``source`` is renamed to ``file`` unless that
         file holds the same bytes already (then both stay as they are)."""
         path = self.outdir / file
-        if path.is_file() and path.read_bytes() == source.read_bytes():
+        old = path.read_bytes() if path.is_file() else None
+        new = source.read_bytes()
+        if old == new:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, path)
+        self.grew(old is None, len(new) - len(old or b""))
         with self._count_lock:
             self.report.files_written += 1
+
+    def grew(self, files: int, size: int) -> None:
+        """Count ``files`` more files and ``size`` more bytes (fewer: negative) in outdir's tree since the export
+        began (the manifest left out; :meth:`tree_size`)."""
+        with self._count_lock:
+            self._grown = (self._grown[0] + files, self._grown[1] + size)
+
+    def forget(self, path: Path) -> None:
+        """Count ``path`` (a file, or a folder and everything under it) out of outdir's tree, before it is
+        removed (:meth:`grew`)."""
+        if path.is_dir():
+            files, size = _tree_size(str(path))
+            self.grew(-files, -size)
+        elif path.is_file():
+            self.grew(-1, -path.stat().st_size)
+
+    def tree_size(self, known: list | None) -> tuple[int, int]:
+        """(files, bytes) under outdir now, the manifest left out: ``known`` (what the previous manifest said of
+        the tree it left, ``"tree"``) and what this export wrote and removed since (:meth:`grew`), else (no
+        manifest, or one written by an export that did not finish) the tree walked (~29,000 files at K=90)."""
+        if isinstance(known, list) and len(known) == 2:
+            return known[0] + self._grown[0], known[1] + self._grown[1]
+        files, size = _tree_size(str(self.outdir))
+        manifest = self.outdir / MANIFEST
+        if manifest.is_file():
+            files, size = files - 1, size - manifest.stat().st_size
+        return files, size
 
     # --- links -----------------------------------------------------------------------------------------------
     def localize(self, url: str, page_url: str, page_file: str, run: RunPages | None) -> str:
@@ -431,15 +466,15 @@ class Exporter:
         # One connection held open for the whole export: every selector's own connect() then reuses the open
         # database instead of opening the file again (~15 ms each); and read as export_reads says.
         with warehouse.connect(), export_reads():
+            self._reads_held = True
             code = self.code_fingerprint()
-            parts = runs.run_fingerprint_parts()
-            owns, peers, fingerprints = parts.owns, parts.peers, parts.combined()
+            parts, kept, digests = self.read_inputs(code, previous)
+            owns, fingerprints = parts.owns, parts.combined()
             cells = {cell_file(*cell): fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
             cell_of = {cell_file(*cell): cell for cell in parts.cells}
             cpu = time.process_time()
-            site_pages, digests = self.site_pages(code, fingerprints, previous.get("pages") or {},
-                                                  previous.get("digests"))
-            self.report.site_pages_cpu = time.process_time() - cpu
+            site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {}, digests)
+            self.report.site_pages_cpu += time.process_time() - cpu
             site = self.site_fingerprint(code)
             known = previous.get("runs", {}) if previous.get("site") == site else {}
             known_own = previous.get("own", {}) if known else {}
@@ -447,12 +482,14 @@ class Exporter:
             for run_id in sorted(set(previous.get("runs", {})) - set(fingerprints)):
                 self.remove_run(run_id)
                 self.report.runs_removed += 1
+            root = str(self.outdir)  # a stat per run: os.path on a str, a third of pathlib's CPU
             touched = [run_id for run_id, fingerprint in sorted(fingerprints.items())
-                       if known.get(run_id) != fingerprint or not (self.outdir / f"runs/{run_id}/index.html").is_file()]
+                       if known.get(run_id) != fingerprint or not os.path.isfile(f"{root}/runs/{run_id}/index.html")]
             # A run whose own part is as exported and whose peers' identities changed (a run its page offers to
             # compare with was renamed, stopped or started counting, came or went): its page and its JSON twin are
             # rendered again (they list them). A peer's state and score are in its cell's file, written below; the
             # comparisons are built in the browser from each run's side file, written with the run's own files.
+            peers = parts.peers_of(touched)
             refresh = {run_id: peers[run_id]
                        for run_id in touched if known_own.get(run_id) == owns[run_id]
                        and (self.outdir / f"runs/{run_id}/index.html").is_file()
@@ -464,7 +501,7 @@ class Exporter:
             stale_cells = sorted(f for f, fingerprint in cells.items()
                                  if known_cells.get(f) != fingerprint or not (self.outdir / f).is_file())
             if touched or self.report.runs_removed or stale_cells:
-                self.write_manifest(site_pages, digests, site, {k: fingerprints[k] for k in untouched},
+                self.write_manifest(site_pages, digests, kept, site, {k: fingerprints[k] for k in untouched},
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
             read = self.read_runs(touched, len(fingerprints))
@@ -472,12 +509,41 @@ class Exporter:
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
             search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
+            self._reads_held = False
         self.copy_static()
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
-        self.write_manifest(site_pages, digests, site, fingerprints, owns, search, cells)
-        self.report.files, self.report.bytes = _tree_size(str(self.outdir))
+        tree = self.tree_size(previous.get("tree"))
+        self.write_manifest(site_pages, digests, kept, site, fingerprints, owns, search, cells, tree)
+        self.report.files, self.report.bytes = tree[0] + 1, tree[1] + manifest_path.stat().st_size
         self.report.seconds = time.monotonic() - started
         return self.report
+
+    def read_inputs(self, code: str, previous: dict) -> tuple[runs.RunFingerprintParts, dict, dict]:
+        """(every run's fingerprint parts, what the manifest keeps of them, the site pages' sources' digests), read
+        in one snapshot of the warehouse: on DuckLake, what changed since the snapshot of the manifest's
+        (``previous``) digests is asked once for both (``export.inputs.snapshot_changes``); the fingerprints read
+        again only for the runs the change feed names (``export.inputs.current_fingerprints``), the digests only for
+        the sources whose tables' rows changed (``export.inputs.current_digests``: counted in the report's
+        ``site_pages_cpu``).
+
+        Raises:
+            ExportError: a declaration names a source ``export.inputs.SOURCES`` does not have.
+        """
+        named = {source for d in self.site_declarations().values() for source in d.inputs or ()}
+        unknown = sorted(named - set(SOURCES))
+        if unknown:
+            raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
+        kept_digests = previous.get("digests") or {}
+        kept_parts = previous.get("fingerprints") or {}
+        with warehouse.snapshot() as con:
+            changes = snapshot_changes(con, kept_digests.get("snapshot"))
+            parts, kept = current_fingerprints(con, kept_parts, code,
+                                               changes if kept_parts.get("snapshot") == kept_digests.get("snapshot")
+                                               else None)
+            cpu = time.process_time()
+            digests = current_digests(con, named, kept_digests, changes)
+            self.report.site_pages_cpu += time.process_time() - cpu
+        return parts, kept, digests
 
     @staticmethod
     def read_runs(run_ids: list[str], total: int) -> dict[str, runs.Run]:
@@ -510,7 +576,8 @@ class Exporter:
 
         self.pages_written = 0  # the bar counts the runs' pages
         with (tqdm(total=len(changed), unit="run", desc="runs", disable=None if self.bar is None else not self.bar,
-                   smoothing=0.1) as bar, export_reads(), ThreadPoolExecutor(WORKERS) as pool):
+                   smoothing=0.1) as bar, nullcontext() if self._reads_held else export_reads(),
+              ThreadPoolExecutor(WORKERS) as pool):
             for n, _ in enumerate(pool.map(one, changed), 1):
                 self.report.runs_written = n
                 self.report.runs_refreshed += changed[n - 1] in refresh
@@ -535,27 +602,16 @@ class Exporter:
                 if declared.scope == "site" and not declared.live_only}
 
     def site_pages(self, code: str, fingerprints: dict[str, str], previous: dict[str, dict],
-                   kept: dict | None) -> tuple[dict[str, dict], dict]:
+                   digests: dict) -> dict[str, dict]:
         """Render the pages of each site-scoped declaration whose inputs changed since the manifest's ``previous``
         ({URL name: {"inputs": fingerprint, "files": [its files]}}), or one of whose files is missing; returns the
-        same for now and the sources' digests (``export.inputs.current_digests``, reusing the manifest's ``kept``
-        where their tables did not change), for the manifest. A declaration's fingerprint is sha256 over the code
-        (``code``: :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``,
-        ``export.inputs.source_digests``: the rows and columns its pages read); one that names none falls back to
-        :meth:`inputs_fingerprint` (any write). The pages only the export has (EXPORT_PAGES, LIVE_ONLY) depend on
-        the code alone. Names the rendered declarations in the report (``site_pages``).
-
-        Raises:
-            ExportError: a declaration names a source ``export.inputs.SOURCES`` does not have.
-        """
+        same for now, for the manifest. A declaration's fingerprint is sha256 over the code (``code``:
+        :meth:`code_fingerprint`) and the digests of the sources it names (``Distill.inputs``; ``digests``:
+        ``export.inputs.current_digests``, :meth:`read_inputs`: the rows and columns its pages read); one that names
+        none falls back to :meth:`inputs_fingerprint` (any write). The pages only the export has (EXPORT_PAGES,
+        LIVE_ONLY) depend on the code alone. Names the rendered declarations in the report (``site_pages``)."""
         declared = self.site_declarations()
-        named = {source for d in declared.values() for source in d.inputs or ()}
-        unknown = sorted(named - set(SOURCES))
-        if unknown:
-            raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
-        with warehouse.snapshot() as con:  # every digest from one snapshot of the warehouse
-            current = current_digests(con, named, kept)
-        digests = current["sources"]
+        sources = digests["sources"]
         everything = None
         wanted: dict[str, str] = {}
         for name, d in declared.items():
@@ -563,7 +619,7 @@ class Exporter:
                 everything = everything or self.inputs_fingerprint(code, fingerprints)
                 wanted[name] = everything
             else:
-                wanted[name] = hashlib.sha256(json.dumps([code, {s: digests[s] for s in sorted(d.inputs)}]).encode()
+                wanted[name] = hashlib.sha256(json.dumps([code, {s: sources[s] for s in sorted(d.inputs)}]).encode()
                                               ).hexdigest()
         wanted[EXPORT_ONLY] = code
         now: dict[str, dict] = {}
@@ -588,7 +644,7 @@ class Exporter:
             now[name] = {"inputs": fingerprint, "files": sorted(set(files))}
             self.report.site_pages.append(name)
         self.report.global_pages = bool(self.report.site_pages)
-        return now, current
+        return now
 
     def export_pages(self, name: str, declared: Distill, pages, run: RunPages | None) -> None:
         """Render (or, for JSON, fetch) each parameter set of one declaration into its file."""
@@ -609,18 +665,23 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, pages: dict[str, dict], digests: dict, site: str, fingerprints: dict[str, str],
-                       owns: dict[str, str], search: dict | None, cells: dict[str, str]) -> None:
+    def write_manifest(self, pages: dict[str, dict], digests: dict, kept: dict, site: str,
+                       fingerprints: dict[str, str], owns: dict[str, str], search: dict | None,
+                       cells: dict[str, str], tree: tuple[int, int] | None = None) -> None:
         """``.export-manifest.json``: {"version", "pages": {URL name of a site declaration: {"inputs": its
         fingerprint, "files": its files}} (:meth:`site_pages`), "digests": the sources' digests and the DuckLake
-        snapshot they were read at (``export.inputs.current_digests``),
+        snapshot they were read at (``export.inputs.current_digests``), "fingerprints": every run's fingerprint
+        rows and fingerprint and that snapshot (``export.inputs.current_fingerprints``: facts of the warehouse,
+        not of the files written),
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
-        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``)}; written only when its bytes
-        change."""
-        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests, "site": site,
-                                         "runs": fingerprints, "own": owns, "search": search, "cells": cells},
-                                        indent=1, sort_keys=True).encode(), count=False)
+        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``), "tree": [files, bytes] under
+        outdir but the manifest (:meth:`tree_size`; None while the export has not finished)}; compact (json's C encoder:
+        an indented dump is made in Python, several times the CPU), written only when its bytes change."""
+        self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
+                                         "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
+                                         "search": search, "cells": cells, "tree": tree},
+                                        separators=(",", ":"), sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
         self.remove_run(run_id)
@@ -647,6 +708,7 @@ class Exporter:
         if folder.is_dir():
             for path in sorted(folder.rglob("*"), reverse=True):
                 if path.is_file() and path.relative_to(self.outdir).as_posix() not in current:
+                    self.forget(path)
                     path.unlink()
                 elif path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
@@ -679,6 +741,7 @@ class Exporter:
         if folder.is_dir():
             for path in folder.iterdir():
                 if path.is_dir():
+                    self.forget(path)
                     shutil.rmtree(path)
 
     @staticmethod
@@ -853,6 +916,7 @@ class Exporter:
             if relative.parts[0] in keep:
                 continue
             if path.is_file() and relative.as_posix() not in built:
+                self.forget(path)
                 path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
@@ -863,6 +927,7 @@ class Exporter:
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
                 if path.name not in keep:
+                    self.forget(path)
                     shutil.rmtree(path)
             if not any(folder.iterdir()):
                 folder.rmdir()
@@ -871,7 +936,9 @@ class Exporter:
         _safe(run_id, "run id")  # ids also come from the previous manifest: never a path outside OUTDIR
         for path in (self.outdir / "runs" / run_id, self.outdir / "api/runs" / run_id):
             if path.is_dir():
+                self.forget(path)
                 shutil.rmtree(path)
+        self.forget(self.outdir / f"api/runs/{run_id}.json")
         (self.outdir / f"api/runs/{run_id}.json").unlink(missing_ok=True)
 
     def copy_static(self) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ptbsite import warehouse
+from traces.selectors import FINGERPRINT_TABLES, FingerprintRow, RunFingerprintParts, read_fingerprint_rows
 from traces.selectors.runs import RUN_COLUMNS
 
 
@@ -105,7 +106,8 @@ def snapshot_changes(con: duckdb.DuckDBPyConnection, since: list | None) -> tupl
     from the same id in a copy of the catalog that went its own way; the names of the tables whose rows changed
     after the snapshot ``since``, an earlier answer's, up to it), in one query when ``since`` is known. The
     snapshot is None on a plain DuckDB file; the tables None when they cannot be told: not DuckLake, ``since``
-    None, gone (expired) or not that snapshot (another catalog), or a change other than of rows (``ROW_CHANGES``)."""
+    None, gone (expired) or not that snapshot (another catalog), a snapshot between them gone, or a change other
+    than of rows (``ROW_CHANGES``)."""
     if not warehouse.parse_spec(warehouse.warehouse_spec()).is_ducklake:
         return None, None
     alias = warehouse.ALIAS
@@ -120,6 +122,8 @@ def snapshot_changes(con: duckdb.DuckDBPyConnection, since: list | None) -> tupl
                           f"WHERE snapshot_id = {current}").fetchone()
         return (None if row is None else [row[0], row[1]]), None
     snapshot = [rows[-1][0], rows[-1][1]]
+    if [row[0] for row in rows] != list(range(since[0], snapshot[0] + 1)):
+        return snapshot, None  # a snapshot in between expired: its changes cannot be told
     ids: set[str] = set()
     for _, _, changes in rows[1:]:
         if set(changes) - ROW_CHANGES:
@@ -131,12 +135,17 @@ def snapshot_changes(con: duckdb.DuckDBPyConnection, since: list | None) -> tupl
         f"SELECT table_id, table_name FROM ducklake_table_info('{alias}')").fetchall() if str(table_id) in ids}
 
 
-def current_digests(con: duckdb.DuckDBPyConnection, names: set[str], kept: dict | None) -> dict:
+Changes = tuple[list | None, set[str] | None]  # an answer of snapshot_changes
+
+
+def current_digests(con: duckdb.DuckDBPyConnection, names: set[str], kept: dict | None,
+                    changes: Changes | None = None) -> dict:
     """{"snapshot": the DuckLake snapshot read at (:func:`snapshot_changes`; None on a DuckDB file), "sources":
     {name: digest}} of the sources ``names`` (:func:`source_digests`) as of ``con``'s transaction; the digests of
     ``kept`` (an earlier answer of this function) reused for the sources none of whose tables' rows changed since
-    its snapshot, the others computed."""
-    snapshot, changed = snapshot_changes(con, (kept or {}).get("snapshot"))
+    its snapshot, the others computed. ``changes``: :func:`snapshot_changes` since ``kept``'s snapshot, when the
+    caller read it already in this transaction."""
+    snapshot, changed = changes or snapshot_changes(con, (kept or {}).get("snapshot"))
     reusable: set[str] = set()
     if kept and changed is not None:
         reusable = {name for name in names & set(kept.get("sources") or {})
@@ -144,3 +153,49 @@ def current_digests(con: duckdb.DuckDBPyConnection, names: set[str], kept: dict 
     sources = {name: kept["sources"][name] for name in reusable} if kept else {}
     sources.update(source_digests(con, names - reusable))
     return {"snapshot": snapshot, "sources": dict(sorted(sources.items()))}
+
+
+def changed_runs(con: duckdb.DuckDBPyConnection, since: int, until: int, tables: set[str]) -> set[str]:
+    """The ids of the runs whose fingerprint rows (``traces.selectors.read_fingerprint_rows``) can have changed
+    from DuckLake snapshot ``since`` (excluded) to ``until``, by the change feed (``ducklake_table_insertions``
+    and ``ducklake_table_deletions``: every row inserted or deleted, an update's before and after) of those of
+    ``tables`` (whose rows changed) that the rows are read from (``FINGERPRINT_TABLES``): the run a changed row
+    names, or every run of a changed method; in one query."""
+    feeds = []
+    for table, column in FINGERPRINT_TABLES.items():
+        if table in tables:
+            # insertions and deletions (an update is both): ~5 CPU ms each, where ducklake_table_changes pairs
+            # them up at ~30
+            feed = " UNION ".join(f"SELECT {column or 'id'} FROM ducklake_table_{kind}('{warehouse.ALIAS}', 'main', "
+                                  f"'{table}', {since + 1}, {until})" for kind in ("insertions", "deletions"))
+            feeds.append(feed if column else f"SELECT r.id FROM runs r WHERE r.method IN ({feed})")
+    if not feeds:
+        return set()
+    return {row[0] for row in con.execute(" UNION ".join(feeds)).fetchall()}
+
+
+def current_fingerprints(con: duckdb.DuckDBPyConnection, kept: dict | None, scope: str,
+                         changes: Changes | None = None) -> tuple[RunFingerprintParts, dict]:
+    """(:class:`RunFingerprintParts` of every agent run as of ``con``'s transaction, {"scope": ``scope``,
+    "snapshot": the DuckLake snapshot read at, "runs": {run id: [its FingerprintRow's fields..., its
+    fingerprint]}} for the manifest): the rows of ``kept`` (an earlier answer's second part, of the same
+    ``scope``: the code that computes fingerprints) reused but for the runs the change feed names since its
+    snapshot (:func:`changed_runs`), which are read again; every row read when that cannot be told
+    (:func:`snapshot_changes`: a plain DuckDB file, a snapshot expired or of another catalog, a change other than
+    of rows) or nothing is kept. The fingerprints and peers are computed again only in the cells where a row
+    changed, came or went (``RunFingerprintParts.kept``). ``changes``: :func:`snapshot_changes` since ``kept``'s
+    snapshot, when the caller read it already in this transaction."""
+    kept = kept if kept and kept.get("scope") == scope else {}
+    snapshot, changed = changes or snapshot_changes(con, kept.get("snapshot"))
+    previous = {run_id: (FingerprintRow(*entry[:-1]), entry[-1]) for run_id, entry in (kept.get("runs") or {}).items()}
+    if snapshot is None or changed is None or not previous:
+        rows = read_fingerprint_rows(con)
+    else:
+        ids = changed_runs(con, kept["snapshot"][0], snapshot[0], changed)
+        rows = {run_id: row for run_id, (row, _) in previous.items() if run_id not in ids}
+        if ids:
+            rows = dict(sorted({**rows, **read_fingerprint_rows(con, ids)}.items()))
+    parts = RunFingerprintParts(rows, previous)
+    fingerprints = parts.combined()
+    return parts, {"scope": scope, "snapshot": snapshot,
+                   "runs": {run_id: [*row, fingerprints[run_id]] for run_id, row in rows.items()}}

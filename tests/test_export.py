@@ -356,6 +356,8 @@ def test_the_search_index_follows_incremental_exports(site_copy):
     _write(export_warehouse, ("DELETE FROM runs WHERE id = ?", [added.other_run]))
     removed = export_site(outdir)
     assert (removed.runs_written, removed.runs_removed) == (0, 1)
+    walked = [p.stat().st_size for p in outdir.rglob("*") if p.is_file()]  # the tree's size kept (Exporter.grew)
+    assert (removed.files, removed.bytes) == (len(walked), sum(walked))
     fragments = search_fragments(outdir)
     assert removed.search_records == len(fragments)  # the files of the records no longer indexed are gone
     assert not any(OTHER_WORD in f["content"] or added.other_run in f["url"] for f in fragments)
@@ -369,11 +371,16 @@ def test_the_same_warehouse_exports_the_same_bytes(export_warehouse, tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     export_site(first)
     export_site(second)
-    ordered = re.compile(r"^pagefind/(filter/.*|pagefind\..*\.pf_meta|pagefind-entry\.json)$")
+    ordered = re.compile(r"^pagefind/(filter/.*|pagefind\..*\.pf_meta|pagefind-entry\.json)$|^\.export-manifest\.json$")
     a, b = _digest(first), _digest(second)
     assert {k: v for k, v in a.items() if not ordered.match(k)} == {k: v for k, v in b.items() if not ordered.match(k)}
-    # Pagefind's filter and meta files hold the same content, in an order of its own
+    # Pagefind's filter and meta files hold the same content, in an order of its own (their sizes too: the
+    # manifest's tree size may differ in bytes, nothing else of it)
     assert _search_meta(first) == _search_meta(second)
+    manifests = [json.loads((site / ".export-manifest.json").read_text()) for site in (first, second)]
+    assert manifests[0]["tree"][0] == manifests[1]["tree"][0]
+    assert [{k: v for k, v in m.items() if k != "tree"} for m in manifests][0] == \
+        [{k: v for k, v in m.items() if k != "tree"} for m in manifests][1]
     assert len([k for k in a if ordered.match(k)]) == len([k for k in b if ordered.match(k)]) > 2
 
 
@@ -393,6 +400,9 @@ def test_export_is_incremental(site_copy):
     changed = export_site(exported)
     # The run alone: the pages that offer it to compare with read its new score from its cell's file.
     assert changed.runs_written == 1 and changed.runs_skipped == again.runs_skipped - 1
+    # the tree's size from the manifest's and what the export wrote and removed, as a walk of the tree finds it
+    walked = [p.stat().st_size for p in exported.rglob("*") if p.is_file()]
+    assert (changed.files, changed.bytes) == (len(walked), sum(walked))
     assert changed.search_records == 0  # a new evaluation changes the run's pages, not its steps
     assert '<strong id="run-score">50.0</strong>' in (exported / f"runs/{run.id}/index.html").read_text()
     assert '"score": 50.0' in (exported / f"api/runs/{run.id}.json").read_text()
@@ -407,6 +417,8 @@ def test_export_is_incremental(site_copy):
     cell = json.loads((exported / f"cells/{run.suite}/{run.benchmark}/{run.base_model}.json").read_text())
     assert run.id not in cell["runs"]
     assert not (exported / f"runs/{run.id}").exists() and not (exported / f"api/runs/{run.id}.json").exists()
+    walked = [p.stat().st_size for p in exported.rglob("*") if p.is_file()]
+    assert (removed.files, removed.bytes) == (len(walked), sum(walked))
     assert_no_broken_link(exported)
 
 
@@ -761,7 +773,7 @@ def test_an_export_of_an_earlier_layout_loses_its_pair_comparisons(tmp_path, mon
     (tmp_path / "compare/r1-r2/index.html").write_text("old")
     (tmp_path / "compare/index.html").write_text("shell")
     (tmp_path / ".export-manifest.json").write_text(json.dumps({"version": 3}))
-    monkeypatch.setattr(exporter_module.runs, "run_fingerprint_parts", lambda: (_ for _ in ()).throw(RuntimeError))
+    monkeypatch.setattr(exporter_module, "current_fingerprints", lambda *args: (_ for _ in ()).throw(RuntimeError))
     with pytest.raises(RuntimeError):  # stopped right after the layout check, before reading any run
         Exporter(tmp_path).run()
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [

@@ -253,3 +253,101 @@ def test_digests_on_a_duckdb_file_are_computed_every_time(export_warehouse):
         first = inputs.current_digests(con, {"methods"}, None)
         assert first["snapshot"] is None
         assert inputs.current_digests(con, {"methods"}, first) == first
+
+
+def test_fingerprints_kept_on_ducklake_are_read_again_only_for_the_runs_the_change_feed_names(
+        warehouse_factory, settings, monkeypatch, demo_tree):
+    from django.core.management import call_command
+
+    from export import inputs
+    from ingest.tree import ingest_tree
+    from traces import selectors
+
+    settings.PTB_WAREHOUSE = warehouse_factory.make("ducklake-sqlite")
+    warehouse.reset_migration_cache()
+    call_command("import_published")
+    ingest_tree(root=demo_tree.root)
+    read: list[set[str] | None] = []
+    real = inputs.read_fingerprint_rows
+
+    def recording(con, run_ids=None):
+        read.append(None if run_ids is None else set(run_ids))
+        return real(con, run_ids)
+
+    monkeypatch.setattr(inputs, "read_fingerprint_rows", recording)
+
+    def current(kept, scope="code"):
+        """(parts, manifest entry) as kept, and the same computed from every row, nothing kept."""
+        with warehouse.snapshot() as con:
+            parts, entry = inputs.current_fingerprints(con, kept, scope)
+            whole, whole_entry = inputs.current_fingerprints(con, None, scope)
+        read.pop()  # the whole read's
+        assert entry == whole_entry and parts.rows == whole.rows and parts.combined() == whole.combined()
+        assert parts.peers == whole.peers and parts.cell_fingerprints() == whole.cell_fingerprints()
+        assert parts.combined() == selectors.run_fingerprints()
+        return entry
+
+    first = current(None)
+    assert first["snapshot"] is not None and read == [None] and len(first["runs"]) > 4
+    again = current(first)
+    assert again == first and len(read) == 1  # nothing changed: no row read
+    one, two, three, gone = sorted(first["runs"])[:4]
+    with warehouse.transaction() as con:
+        con.execute("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [one])
+    changed = current(again)
+    assert read[-1] == {one} and changed["runs"][one] != again["runs"][one]
+    with warehouse.transaction() as con:
+        con.execute("UPDATE evaluations SET accuracy = 0.123 WHERE run_id = ?", [two])
+        con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
+                    "VALUES (?, 'reward_hacking', TRUE, 'test', 'tester', now())", [three])
+    overridden = current(changed)
+    assert read[-1] <= {two, three} and three in read[-1]
+    method = first["runs"][one][0]
+    with warehouse.transaction() as con:  # a method's names: every run of it
+        con.execute("UPDATE methods SET agent_name = agent_name || ' (renamed)' WHERE id = ?", [method])
+        con.execute("DELETE FROM runs WHERE id = ?", [gone])
+    renamed = current(overridden)
+    assert read[-1] == {gone} | {r for r, entry in overridden["runs"].items() if entry[0] == method}
+    assert gone not in renamed["runs"]
+    # another scope (the code changed), another catalog's snapshot, a change other than of rows: every row read
+    current(renamed, scope="other code")
+    assert read[-1] is None
+    current({**renamed, "snapshot": [renamed["snapshot"][0], "2000-01-01 00:00:00+00"]})
+    assert read[-1] is None
+    with warehouse.transaction() as con:
+        con.execute("CREATE TABLE scratch (x INTEGER)")
+    current(renamed)
+    assert read[-1] is None
+
+
+def test_fingerprints_on_a_duckdb_file_are_read_every_time_and_reused_per_unchanged_cell(export_warehouse,
+                                                                                          monkeypatch):
+    from export import inputs
+    from traces.selectors import feeds
+
+    picked: list[str] = []
+    real = feeds.pick_peers
+    monkeypatch.setattr(feeds, "pick_peers", lambda run, cell: picked.append(run.id) or real(run, cell))
+    with warehouse.snapshot() as con:
+        parts, first = inputs.current_fingerprints(con, None, "code")
+        assert first["snapshot"] is None and len(picked) == len(first["runs"])
+        picked.clear()
+        again, second = inputs.current_fingerprints(con, first, "code")
+        assert second == first and again.combined() == parts.combined() and picked == []
+    run_id = sorted(first["runs"])[0]
+    with warehouse.transaction() as con:
+        con.execute("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [run_id])
+    with warehouse.snapshot() as con:
+        changed, third = inputs.current_fingerprints(con, second, "code")
+        assert picked == [run_id]  # its own part alone changed: no other run's peers or fingerprint can have
+        whole = feeds.RunFingerprintParts(feeds.read_fingerprint_rows(con))
+    assert changed.combined() == whole.combined() and third["runs"][run_id] != first["runs"][run_id]
+    picked.clear()
+    with warehouse.transaction() as con:  # what a peer list shows of it: every run of its cell
+        con.execute("UPDATE runs SET run_dir = run_dir || '-moved' WHERE id = ?", [run_id])
+    with warehouse.snapshot() as con:
+        moved, _ = inputs.current_fingerprints(con, third, "code")
+        cell = first["runs"][run_id][4:7]
+        assert set(picked) == {r for r, entry in first["runs"].items() if entry[4:7] == cell} and len(picked) > 1
+        whole = feeds.RunFingerprintParts(feeds.read_fingerprint_rows(con))
+    assert moved.combined() == whole.combined() and moved.peers == whole.peers

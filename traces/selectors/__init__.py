@@ -24,7 +24,8 @@ from .analysis import (MAX_TIMELINE_CALLS, AgentCalibration, AgentTimeUse, Analy
                        run_facts, run_timeline)
 from .feeds import (AgentRunsUsage, CellRun, TreeBaseline, latest_cells, read_latest_cells, read_tree_baselines, read_usage_by_agent,
                     run_content_hashes, run_fingerprints, tree_baselines,
-                    RunFingerprintParts, run_fingerprint_parts)
+                    FINGERPRINT_TABLES, FingerprintRow, RunFingerprintParts, read_fingerprint_rows,
+                    run_fingerprint_parts)
 from .compare import CellFacts, ComparePage, CompareSide, Peer, PeerRun, cell_facts, cell_peers, compare_page, compare_side, read_budgets
 from .pages import (MAX_PAGE_SIZE, PAGE_SIZE, RunPage, RunQuery, RunsPage, RunStepsPage, open_run, parse_time_jump,
                     run_page, run_steps, runs_page, timeline_page)
@@ -52,7 +53,8 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "field_chars", "read_latest_cells", "read_runs_with_facet", "read_usage_by_agent", "read_tree_baselines",
     "filter_options", "get_run", "latest_cells", "list_runs", "override_agreement", "override_log",
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
-    "run_fingerprints", "RunFingerprintParts", "run_fingerprint_parts",
+    "run_fingerprints", "FINGERPRINT_TABLES", "FingerprintRow", "RunFingerprintParts", "read_fingerprint_rows",
+    "run_fingerprint_parts",
     "read_ahead", "read_search_ahead", "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",

@@ -2,10 +2,13 @@
 static export's run fingerprints. Scores are fractions."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import NamedTuple
 
 from ptbsite import warehouse
 
@@ -195,82 +198,163 @@ def run_fingerprints() -> dict[str, str]:
     return run_fingerprint_parts().combined()
 
 
-@dataclass(frozen=True)
-class RunFingerprintParts:
-    """What the static export's increments read, for every non-baseline run, sorted by id: ``owns`` {run id: md5
-    hex of what its own pages show}, ``idents`` {run id: md5 hex of what a peer list shows of it}, ``peers`` {run
-    id: its peers' ids, in its page's order}, ``cells`` {(suite, benchmark, base model): its runs' ids} and
-    ``contents`` {run id: the content hash of its files} (:func:`run_content_hashes`, from the same read)."""
+class FingerprintRow(NamedTuple):
+    """What :func:`read_fingerprint_rows` reads of an agent run: what choosing its peers reads (method, its
+    agent's key, cluster id, latest flag), its cell, ``own`` (md5 hex of what its own pages show), ``ident`` (md5
+    hex of what a peer list shows of it) and ``content``, the content hash of its files."""
 
-    owns: dict[str, str]
-    idents: dict[str, str]
-    peers: dict[str, list[str]]
-    cells: dict[tuple[str, str, str], list[str]]
-    contents: dict[str, str]
+    method: str
+    agent_key: str
+    cluster_id: int
+    is_latest: bool
+    suite: str
+    benchmark: str
+    base_model: str
+    own: str
+    ident: str
+    content: str
 
-    def combined(self) -> dict[str, str]:
-        """{run id: sha256 hex} (:func:`run_fingerprints`): its own part and each peer's identity."""
-        return {run_id: hashlib.sha256(";".join([f"{run_id}:{own}", *sorted(
-                    f"{p}:{self.idents[p]}" for p in self.peers[run_id])]).encode()).hexdigest()
-                for run_id, own in self.owns.items()}
 
-    def cell_fingerprints(self) -> dict[tuple[str, str, str], str]:
-        """{cell: sha256 hex over its runs' own parts}: a cell's facts (``compare.cell_facts``: each run's state
-        and score) can have changed only where this did."""
-        return {cell: hashlib.sha256(";".join(f"{r}:{self.owns[r]}" for r in run_ids).encode()).hexdigest()
-                for cell, run_ids in self.cells.items()}
+# The tables :func:`read_fingerprint_rows` reads, each with the column that names the run a changed row is of
+# (None: ``methods``, whose rows are the runs' methods).
+FINGERPRINT_TABLES: dict[str, str | None] = {"runs": "id", "evaluations": "run_id", "verdicts": "run_id",
+                                             "verdict_overrides": "run_id", "methods": None}
+
+
+def read_fingerprint_rows(con, run_ids: Collection[str] | None = None) -> dict[str, FingerprintRow]:
+    """{run id: :class:`FingerprintRow`} of every non-baseline run (``run_ids``: of those of them only), sorted by
+    id, in one query on ``con``. The own part covers the run's content hash (its files, hence its steps),
+    directory, latest flag and state, its method's names, its evaluations, verdicts and overrides; the identity its
+    directory, latest flag, method and the method's agent (its display name and seed follow from them and the
+    suite files, which the export's code fingerprint covers)."""
+    only = "" if run_ids is None else " AND r.id IN (SELECT unnest(CAST(? AS VARCHAR[])))"
+    rows = con.execute(f"""
+        SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest, r.suite, r.benchmark, r.base_model,
+            md5(concat_ws('|', r.content_hash, r.run_dir, r.is_latest, r.state, r.state_detail, r.accuracy,
+            m.agent_name, m.agent_key, m.scaffold,
+            (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
+                    ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
+            (SELECT string_agg(concat_ws(',', v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text,
+                    v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
+               FROM verdicts v WHERE v.run_id = r.id),
+            (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
+               FROM verdict_overrides o WHERE o.run_id = r.id))),
+            md5(concat_ws('|', r.run_dir, r.is_latest, r.method, m.agent_name, m.agent_key)), r.content_hash
+        FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN}{only} ORDER BY r.id
+    """, [] if run_ids is None else [sorted(run_ids)]).fetchall()
+    return {row[0]: FingerprintRow(*row[1:]) for row in rows}
 
 
 @warehouse.retrying
 def run_fingerprint_parts() -> RunFingerprintParts:
-    """:class:`RunFingerprintParts` of every non-baseline run. The own part covers the run's content hash (its
-    files, hence its steps), directory, latest flag and state, its method's names, its evaluations, verdicts and overrides;
-    the identity its directory, latest flag, method and the method's agent (its display name and seed follow from
-    them and the suite files, which the export's code fingerprint covers). One query, then the peers chosen per
-    cell in Python."""
+    """:class:`RunFingerprintParts` of every non-baseline run (:func:`read_fingerprint_rows`), nothing kept."""
     with warehouse.connect() as con:
-        rows = con.execute(f"""
-            SELECT r.id, r.method, m.agent_key, r.cluster_id, r.is_latest, r.suite, r.benchmark, r.base_model,
-                md5(concat_ws('|', r.content_hash, r.run_dir, r.is_latest, r.state, r.state_detail, r.accuracy,
-                m.agent_name, m.agent_key, m.scaffold,
-                (SELECT string_agg(concat_ws(',', e.id, e.origin, e.accuracy, e.provenance_json, e.created_at), ';'
-                        ORDER BY e.created_at, e.id) FROM evaluations e WHERE e.run_id = r.id),
-                (SELECT string_agg(concat_ws(',', v.judge, v.attempt, v.era, v.kind, v.value, v.flagged, v.text,
-                        v.note, v.source_file), ';' ORDER BY v.era, v.judge, v.attempt, v.kind)
-                   FROM verdicts v WHERE v.run_id = r.id),
-                (SELECT string_agg(concat_ws(',', o.kind, o.flagged, o.created_at), ';' ORDER BY o.created_at, o.kind)
-                   FROM verdict_overrides o WHERE o.run_id = r.id))),
-                md5(concat_ws('|', r.run_dir, r.is_latest, r.method, m.agent_name, m.agent_key)), r.content_hash
-            FROM runs r JOIN methods m ON m.id = r.method WHERE {AGENT_RUN} ORDER BY r.id
-        """).fetchall()
-    cells: dict[tuple[str, str, str], list[_Cellmate]] = {}
-    for run_id, method, agent_key, cluster_id, is_latest, suite, benchmark, base_model, own, ident, _ in rows:
-        cells.setdefault((suite, benchmark, base_model), []).append(
-            _Cellmate(run_id, method, agent_key, cluster_id, is_latest, own, ident))
-    owns: dict[str, str] = {}
-    idents: dict[str, str] = {}
-    peers: dict[str, list[str]] = {}
-    for cell in cells.values():
-        for run in cell:
-            owns[run.id], idents[run.id] = run.own, run.ident
-            peers[run.id] = [p.id for p, _ in pick_peers(run, cell)]
-    return RunFingerprintParts(dict(sorted(owns.items())), dict(sorted(idents.items())), dict(sorted(peers.items())),
-                               {key: [r.id for r in cell] for key, cell in sorted(cells.items())},
-                               {row[0]: row[-1] for row in rows})
+        return RunFingerprintParts(read_fingerprint_rows(con))
+
+
+@dataclass(frozen=True)
+class RunFingerprintParts:
+    """What the static export's increments read, for every non-baseline run: ``rows`` {run id: its
+    :class:`FingerprintRow`}, sorted by id (:func:`read_fingerprint_rows`), and ``kept`` {run id: (its row, its
+    fingerprint)} of an earlier read by the same code (:meth:`combined`), reused for the runs whose fingerprint
+    cannot have changed since (peers and fingerprints are computed again only where a row changed, came or went).
+    ``owns`` {run id: md5 hex of what its own pages show}, ``idents`` {run id: md5 hex of what a peer list shows of
+    it}, ``cells`` {(suite, benchmark, base model): its runs' ids} and ``contents`` {run id: the content hash of
+    its files} (:func:`run_content_hashes`, from the same read) follow from the rows; ``peers`` {run id: its
+    peers' ids, in its page's order} (:meth:`peers_of`)."""
+
+    rows: dict[str, FingerprintRow]
+    kept: dict[str, tuple[FingerprintRow, str]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def owns(self) -> dict[str, str]:
+        return {run_id: row.own for run_id, row in self.rows.items()}
+
+    @functools.cached_property
+    def idents(self) -> dict[str, str]:
+        return {run_id: row.ident for run_id, row in self.rows.items()}
+
+    @functools.cached_property
+    def contents(self) -> dict[str, str]:
+        return {run_id: row.content for run_id, row in self.rows.items()}
+
+    @functools.cached_property
+    def cells(self) -> dict[tuple[str, str, str], list[str]]:
+        cells: dict[tuple[str, str, str], list[str]] = {}
+        for run_id, row in self.rows.items():
+            cells.setdefault((row.suite, row.benchmark, row.base_model), []).append(run_id)
+        return dict(sorted(cells.items()))
+
+    @functools.cached_property
+    def peers(self) -> dict[str, list[str]]:
+        return self.peers_of(self.rows)
+
+    def peers_of(self, run_ids: Iterable[str]) -> dict[str, list[str]]:
+        """{run id: its peers' ids, in its page's order} of ``run_ids`` (``compare.pick_peers`` over its cell)."""
+        mates: dict[tuple[str, str, str], dict[str, _Cellmate]] = {}
+        out: dict[str, list[str]] = {}
+        for run_id in sorted(set(run_ids) & self.rows.keys()):
+            row = self.rows[run_id]
+            cell = (row.suite, row.benchmark, row.base_model)
+            if cell not in mates:
+                mates[cell] = {r: _Cellmate(r, self.rows[r].method, self.rows[r].agent_key, self.rows[r].cluster_id,
+                                            self.rows[r].is_latest) for r in self.cells[cell]}
+            out[run_id] = [p.id for p, _ in pick_peers(mates[cell][run_id], mates[cell].values())]
+        return out
+
+    def combined(self) -> dict[str, str]:
+        """{run id: sha256 hex} (:func:`run_fingerprints`): its own part and each peer's identity; ``kept``'s for
+        the runs whose fingerprint cannot have changed: those of a cell whose runs and rows are all as kept, and in a
+        cell whose runs changed only their own part (``own``, ``content``: a new trace, score or verdict), the
+        others (no peer list changed, nor any peer's identity). Computed once (the same dict each call)."""
+        return self._combined
+
+    @functools.cached_property
+    def _combined(self) -> dict[str, str]:
+        fresh: set[str] = set()
+        for cell, run_ids in self.cells.items():
+            if self._kept_cells.get(cell) != run_ids:
+                fresh.update(run_ids)  # a run came or went
+                continue
+            moved = [r for r in run_ids if self.kept[r][0] != self.rows[r]]
+            if any(_listed(self.kept[r][0]) != _listed(self.rows[r]) for r in moved):
+                fresh.update(run_ids)  # what choosing peers reads, or what a peer list shows, changed
+            else:
+                fresh.update(moved)
+        peers = self.peers_of(fresh)
+        return {run_id: hashlib.sha256(";".join([f"{run_id}:{row.own}", *sorted(
+                    f"{p}:{self.rows[p].ident}" for p in peers[run_id])]).encode()).hexdigest()
+                if run_id in peers else self.kept[run_id][1]
+                for run_id, row in self.rows.items()}
+
+    @functools.cached_property
+    def _kept_cells(self) -> dict[tuple[str, str, str], list[str]]:
+        cells: dict[tuple[str, str, str], list[str]] = {}
+        for run_id, (row, _) in sorted(self.kept.items()):
+            cells.setdefault((row.suite, row.benchmark, row.base_model), []).append(run_id)
+        return cells
+
+    def cell_fingerprints(self) -> dict[tuple[str, str, str], str]:
+        """{cell: sha256 hex over its runs' own parts}: a cell's facts (``compare.cell_facts``: each run's state
+        and score) can have changed only where this did."""
+        return {cell: hashlib.sha256(";".join(f"{r}:{self.rows[r].own}" for r in run_ids).encode()).hexdigest()
+                for cell, run_ids in self.cells.items()}
 
 
 @dataclass(frozen=True, slots=True)
 class _Cellmate:
-    """An agent run as :func:`run_fingerprint_parts` reads it: what choosing peers reads, ``own``, the md5 of what
-    its own page shows, and ``ident``, the md5 of what a peer list shows of it."""
+    """An agent run as ``compare.pick_peers`` reads it (:meth:`RunFingerprintParts.peers_of`)."""
 
     id: str
     method: str
     agent_key: str
     cluster_id: int
     is_latest: bool
-    own: str
-    ident: str
+
+
+def _listed(row: FingerprintRow) -> tuple:
+    """What of a run its cell's other runs' fingerprints depend on: what choosing peers reads and its identity."""
+    return row.method, row.agent_key, row.cluster_id, row.is_latest, row.ident
 
 
 @warehouse.retrying
