@@ -10,26 +10,30 @@ from types import ModuleType
 # DuckDB's Python client (1.5) imports pandas the first time it binds a query parameter whenever pandas is importable:
 # ~125 MB of RSS in every web worker. No page uses pandas (it is not a requirement of the site; inspect-ai brings it
 # for the workers), so a web worker refuses to import it and DuckDB takes plain Python values (bench/web_memory.py).
+# Jinja2 likewise: django-ninja imports django.test (for a signal), whose utilities import Jinja2 when it is
+# installed (inspect-ai brings it); the site's templates are Django's, so it would only hold ~1.5 MB of RSS in every
+# web process (bench/web_memory.py, bench/RESULTS.md, issue 24).
 # A finder that raises ImportError, not a `sys.modules["pandas"] = None` mark: Cython modules read that None as the
 # module, and pyarrow's pandas check then fails every Arrow table a web worker writes (a judge re-run's or a rerun's
-# results, traces.records.arrow_table: tests/test_wsgi.py).
+# results, traces.records.arrow_table: tests/test_wsgi.py). A package some other code of this process imported
+# already (a test run's) is left to it.
+_REFUSED = tuple(name for name in ("pandas", "jinja2") if name not in sys.modules)
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
-    """Refuses ``pandas`` and its submodules, as if it were not installed."""
+class _Refused(importlib.abc.MetaPathFinder):
+    """Refuses the packages of ``_REFUSED`` and their submodules, as if they were not installed."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
-        if fullname == "pandas" or fullname.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {fullname!r} (a web worker does without pandas)",
-                                      name=fullname)
+        if fullname.partition(".")[0] in _REFUSED:
+            raise ModuleNotFoundError(f"No module named {fullname!r} (a web worker does without it)", name=fullname)
         return None
 
 
-if "pandas" not in sys.modules:
-    sys.meta_path.insert(0, _NoPandas())
+if _REFUSED:
+    sys.meta_path.insert(0, _Refused())
 
-from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the pandas rule)
+from django.core.wsgi import get_wsgi_application  # noqa: E402 (after the refused packages' rule)
 
 from django.urls import resolve, reverse  # noqa: E402
 

@@ -1,7 +1,9 @@
 """The process-wide DuckDB settings every warehouse instance gets (ptbsite.warehouse.connections._configure):
 ``PTB_DUCKDB_THREADS`` and ``PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS`` (DuckDB's ``allocator_background_threads``),
 read back from DuckDB on a DuckLake and a plain-file warehouse; and what the allocator setting is for: the pages a
-query freed go back to the system while the process is idle (issue 24, bench/RESULTS.md)."""
+query freed go back to the system while the process is idle (issue 24, bench/RESULTS.md). A DuckLake instance over a
+local data folder has DuckDB's external file cache off (the files are in the system's page cache), one over object
+storage keeps it (connections._attach)."""
 from __future__ import annotations
 
 import os
@@ -31,6 +33,15 @@ def test_a_ducklake_instance_gets_the_settings(tmp_path: Path, settings, on: boo
     settings.PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS = on
     try:
         assert _settings_seen() == (on, 1)
+    finally:
+        warehouse.close_connections()
+
+
+def test_a_local_ducklake_instance_does_without_the_external_file_cache(tmp_path: Path, settings) -> None:
+    settings.PTB_WAREHOUSE = f"ducklake:sqlite:{tmp_path / 'catalog.sqlite'}?data={tmp_path / 'data'}"
+    try:
+        with warehouse.connect() as con:
+            assert con.execute("SELECT current_setting('enable_external_file_cache')").fetchone() == (False,)
     finally:
         warehouse.close_connections()
 

@@ -1,5 +1,5 @@
-"""The web worker's process (ptbsite/wsgi.py, what `manage.py serve` runs in gunicorn): pandas is kept out of it, and
-the writes a web worker makes still work.
+"""The web worker's process (ptbsite/wsgi.py, what `manage.py serve` runs in gunicorn): pandas and Jinja2 are kept out
+of it, and the writes a web worker makes still work.
 
 Found by a new user of `make serve` + `make worker`: "Re-run judge" failed with a 500 on the worker's
 `/api/worker/jobs/<id>/finish`, because storing the judge's verdicts builds an Arrow table (traces.records.arrow_table)
@@ -34,6 +34,11 @@ try:
     import pandas  # noqa: F401
 except ImportError:
     print("pandas import refused")
+print("jinja2 imported:", "jinja2" in sys.modules)
+try:
+    import jinja2  # noqa: F401
+except ImportError:
+    print("jinja2 import refused")
 """
 
 
@@ -43,4 +48,5 @@ def test_a_web_worker_builds_arrow_tables_without_pandas(tmp_path: Path) -> None
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
-    assert lines[-3:] == ["[('mock_hosted', True)]", "pandas imported: False", "pandas import refused"]
+    assert lines[-5:] == ["[('mock_hosted', True)]", "pandas imported: False", "pandas import refused",
+                          "jinja2 imported: False", "jinja2 import refused"]

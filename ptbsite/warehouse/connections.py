@@ -99,6 +99,12 @@ def _attach(spec: WarehouseSpec) -> duckdb.DuckDBPyConnection:
         # kept in memory; and a server's concurrency is its requests, not DuckDB's threads (PTB_DUCKDB_THREADS,
         # which `serve` sets to 1 for its workers: a run page 2-4x faster there, bench/RESULTS.md).
         con.execute("SET parquet_metadata_cache = true")
+        if not spec.data_in_object_storage:
+            # DuckDB's external file cache keeps the bytes it read of data files in its own memory; a local folder's
+            # files are in the system's page cache already, so it only doubled them: 1.5 MB per web process after
+            # every page once at K=90, no CPU difference (bench/web_memory.py, bench/RESULTS.md, issue 24). Kept
+            # for object storage, where it saves a request per read.
+            con.execute("SET enable_external_file_cache = false")
         _configure(con)
         if spec.data_in_object_storage:
             _object_storage_secret(con)

@@ -320,7 +320,10 @@ class Analysis:
     calibration: list[AgentCalibration]
     time_use: list[AgentTimeUse]
     reported: list[ReportedFact] = field(default_factory=list)
-    rated_rows: list[tuple] = field(default_factory=list, repr=False)  # _RUN_SQL rows, in the page's order
+    # (run id, method, agent key, stored agent name, benchmark, base model, self score, verified score) of each
+    # rated run, in the page's order: the columns of _RUN_SQL's rows that :attr:`points` reads, not the whole rows
+    # (their phases and facets: 0.5 MB more held by every web process's memo at K=90, bench/RESULTS.md, issue 24)
+    rated_rows: list[tuple] = field(default_factory=list, repr=False)
     base_scores: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)  # (base model, benchmark)
 
     @property
@@ -342,8 +345,8 @@ class Analysis:
             if (row[1], row[3]) not in names:
                 names[(row[1], row[3])] = (agent_display(shown, row[1], row[3]) if shown else row[3]) or row[1]
         base = self.base_scores
-        return [CalibrationPoint(row[0], row[2], names[(row[1], row[3])], row[4], row[5], row[_SELF], row[_SCORE],
-                                 row[_SELF] / row[_SCORE], base.get((row[5], row[4])))
+        return [CalibrationPoint(row[0], row[2], names[(row[1], row[3])], row[4], row[5], row[6], row[7],
+                                 row[6] / row[7], base.get((row[5], row[4])))
                 for row in self.rated_rows]  # rated: both scores known, the verified one not 0 (overoptimism)
 
     def twin(self) -> AnalysisTwin:
@@ -518,5 +521,6 @@ def read_analysis(con, suite: str) -> Analysis:
         by_method.append(MethodScore(facet=m, runs=len(with_m), mean_score=_mean(with_m),
                                      runs_without=len(without_m), mean_without=_mean(without_m)))
     return Analysis(suite, len(rows), sum(map(itemgetter(6), rows)), mix, by_method, calibration, time_use,
-                    reported, [row for row in rows if row[_SELF] is not None and row[_SCORE]],  # overoptimism's
+                    reported, [(*row[:6], own, verified) for row in rows  # overoptimism's
+                               if (own := row[_SELF]) is not None and (verified := row[_SCORE])],
                     read_base_scores(con, suite))
