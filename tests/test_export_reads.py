@@ -13,7 +13,7 @@ from ptbsite.warehouse import connections
 from ptbsite.warehouse.once import kept_key, read_once, reads_kept
 from traces import selectors
 from traces.selectors.analysis import MAX_TIMELINE_CALLS, read_timeline
-from traces.selectors.steps import read_steps_page
+from traces.selectors.steps import read_step_index, read_steps_page, read_trace_names
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,10 @@ def test_the_search_reads_every_step_whole_ahead_as_paging_does(export_warehouse
     run_ids = sorted(r.id for r in selectors.list_runs(limit=None)[0])
     ahead = selectors.read_search_ahead(run_ids)
     runs = {r.id: r for r in selectors.list_runs(limit=None)[0]}
-    for kept in ahead.values():
+    for run_id, kept in ahead.items():
+        # the layout's trace names and step indices too, taken from the steps' rows (branch i24ra: no query of theirs)
+        names = kept[kept_key(read_trace_names, run_id)]
+        assert all(kept_key(read_step_index, run_id, trace=trace) in kept for trace in {"agent", *names})
         for key, answer in kept.items():
             assert answer == _call(key, runs), key
     with reads_kept(ahead[added.deep_run]):

@@ -19,8 +19,8 @@ from .compare import read_cell_runs, read_cell_runs_of, read_sides_ahead
 from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_summary, read_timelines_of
 from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
-from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index, read_step_indices_of,
-                    read_steps_page, read_tools_used, read_tools_used_of, read_trace_names, read_trace_names_of,
+from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index,
+                    read_step_indices_and_tools_of, read_steps_page, read_tools_used, read_trace_names, trace_names_of,
                     read_whole_steps_ahead)
 from .verdicts import read_override_log, read_override_logs_of, read_panels_ahead
 
@@ -29,7 +29,7 @@ from .verdicts import read_override_log, read_override_logs_of, read_panels_ahea
 def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_pages: int | None = None,
                side_budgets: list[float] | None = None) -> dict[str, dict[Hashable, Any]]:
     """{run id: {``warehouse.once.kept_key`` of a read: its answer}} of the runs ``some``, in one unit of work of
-    ~21 queries whatever their number (each of the runs' rows of a table in one query); with the first page
+    ~19 queries whatever their number (each of the runs' rows of a table in one query); with the first page
     (unfiltered, ``read_steps_page``) of ``agent_pages`` steps of the agent trace (each size), and of
     ``trace_pages`` steps of every other trace; with ``side_budgets`` (``read_budgets``), what each run's
     comparison side reads besides (``compare.read_sides_ahead``)."""
@@ -38,20 +38,21 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
     if not ids:
         return out
     with warehouse.snapshot() as con:
+        # the steps' index, their trace names (its keys) and the agent's tools in one query
+        indices, tools = read_step_indices_and_tools_of(con, ids)
         per_run: dict[Callable[..., Any], dict[str, Any]] = {
+            read_trace_names: trace_names_of(ids, indices),
             read_run_texts: read_run_texts_of(con, ids),
             read_evaluations: read_evaluations_of(con, ids),
             read_run_facets: read_run_facets_of(con, ids),
             read_evidence: read_evidence_of(con, ids),
-            read_trace_names: read_trace_names_of(con, ids),
-            read_tools_used: read_tools_used_of(con, ids),
+            read_tools_used: tools,
             read_override_log: read_override_logs_of(con, ids),
             read_public_challenges: read_public_challenges_of(con, ids),
         }
         summaries = read_timeline_summaries_of(con, some)
         timelines = read_timelines_of(con, some)
         references = read_all_reference_scores(con)
-        indices = read_step_indices_of(con, ids)
         cells = read_cell_runs_of(con, [(run.suite, run.benchmark, run.base_model) for run in some])
         sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
         reasonings = read_panels_ahead(con, some, per_run[read_trace_names])
@@ -86,21 +87,11 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
 def read_search_ahead(run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
     """What the static export's search reads of each of ``run_ids`` (``Exporter.run_records``: its layout's trace
     names and step index, every step of every trace whole, ``steps.read_whole_steps_ahead``), read for them all
-    at once, {run id: {kept key: answer}}: four queries."""
-    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in run_ids}
+    at once, {run id: {kept key: answer}}: two queries (the names and indices are taken from the steps' rows)."""
     if not run_ids:
-        return out
+        return {}
     with warehouse.snapshot() as con:
-        names = read_trace_names_of(con, run_ids)
-        indices = read_step_indices_of(con, run_ids)
-        whole = read_whole_steps_ahead(con, run_ids)
-    for run_id in run_ids:
-        kept = out[run_id]
-        kept[kept_key(read_trace_names, run_id)] = names[run_id]
-        for trace in {"agent", *names[run_id]}:
-            kept[kept_key(read_step_index, run_id, trace=trace)] = indices.get((run_id, trace), [])
-        kept.update(whole[run_id])
-    return out
+        return read_whole_steps_ahead(con, run_ids)
 
 
 __all__ = ["read_ahead", "read_search_ahead"]

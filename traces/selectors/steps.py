@@ -8,7 +8,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from ptbsite import warehouse
@@ -385,6 +385,21 @@ def read_step_indices_of(con, run_ids: list[str]) -> dict[tuple[str, str], list[
     return out
 
 
+def read_step_indices_and_tools_of(con, run_ids: list[str]) -> tuple[dict[tuple[str, str], list[IndexedStep]],
+                                                                      dict[str, list[str]]]:
+    """(:func:`read_step_indices_of`, :func:`read_tools_used_of` of the agent trace) of ``run_ids``, in one query
+    (the static export's read ahead: each DuckLake query costs 5-20 CPU ms of catalog work whatever it returns)."""
+    out: dict[tuple[str, str], list[IndexedStep]] = {}
+    tools: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
+    for run_id, trace, idx, elapsed, tool in con.execute(
+            "SELECT run_id, trace, idx, elapsed_s, tool FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+            "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
+        out.setdefault((run_id, trace), []).append(IndexedStep(idx, elapsed))
+        if tool is not None and trace == "agent":
+            tools[run_id].add(tool)
+    return out, {run_id: sorted(used) for run_id, used in tools.items()}
+
+
 @dataclass
 class WholeStep:
     """One step with its WHOLE input and output (also past ``traces.vocabulary.STEP_TEXT_CAP``, from
@@ -439,15 +454,18 @@ def _whole(rows: list[tuple], whole: dict[tuple[int, str], list[bytes]]) -> list
 def read_whole_steps_ahead(con, run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
     """Every step of every trace of ``run_ids`` with its whole input and output, as ``warehouse.once`` keeps
     :func:`read_whole_steps`' answers when a trace is paged from its start by WHOLE_STEPS_BATCH (``after``: the
-    last index of the page before; then the empty page after the last), {run id: {kept key: answer}}: two queries
-    for them all (the steps, the whole texts of those stored cut) where paging costs one per 64 steps. The static
-    export's search reads every step of every run."""
+    last index of the page before; then the empty page after the last), with each run's :func:`read_trace_names`
+    and every trace's :func:`read_step_index` taken from the same rows, {run id: {kept key: answer}}: two queries
+    for them all (the steps, the whole texts of those stored cut) where paging costs one per 64 steps and the names
+    and indices one each. The static export's search reads every step of every run."""
     rows: dict[str, dict[str, list[tuple]]] = {run_id: {"agent": []} for run_id in run_ids}
+    indices: dict[tuple[str, str], list[IndexedStep]] = {}
     cut: set[tuple[str, str, int]] = set()
-    for run_id, trace, *row in con.execute(
-            f"SELECT run_id, trace, {_WHOLE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
+    for run_id, trace, elapsed, *row in con.execute(
+            f"SELECT run_id, trace, elapsed_s, {_WHOLE_COLUMNS} FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
             "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
         rows[run_id].setdefault(trace, []).append(tuple(row))
+        indices.setdefault((run_id, trace), []).append(IndexedStep(row[0], elapsed))
         if row[5] or row[6]:
             cut.add((run_id, trace, row[0]))
     whole: dict[tuple[str, str], dict[tuple[int, str], list[bytes]]] = {}
@@ -458,8 +476,12 @@ def read_whole_steps_ahead(con, run_ids: list[str]) -> dict[str, dict[Hashable, 
             if (run_id, trace, idx) in cut:
                 whole.setdefault((run_id, trace), {}).setdefault((idx, field_name), []).append(zlib.decompress(data))
     out: dict[str, dict[Hashable, Any]] = {}
+    all_names = trace_names_of(run_ids, indices)
     for run_id, traces in rows.items():
-        kept: dict[Hashable, Any] = {}
+        names = all_names[run_id]
+        kept: dict[Hashable, Any] = {kept_key(read_trace_names, run_id): names}
+        for trace in {"agent", *names}:
+            kept[kept_key(read_step_index, run_id, trace=trace)] = indices.get((run_id, trace), [])
         for trace, found in traces.items():
             after = -1
             for start in range(0, len(found), WHOLE_STEPS_BATCH):
@@ -505,10 +527,17 @@ def read_trace_names(con, run_id: str) -> list[str]:
 
 def read_trace_names_of(con, run_ids: list[str]) -> dict[str, list[str]]:
     """{run id: :func:`trace_names`} of ``run_ids`` (every id a key), in one query."""
-    names: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
-    for run_id, trace in con.execute("SELECT DISTINCT run_id, trace FROM steps WHERE run_id = ANY(?::VARCHAR[])",
-                                     [run_ids]).fetchall():
-        names[run_id].append(trace)
+    return trace_names_of(run_ids, con.execute(
+        "SELECT DISTINCT run_id, trace FROM steps WHERE run_id = ANY(?::VARCHAR[])", [run_ids]).fetchall())
+
+
+def trace_names_of(run_ids: list[str], traces: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """{run id: :func:`trace_names`} of ``run_ids`` (every id a key) from the (run id, trace) pairs of their steps
+    (``traces``: each pair at least once, as ``read_trace_names_of`` reads them or the keys of
+    :func:`read_step_indices_of`' answer, which then needs no query of its own)."""
+    names: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
+    for run_id, trace in traces:
+        names[run_id].add(trace)
     return {run_id: sorted(found, key=lambda n: (n != "agent", n)) for run_id, found in names.items()}
 
 
