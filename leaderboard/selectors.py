@@ -335,7 +335,7 @@ def rows_from_runs(
 
     # Each method's cells as lists in ``grid``'s order (its run or None; its final value and reason), built once;
     # the sums below walk them by position, adding the same floats in the same order as per-cell dicts did.
-    bench_count, weight_list, default_rule = len(weights), list(weights.values()), (verdicts, reviews) == ("era", True)
+    bench_count, weight_list = len(weights), list(weights.values())
     spans = [(j * bench_count, (j + 1) * bench_count) for j in range(len(view_models))]  # each model's cells
     rows = []
     for key, info in agents.items():
@@ -354,8 +354,8 @@ def rows_from_runs(
                     final.append((base, "facet"))
                 else:
                     n_runs += 1
-                    value = aggregation.final_cell(accuracy=run.accuracy, state=run.state, base=base, flags=run.flags
-                                                   if default_rule else _cell_flags(run, verdicts, reviews))
+                    value = aggregation.final_cell(accuracy=run.accuracy, state=run.state,
+                                                   flags=_cell_flags(run, verdicts, reviews), base=base)
                     final.append(value)
                     n_scored += value[1] is None
             finals.append(final)
