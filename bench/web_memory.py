@@ -12,7 +12,8 @@ Usage: .venv/bin/python bench/web_memory.py [--warehouse SPEC]
    right after the last page and at rest (``--rest`` s idle, default 2: DuckDB's allocator thread returns the pages
    its queries freed within ~1 s, ``PTB_DUCKDB_ALLOCATOR_BACKGROUND_THREADS``), and which of the heavy packages it imported (``sys.modules``), and its PSS and USS (psutil's ``memory_full_info``,
    from ``/proc/<pid>/smaps``: PSS counts each shared page divided by the processes mapping it, USS only the pages
-   this process alone maps). ``--warehouse``: a ``PTB_WAREHOUSE`` spec to read (default: bench/scale.py's K=9
+   this process alone maps), and at rest the 8 mappings holding most resident memory (``/proc/self/smaps``: each
+   library or extension file, ``[heap]``, ``[anon]``). ``--warehouse``: a ``PTB_WAREHOUSE`` spec to read (default: bench/scale.py's K=9
    warehouse in /tmp/ptb-bench-scale).
 3. ``--workers N`` (default 3; 0 skips it): N forked worker processes, as gunicorn's master forks them, each GETting
    every page and twin once, measured (RSS, PSS, USS, MB) while all of them are alive, ``--rest`` s after the last
@@ -68,7 +69,18 @@ _FULL = ("(lambda m: {'rss': m.rss / 2**20, 'pss': m.pss / 2**20, 'uss': m.uss /
 _STATUS = "{k: int(l.split()[1]) / 1024 for l in open('/proc/self/status') for k in ('RssAnon', 'RssFile') if l.startswith(k + ':')}"
 
 _SERVE = f"""
-import json, os, sys, time
+import collections, json, os, sys, time
+
+def resident_by_mapping():
+    # kB resident per mapped file ("[anon]" for anonymous mappings), from /proc/self/smaps
+    kb, name = collections.Counter(), None
+    for line in open("/proc/self/smaps"):
+        parts = line.split()
+        if len(parts) >= 5 and parts[0].count("-") == 1 and ":" not in parts[0]:
+            name = parts[5] if len(parts) > 5 else "[anon]"
+        elif parts[0] == "Rss:":
+            kb[name] += int(parts[1])
+    return kb
 sys.path.insert(0, {str(ROOT)!r})
 {_ENV}
 from ptbsite.wsgi import application  # what gunicorn's worker loads
@@ -85,6 +97,7 @@ time.sleep(float(sys.argv[3]))  # at rest: what the process holds once its idle 
 print(json.dumps({{"full": full, "loaded_mb": started, "loaded_split": started_split, "after_mb": after_mb,
                   "after_split": after_split, "rest_mb": {_RSS}, "rest_split": {_STATUS},
                   "rest_full": {_FULL.replace("PID", "")},
+                  "rest_maps": resident_by_mapping().most_common(8),
                   "pages": len(urls), "imported": [m for m in heavy if sys.modules.get(m) is not None]}}))
 """
 
@@ -162,6 +175,8 @@ def main() -> None:
               "the duckdb module and its extensions' code, shared with every process that maps them)")
     print(f"  after: RSS {found['full']['rss']:.0f}, PSS {found['full']['pss']:.0f}, USS {found['full']['uss']:.0f} MB "
           "(psutil memory_full_info, the process alone)")
+    print("  at rest, resident MB by mapping (the 8 largest): " + ", ".join(
+        f"{Path(name).name} {kb / 1024:.1f}" for name, kb in found["rest_maps"]))
     print("heavy packages imported: " + (", ".join(found["imported"]) or "none"))
     if not args.workers:
         return

@@ -124,7 +124,8 @@ def search_fragments(outdir: Path) -> list[dict]:
 # second run, beside text that is markup if parsed as HTML.
 DEEP_WORD = "frobnicatrix"
 OTHER_WORD = "glimmerquokka"
-HOSTILE = '<img src=x onerror="document.title=1"> &amp; <b>bold</b>'
+# Markup and entities as trace text: shown as written (a "&lt;" stays "&lt;", it is no "<"), never as markup.
+HOSTILE = '<img src=x onerror="document.title=1"> &amp; &lt;i&gt; <b>bold</b>'
 SEARCH_METHOD = "claude_claude-sonnet-4-5_10h_search"
 
 

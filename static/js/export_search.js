@@ -38,18 +38,65 @@
 
   function say(text) { status.textContent = text; }
 
-  // Pagefind's excerpt is the step's text with "<" and ">" escaped and the matched words in <mark>...</mark>: it is
-  // rebuilt here as text nodes and <mark> elements, never parsed as HTML (trace text is never markup on this site).
-  function excerpt(target, text) {
-    let mark = null;
-    text.split(/(<mark>|<\/mark>)/).forEach(function (part) {
-      if (part === "<mark>") {
-        mark = target.appendChild(document.createElement("mark"));
-      } else if (part === "</mark>") {
-        mark = null;
-      } else if (part) {
-        const plain = part.replace(/&lt;|&gt;/g, function (e) { return e === "&lt;" ? "<" : ">"; });
-        (mark || target).appendChild(document.createTextNode(plain));
+  // Pagefind's excerpt of a sub-result is words [start, start + length) of the record's text, split on white space,
+  // with "<" and ">" escaped (not "&") and the sub-result's locations wrapped in <mark>...</mark>: a "&lt;" written in
+  // a trace reads there as an escaped "<". So the excerpt is rebuilt from the record's own text (``data.content``) at
+  // the same words: the start found where the words, escaped and marked as Pagefind marks them, give its excerpt
+  // back. Returns [[text, marked], ...] (the words with their spaces), or null when no start does (a record holding a
+  // zero-width space, which Pagefind splits on instead).
+  function escaped(word) { return word.replace(/</g, "&lt;").replace(/>/g, "&gt;"); }
+  function excerptWords(data, sub) {
+    if (data.raw_content.indexOf("\u200B") >= 0) return null;
+    const words = data.content.split(/[\r\n\s]+/g);
+    const at = new Set(sub.locations);
+    const tokens = sub.excerpt.split(" ");
+    const first = tokens.findIndex(function (t) { return t.indexOf("<mark>") === 0; });
+    const starts = sub.locations.map(function (l) { return l - Math.max(first, 0); });
+    for (const start of starts) {
+      for (let length = tokens.length; start >= 0 && length <= tokens.length + 2; length++) {
+        const span = words.slice(start, start + length);
+        const built = span.map(function (w, i) {
+          return at.has(start + i) ? "<mark>" + escaped(w) + "</mark>" : escaped(w);
+        }).join(" ").trim();
+        if (built !== sub.excerpt) continue;
+        const parts = [];
+        span.forEach(function (w, i) {
+          if (w) parts.push([parts.length ? " " + w : w, at.has(start + i)]);
+        });
+        if (parts.length && parts[0][0] === "\u00b7" && !parts[0][1]) parts.shift();  // the step heading's "·"
+        if (parts.length) parts[0][0] = parts[0][0].replace(/^ /, "");
+        return parts;
+      }
+    }
+    return null;
+  }
+
+  // Pagefind's excerpt parsed, where excerptWords could not rebuild it: "<" and ">" unescaped (a "&lt;" of the
+  // trace itself reads as "<" here).
+  function parsedWords(text) {
+    const parts = [];
+    let marked = false;
+    text.replace(/^\u00b7\s*/, "").split(/(<mark>|<\/mark>)/).forEach(function (part) {
+      if (part === "<mark>") marked = true;
+      else if (part === "</mark>") marked = false;
+      else if (part) parts.push([part.replace(/&lt;|&gt;/g, function (e) { return e === "&lt;" ? "<" : ">"; }), marked]);
+    });
+    return parts;
+  }
+
+  // The excerpt as text nodes and <mark> elements, never parsed as HTML (trace text is never markup on this site).
+  // Pagefind marks a whole token between spaces ('"""Supervised', 'loss,'): the mark is narrowed to the token's
+  // letters and digits, its space and the punctuation around them left outside.
+  const EDGES = /^([^\p{L}\p{N}]*)([\s\S]*?)([^\p{L}\p{N}]*)$/u;
+  function excerpt(target, parts) {
+    parts.forEach(function (part) {
+      const edges = part[1] ? EDGES.exec(part[0]) : null;
+      if (edges && edges[2]) {
+        if (edges[1]) target.appendChild(document.createTextNode(edges[1]));
+        target.appendChild(document.createElement("mark")).textContent = edges[2];
+        if (edges[3]) target.appendChild(document.createTextNode(edges[3]));
+      } else {
+        target.appendChild(document.createTextNode(part[0]));
       }
     });
   }
@@ -169,7 +216,7 @@
     JSON.parse(data.meta.steps || "[]").forEach(function (s) { steps["step-" + s[0]] = s; });
     return data.sub_results.map(function (sub) {
       const step = steps[sub.url.split("#")[1]];
-      return step && { url: sub.url, excerpt: sub.excerpt.replace(/^\u00b7\s*/, ""), title: data.meta.title,
+      return step && { url: sub.url, excerpt: excerptWords(data, sub) || parsedWords(sub.excerpt), title: data.meta.title,
         run: data.meta.run, trace: data.meta.trace, index: step[0], kind: step[1], tool: step[2] };
     }).filter(function (h) {
       return h && (!form.elements.kind.value || h.kind === form.elements.kind.value)
