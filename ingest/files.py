@@ -50,31 +50,57 @@ def refusal(path: Path, root: Path, *, size_limit: bool = True) -> str | None:
     string naming it; None when it may (or when it does not exist: the caller treats it as absent).
 
     Refused: a symbolic link (at any level below ``root``) whose target is outside ``root``; a broken link; a
-    FIFO, socket or device; with ``size_limit``, a regular file over :func:`max_bytes`. Nothing is opened.
+    FIFO, socket or device; with ``size_limit``, a regular file over :func:`max_bytes`. Nothing is opened (an
+    ``O_PATH`` descriptor, which reads nothing, may name it: :func:`real_path`).
     """
-    name = shown(path, root)
     try:
         own = os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"{name}: cannot be examined ({exc.strerror}): refused"
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    if os.path.commonpath([real_root, real]) != real_root:
+        return f"{shown(path, root)}: cannot be examined ({exc.strerror}): refused"
+    real_root = real_path(root)
+    real = real_path(path)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
         what = "a symbolic link" if stat.S_ISLNK(own.st_mode) else "reached through a symbolic link"
-        return f"{name}: {what} to a path outside the results root: refused"
+        return f"{shown(path, root)}: {what} to a path outside the results root: refused"
     try:
-        info = os.stat(path)
+        info = own if not stat.S_ISLNK(own.st_mode) else os.stat(path)
     except OSError:
-        return f"{name}: a broken symbolic link: refused"
+        return f"{shown(path, root)}: a broken symbolic link: refused"
     for test, kind in _KINDS:
         if test(info.st_mode):
-            return f"{name}: {kind}, not a regular file: refused (never opened)"
+            return f"{shown(path, root)}: {kind}, not a regular file: refused (never opened)"
     if size_limit and stat.S_ISREG(info.st_mode) and info.st_size > max_bytes():
-        return (f"{name}: {info.st_size:,} bytes, over the {max_bytes():,} bytes the ingest reads "
+        return (f"{shown(path, root)}: {info.st_size:,} bytes, over the {max_bytes():,} bytes the ingest reads "
                 f"(PTB_MAX_TRACE_BYTES): refused")
     return None
+
+
+_PROC_FD = "/proc/self/fd/"
+_O_PATH = getattr(os, "O_PATH", 0)
+
+
+def real_path(path: Path | str) -> str:
+    """``os.path.realpath(path)`` (symbolic links resolved, absolute), asked of the kernel where it can say it:
+    the path of an ``O_PATH`` descriptor of ``path`` (which opens nothing: no FIFO waited on, no device touched)
+    as ``/proc/self/fd`` reads it, three system calls where ``realpath`` makes one ``lstat`` per component in
+    Python. A path that does not resolve (absent, a broken link), a deleted or unreachable one, or a system
+    without ``/proc``: ``os.path.realpath``'s answer. Raises nothing but what ``realpath`` raises."""
+    if _O_PATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return os.path.realpath(path)
+        try:
+            real = os.readlink(f"{_PROC_FD}{fd}")
+        except OSError:
+            real = ""
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
+    return os.path.realpath(path)
 
 
 def open_regular(path: Path, root: Path) -> BinaryIO:

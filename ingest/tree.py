@@ -96,12 +96,20 @@ _worker_ingester: Ingester | None = None
 _worker_started: Any = None  # a worker's queue of (job index, pid, time.monotonic()) as it starts each job
 
 
+WORKER_GC_THRESHOLD = (50_000, 20, 100)  # a reading process's gc.set_threshold (Python's default: 700, 10, 10)
+
+
 def _init_worker(ingester: Ingester, started: Any = None) -> None:
     """A reading process starts: the objects it inherits from the storing process (Django, the suite, the
     ingester's rules) moved out of the garbage collector's sight (``gc.freeze``), so that its collections,
-    frequent while a trace's steps are built, do not walk them again and again (nor copy their pages)."""
+    frequent while a trace's steps are built, do not walk them again and again (nor copy their pages); and
+    collections made rarer (:data:`WORKER_GC_THRESHOLD`): a run's rows are thousands of objects that live until
+    it is sent, which every young collection walked again (the 142 runs of 5 method dirs, 60 MB of trace: 2,034
+    collections and 0.84 CPU s of 11 in one process against 235 and 0.19 s; the rows hold no reference cycles,
+    so memory does not wait on a collection)."""
     global _worker_ingester, _worker_started
     gc.freeze()
+    gc.set_threshold(*WORKER_GC_THRESHOLD)
     _worker_ingester, _worker_started = ingester, started
 
 

@@ -15,8 +15,12 @@ import orjson
 import re2
 
 MAX_JSON_DEPTH = 100  # arrays/objects nested deeper than this are not parsed: the caller keeps the text
-# RE2: 3x faster than re here, and the answer (is there such a run) is the same.
 _LONG_DIGITS = re2.compile(r"[0-9]{19}")
+# A text's UTF-8 bytes translated so that one pass says what loads() asks before parsing: every ASCII digit -> "0",
+# "[" and "{" -> "[", every other byte -> " " (a character beyond ASCII is bytes >= 0x80, none of them a digit or a
+# bracket). A run of 19 digits is then b"0" * 19 (what _LONG_DIGITS finds), the brackets' count that of "[".
+_MARKS = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord("[") if b in b"[{" else ord(" ") for b in range(256))
+_NINETEEN = b"0" * 19
 _BRACKETS = re.compile(r"[\[\]{}]")
 _ESCAPE = re.compile(r"\\.", re.S)
 
@@ -49,11 +53,21 @@ def loads(text: str) -> Any:
     beyond 64 bits a float); what it refuses (``NaN``, lone surrogate escapes, invalid JSON) goes to ``json.loads``, whose value or error message is then the answer, so the result
     is ``json.loads``' wherever orjson accepts a text ``json.loads`` also accepts, with the same value
     (``tests/test_parsers_framing.py`` checks the edge cases)."""
-    if too_deep(text):
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: the two questions below asked of the text itself
+        if too_deep(text):
+            raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+        _LONG_DIGITS.search(text)  # raises UnicodeEncodeError (a ValueError): RE2 reads UTF-8
+        raise
+    # One C pass (_MARKS) for both questions, ~5x cheaper than a count of each bracket and RE2's search (whose
+    # Python wrapper costs more than orjson's parse of a 1 KB line).
+    marks = data.translate(_MARKS)
+    if marks.count(b"[") > MAX_JSON_DEPTH and too_deep(text):
         raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    if _LONG_DIGITS.search(text) is None:  # orjson turns integers beyond 64 bits into floats
+    if _NINETEEN not in marks:  # _LONG_DIGITS.search(text) is None: orjson turns integers beyond 64 bits into floats
         try:
-            return orjson.loads(text)
+            return orjson.loads(data)  # the same value as of the text: data is its UTF-8
         except orjson.JSONDecodeError:
             pass
     try:

@@ -177,7 +177,16 @@ def _fix(match: re.Match[str]) -> str:
 def storable(value: str) -> tuple[str, int]:
     """``(value, lone surrogates replaced)``: lone UTF-16 surrogates (which UTF-8 cannot encode) -> U+FFFD,
     NUL -> U+2400 (shown, not counted). Raises nothing."""
-    if (value.isascii() and "\x00" not in value) or _UNSTORABLE.search(value) is None:  # (the first: two C scans)
+    if "\x00" not in value:
+        if value.isascii():  # (a flag of the string: no scan)
+            return value, 0
+        try:  # UTF-8 refuses exactly the lone surrogates: one C pass, ~3x cheaper than the search below
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return value, 0
+    if _UNSTORABLE.search(value) is None:
         return value, 0
     fixed = _UNSTORABLE.sub(_fix, value)
     return fixed, sum(1 for c in value if "\ud800" <= c <= "\udfff")

@@ -64,8 +64,11 @@ def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTra
     banner: list[str] | None = None  # key: value lines while inside the banner
     session_line: int | None = None  # line of the last banner
     session_done = False  # that session printed its tokens used
+    steps = b.trace.steps
     for no, time, text in lines:
-        time, text, old = _old_prefix(time, text)
+        # (per line: what is asked only of a line that can answer yes; _old_prefix and the tokens rule need a
+        # line starting with "[" and with "tokens used:")
+        time, text, old = _old_prefix(time, text) if text[:1] == "[" else (time, text, False)
         stripped = text.strip()
         if banner is not None:
             if stripped and set(stripped) == {"-"}:
@@ -84,15 +87,16 @@ def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTra
         header = _HEADERS.get(stripped)
         if header is None and old and stripped.startswith("exec "):
             header = _HEADERS["exec"]
-        tokens = _TOKENS_INLINE.match(stripped)
+        tokens = _TOKENS_INLINE.match(stripped) if stripped.startswith("tokens used:") else None
         in_exec = block is not None and block.kind == "tool_call" and block.tool == "shell"
         result = _EXEC_RESULT.search(stripped) if in_exec else None
-        if stripped.startswith("OpenAI Codex v") or header or tokens or result:
+        codex = stripped.startswith("OpenAI Codex v")
+        if codex or header or tokens or result:
             if result and block is not None and not block.lines:  # old one-line form: "<command> succeeded in 5ms:"
                 block.lines.append(stripped[:result.start()].strip())
             _flush(b, block)
             block = None
-        if stripped.startswith("OpenAI Codex v"):
+        if codex:
             b.add("system", no, time, output=stripped)
             banner = []
             session_line, session_done = no, False
@@ -115,7 +119,8 @@ def parse(lines: Iterable[Line], source: str) -> Generator[Step, None, ParsedTra
                 block = None
         else:
             block.lines.append(text)
-        yield from b.released()  # between events: the steps that can no longer change
+        if len(steps) > 2 * b.window:  # (b.released() gives none before: most lines add no step)
+            yield from b.released()  # between events: the steps that can no longer change
     if block is not None and block.kind == "result":
         session_done = True  # "tokens used" was the last line: its number is missing, not the session's end
     _flush(b, block)

@@ -136,7 +136,17 @@ class LineFramer:
         """The lines ``piece`` completes. Raises nothing."""
         raws = (self._partial + piece).split("\n")
         self._partial = raws.pop()
-        return [self._frame(raw) for raw in raws]
+        # _frame of each, a line without a prefix framed here (most lines of a text trace; no call per line)
+        frame = self._frame
+        out: list[Line] = []
+        append = out.append
+        for raw in raws:
+            if raw[:1] == "[" or raw[-1:] == "\r":
+                append(frame(raw))
+            else:
+                self._no += 1
+                append((self._no, None, raw))
+        return out
 
     def finish(self) -> list[Line]:
         """The last line when the text does not end in ``"\\n"`` (none when it is a cut-off event). Raises nothing."""
