@@ -546,8 +546,7 @@ class Exporter:
             raise ExportError(f"site pages declare unknown inputs: {', '.join(unknown)}")
         kept_digests = previous.get("digests") or {}
         kept_parts = previous.get("fingerprints") or {}
-        # verdict_overrides, which the fingerprints' rows read, as an empty copy when it never held a row
-        with warehouse.snapshot() as con, warehouse.rows_in_memory(con, unwritten=("verdict_overrides",)):
+        with warehouse.snapshot() as con:
             changes = snapshot_changes(con, kept_digests.get("snapshot"))
             parts, kept = current_fingerprints(con, kept_parts, code,
                                                changes if kept_parts.get("snapshot") == kept_digests.get("snapshot")
