@@ -574,8 +574,11 @@ class Exporter:
         a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
         refresh = refresh or {}
         peers = peers or {}
-        # A few runs (one batch): their search's steps read with their pages' (whole, in memory until the search)
-        ahead = ReadAhead(changed, everything, self.budgets(), search=len(changed) <= READ_AHEAD)
+        # A few runs (one read-ahead batch, one search batch: search_batches' bound on what is held): their search's
+        # steps read with their pages' (whole, held until the search)
+        few = len(changed) <= READ_AHEAD and sum(
+            everything[r].trace_bytes or 0 for r in changed if r in everything) <= SEARCH_AHEAD_BYTES
+        ahead = ReadAhead(changed, everything, self.budgets(), search=few)
         self.cells_read = ahead.cell_facts
         self.search_read = ahead.whole_steps if ahead.whole_steps is not None else {}
 
