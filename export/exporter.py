@@ -191,13 +191,18 @@ class ReadAhead:
     comparison side file reads (its phase axes for ``budgets``, its first steps): the first thread
     to :meth:`take` a run of a batch reads the whole batch; each run's part is handed out once, then dropped."""
 
-    def __init__(self, order: list[str], everything: dict[str, runs.Run], budgets: list[float]):
+    def __init__(self, order: list[str], everything: dict[str, runs.Run], budgets: list[float], *,
+                 search: bool = False):
         self.order = order
         self.everything = everything
         self.budgets = budgets  # the comparison sides' axes (Exporter.budgets)
         self.batch_of = {run_id: n // READ_AHEAD for n, run_id in enumerate(order)}
         self.locks = [threading.Lock() for _ in range(0, len(order), READ_AHEAD)]
         self.read: dict[int, dict[str, dict]] = {}
+        # the cells' files' facts of the runs' cells, read with their runs (Exporter.write_cells)
+        self.cell_facts: dict[tuple[str, str, str], runs.CellFacts] = {}
+        # with ``search``, what the search reads of each run (read_search_ahead's answers), from the same rows
+        self.whole_steps: dict[str, dict] | None = {} if search else None
 
     def take(self, run_id: str) -> dict:
         """The answers read ahead for ``run_id``'s pages (``warehouse.once.reads_kept``'s ``ahead``); {} when
@@ -210,7 +215,8 @@ class ReadAhead:
                 batch = self.order[n * READ_AHEAD:(n + 1) * READ_AHEAD]
                 self.read[n] = runs.read_ahead([self.everything[r] for r in batch if r in self.everything],
                                                agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE), trace_pages=STEPS_PER_PAGE,
-                                               side_budgets=self.budgets)
+                                               side_budgets=self.budgets, cell_facts=self.cell_facts,
+                                               whole_steps=self.whole_steps)
             return self.read[n].pop(run_id, {})
 
 
@@ -262,6 +268,9 @@ class Exporter:
         self._targets: dict[tuple[str, str], tuple[str, str, str]] = {}  # the site pages' links (localize)
         self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
+        # the cell files' facts read ahead with the cells' runs (ReadAhead.cell_facts; write_cells)
+        self.cells_read: dict[tuple[str, str, str], runs.CellFacts] = {}
+        self.search_read: dict[str, dict] = {}  # the search's reads of the runs written, read ahead (write_runs)
         self._grown = (0, 0)  # files and bytes this export added to outdir's tree (grew)
         self._reads_held = False  # within run()'s export_reads (write_runs enters none of its own: ~4 statements)
         self.routes, self.path_params = declared_routes()
@@ -504,10 +513,12 @@ class Exporter:
                 self.write_manifest(site_pages, digests, kept, site, {k: fingerprints[k] for k in untouched},
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
-            read = self.read_runs(touched, len(fingerprints))
+            # the touched runs and the peers their pages list, read together (the peers would be read by each page)
+            read = self.read_runs(touched, len(fingerprints), [p for run_id in touched for p in peers.get(run_id, [])])
             self.write_runs(touched, read, refresh, peers)
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
-            changed_runs = {run_id: run for run_id, run in read.items() if run_id not in refresh}
+            wanted = set(touched)
+            changed_runs = {run_id: run for run_id, run in read.items() if run_id in wanted and run_id not in refresh}
             search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
             self._reads_held = False
         self.copy_static()
@@ -546,13 +557,13 @@ class Exporter:
         return parts, kept, digests
 
     @staticmethod
-    def read_runs(run_ids: list[str], total: int) -> dict[str, runs.Run]:
-        """{run id: Run} of ``run_ids``, each read once: one by one when they are a few of the ``total`` runs (a run
-        read is a few queries), else every run in the runs list's one query."""
+    def read_runs(run_ids: list[str], total: int, peers: list[str] | None = None) -> dict[str, runs.Run]:
+        """{run id: Run} of ``run_ids`` and of ``peers`` (the runs their pages list), each read once: in one unit of
+        three queries when they are a few of the ``total`` runs (``runs.get_runs``: ``run_ids`` first, in their
+        order), else every run in the runs list's one query (in its order)."""
         if len(run_ids) <= max(8, total // 20):
-            found = {run_id: runs.get_run(run_id) for run_id in run_ids}
-            return {run_id: run for run_id, run in found.items() if run is not None}
-        wanted = set(run_ids)
+            return runs.get_runs(list(dict.fromkeys([*run_ids, *(peers or [])])))
+        wanted = set(run_ids) | set(peers or [])
         return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
 
     def write_runs(self, changed: list[str], everything: dict[str, runs.Run],
@@ -563,7 +574,13 @@ class Exporter:
         a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
         refresh = refresh or {}
         peers = peers or {}
-        ahead = ReadAhead(changed, everything, self.budgets())
+        # A few runs (one read-ahead batch, one search batch: search_batches' bound on what is held): their search's
+        # steps read with their pages' (whole, held until the search)
+        few = len(changed) <= READ_AHEAD and sum(
+            everything[r].trace_bytes or 0 for r in changed if r in everything) <= SEARCH_AHEAD_BYTES
+        ahead = ReadAhead(changed, everything, self.budgets(), search=few)
+        self.cells_read = ahead.cell_facts
+        self.search_read = ahead.whole_steps if ahead.whole_steps is not None else {}
 
         def one(run_id: str) -> None:
             read = [everything[r] for r in (run_id, *peers.get(run_id, [])) if r in everything]
@@ -703,7 +720,10 @@ class Exporter:
         runs' states and scores, ``traces.selectors.cell_facts``; each written only when its bytes changed) and
         remove those not in ``current`` (a cell whose runs are gone)."""
         for file, (suite, benchmark, base_model) in sorted(stale.items()):
-            self.write(file, runs.cell_facts(suite, benchmark, base_model).model_dump_json().encode())
+            facts = self.cells_read.get((suite, benchmark, base_model))
+            if facts is None:  # a cell none of whose runs were written (one went)
+                facts = runs.cell_facts(suite, benchmark, base_model)
+            self.write(file, facts.model_dump_json().encode())
         folder = self.outdir / CELLS_DIR
         if folder.is_dir():
             for path in sorted(folder.rglob("*"), reverse=True):
@@ -889,7 +909,10 @@ class Exporter:
             def records(chosen: list[str]) -> Iterator[SearchRecord]:
                 with warehouse.connect():  # one connection for every read, in whichever thread Pagefind's loop runs
                     for batch in search_batches(chosen, everything):
-                        ahead = runs.read_search_ahead(batch)  # every step of the batch's runs in a few queries
+                        # every step of the batch's runs in a few queries, or read with their pages (write_runs)
+                        ahead = ({run_id: self.search_read.pop(run_id) for run_id in batch}
+                                 if all(run_id in self.search_read for run_id in batch)
+                                 else runs.read_search_ahead(batch))
                         for run_id in batch:
                             # a run's records made in its block (none kept open across the generator's yields)
                             with warehouse.once.reads_kept(ahead.pop(run_id)):

@@ -188,13 +188,16 @@ def current_fingerprints(con: duckdb.DuckDBPyConnection, kept: dict | None, scop
     kept = kept if kept and kept.get("scope") == scope else {}
     snapshot, changed = changes or snapshot_changes(con, kept.get("snapshot"))
     previous = {run_id: (FingerprintRow(*entry[:-1]), entry[-1]) for run_id, entry in (kept.get("runs") or {}).items()}
+    # verdict_overrides, which the rows read, as an empty copy when it never held a row (warehouse.rows_in_memory)
     if snapshot is None or changed is None or not previous:
-        rows = read_fingerprint_rows(con)
+        with warehouse.rows_in_memory(con, unwritten=("verdict_overrides",)):
+            rows = read_fingerprint_rows(con)
     else:
         ids = changed_runs(con, kept["snapshot"][0], snapshot[0], changed)
         rows = {run_id: row for run_id, (row, _) in previous.items() if run_id not in ids}
         if ids:
-            rows = dict(sorted({**rows, **read_fingerprint_rows(con, ids)}.items()))
+            with warehouse.rows_in_memory(con, unwritten=("verdict_overrides",)):
+                rows = dict(sorted({**rows, **read_fingerprint_rows(con, ids)}.items()))
     parts = RunFingerprintParts(rows, previous)
     fingerprints = parts.combined()
     return parts, {"scope": scope, "snapshot": snapshot,

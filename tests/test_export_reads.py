@@ -170,3 +170,36 @@ def test_while_held_a_ducklake_unit_takes_the_cursor_a_clean_unit_left(warehouse
     with warehouse.connect() as after:
         assert after is not third
         assert after.execute("SELECT current_setting('threads')").fetchone()[0] == threads
+
+
+@pytest.mark.parametrize("kind", ["ducklake-sqlite", "file"])
+def test_rows_in_memory_shadow_a_units_tables_and_go_with_it(warehouse_factory, settings, kind):
+    """``warehouse.rows_in_memory``: within the block the unit's queries of a table read the copy of the rows asked
+    for, and a table that never held a row (DuckLake only: ``never_written``) an empty copy; after it, the
+    warehouse's tables again (and other units never saw the copies)."""
+    settings.PTB_WAREHOUSE = warehouse_factory.make(kind)
+    warehouse.reset_migration_cache()
+    with warehouse.transaction() as con:
+        con.execute("INSERT INTO phases VALUES ('a', 'setup', 0, 1, 0, 1), ('b', 'setup', 0, 2, 0, 2), "
+                    "('c', 'train', 1, 3, 1, 3)")
+    count = "SELECT count(*) FROM phases"
+    with warehouse.snapshot() as con:
+        unwritten = warehouse.never_written(con, ("phases", "verdict_overrides", "step_texts"))
+        assert unwritten == ([] if kind == "file" else ["verdict_overrides", "step_texts"])
+        whole = con.execute("SELECT * FROM phases WHERE run_id IN ('a', 'c') ORDER BY run_id").fetchall()
+        with warehouse.rows_in_memory(con, ("phases",), "run_id", ["a", "c"], unwritten=("verdict_overrides",)):
+            assert con.execute(count).fetchone() == (2,)
+            assert con.execute("SELECT * FROM phases ORDER BY run_id").fetchall() == whole
+            assert con.execute("SELECT count(*) FROM verdict_overrides").fetchone() == (0,)
+            with warehouse.connect() as other:
+                assert other.execute(count).fetchone() == (3,)
+        assert con.execute(count).fetchone() == (3,)
+    with warehouse.snapshot() as con:
+        assert con.execute(count).fetchone() == (3,)
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone() == (0,)
+    with warehouse.transaction() as con:
+        con.execute("INSERT INTO verdict_overrides (run_id, kind, flagged, reason, reviewer, created_at) "
+                    "VALUES ('a', 'flag', true, 'r', 'me', now())")
+        con.execute("DELETE FROM verdict_overrides")
+    with warehouse.snapshot() as con:  # written once, emptied: not "never written"
+        assert warehouse.never_written(con, ("verdict_overrides",)) == []

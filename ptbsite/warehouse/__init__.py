@@ -18,11 +18,11 @@ from .middleware import RequestScopeMiddleware
 from .migrations import SQL_DIR, migrate, migrate_now, migration_files, reset_migration_cache
 from .retry import UNREACHABLE_ATTEMPTS, WarehouseUnavailable, retrying
 from .spec import WarehouseSpec, describe, parse_spec, warehouse_spec
-from .transactions import connect, duckdb_threads, run_in_transaction, snapshot, transaction
+from .transactions import connect, duckdb_threads, never_written, rows_in_memory, run_in_transaction, snapshot, transaction
 
 __all__ = [
     "ALIAS", "SQL_DIR", "UNREACHABLE_ATTEMPTS", "Compaction", "RequestScopeMiddleware", "WarehouseSpec",
     "WarehouseUnavailable", "close_connections", "compact", "connect", "describe", "duckdb", "duckdb_threads", "hold_cursors", "hold_open", "insert_rows", "memo", "once", "migrate", "migrate_now",
-    "migration_files", "parse_spec", "reset_migration_cache", "retrying", "run_in_transaction", "snapshot", "transaction",
+    "migration_files", "never_written", "parse_spec", "reset_migration_cache", "retrying", "rows_in_memory", "run_in_transaction", "snapshot", "transaction",
     "version", "warehouse_spec",
 ]

@@ -10,7 +10,7 @@ import duckdb
 
 from . import connections, migrations, version
 from .retry import with_retries
-from .spec import warehouse_spec
+from .spec import parse_spec, warehouse_spec
 
 T = TypeVar("T")
 
@@ -61,6 +61,57 @@ def snapshot() -> Iterator[duckdb.DuckDBPyConnection]:
             try:
                 con.execute("ROLLBACK")
             except duckdb.Error:  # a failed query already ended the transaction
+                pass
+
+
+def never_written(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> list[str]:
+    """Those of ``tables`` (of the warehouse's main schema) that have never held a row, in ``tables``' order: on
+    DuckLake, the live tables without a statistics row in its catalog (``ducklake_table_stats``: written with the
+    first rows a table is given, by a commit, kept when they are deleted; so a table without one is empty in every
+    snapshot up to now, this unit's included), read in one query of the catalog database; [] on a plain DuckDB
+    file (its scans cost no catalog work). Why: DuckLake 1.5.5 looks a table's statistics up again for each
+    column a query names when the table has none (a negative answer is not cached), ~4 CPU ms a column, so that a
+    query of an empty table costs 10-35 ms (bench/RESULTS.md, issue 24)."""
+    if not tables or not parse_spec(warehouse_spec()).is_ducklake:
+        return []
+    meta = f"__ducklake_metadata_{connections.ALIAS}"
+    empty = {row[0] for row in con.execute(
+        f"SELECT t.table_name FROM {meta}.ducklake_table t JOIN {meta}.ducklake_schema s ON s.schema_id = t.schema_id "
+        "WHERE s.schema_name = 'main' AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL "
+        "AND list_contains(?::VARCHAR[], t.table_name) "
+        f"AND NOT EXISTS (SELECT 1 FROM {meta}.ducklake_table_stats st WHERE st.table_id = t.table_id)",
+        [list(tables)]).fetchall()}
+    return [table for table in tables if table in empty]
+
+
+@contextmanager
+def rows_in_memory(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = (), column: str = "run_id",
+                   values: list[str] | None = None, *, unwritten: tuple[str, ...] = ()) -> Iterator[None]:
+    """Within the block, each of ``tables`` named without its database on ``con`` is an in-memory copy of the
+    warehouse table's rows whose ``column`` is one of ``values`` (a DuckDB temporary table of the same name: the
+    temporary schema comes first in DuckDB's search path), read in one query each, in ``con``'s transaction and
+    snapshot; and each of ``unwritten`` that never held a row (:func:`never_written`) an empty copy, made without
+    reading the table; all dropped at the end (and by the transaction's rollback). For a unit of work that reads the
+    same rows of a table in several queries, every one of them restricted to those values: on DuckLake each query
+    of a table costs ~6-20 CPU ms of catalog work (its files, their statistics, its inlined rows, read again from
+    the catalog whatever the query returns), a query of the copy ~1 (bench/RESULTS.md, issue 24)."""
+    row = con.execute("SELECT current_database()").fetchone()
+    assert row is not None
+    database, made = row[0], []
+    try:
+        for table in never_written(con, tuple(t for t in unwritten if t not in tables)):
+            con.execute(f'CREATE TEMPORARY TABLE "{table}" AS SELECT * FROM "{database}".main."{table}" LIMIT 0')
+            made.append(table)
+        for table in tables:
+            con.execute(f'CREATE TEMPORARY TABLE "{table}" AS SELECT * FROM "{database}".main."{table}" '
+                        f'WHERE "{column}" = ANY(?::VARCHAR[])', [values or []])
+            made.append(table)
+        yield
+    finally:
+        for table in made:
+            try:
+                con.execute(f'DROP TABLE IF EXISTS temp.main."{table}"')
+            except duckdb.Error:  # a failed query ended the transaction: its rollback dropped them
                 pass
 
 

@@ -30,7 +30,7 @@ from .compare import CellFacts, ComparePage, CompareSide, Peer, PeerRun, cell_fa
 from .pages import (MAX_PAGE_SIZE, PAGE_SIZE, RunPage, RunQuery, RunsPage, RunStepsPage, open_run, parse_time_jump,
                     run_page, run_steps, runs_page, timeline_page)
 from .runs import (AGENT_RUN, EXPLORATORY_ORIGINS, PROBLEMS_SHOWN, RUN_SORTS, TEXT_SHOWN, RunSortKey, checkpoint_path, evaluations, facet_clause,
-                   fetch_dicts, filter_options, get_run, list_runs, read_runs_with_facet, reference_scores,
+                   fetch_dicts, filter_options, get_run, get_runs, list_runs, read_runs_with_facet, reference_scores,
                    run_directory, run_facets, run_texts, run_titles, runs_read_once, runs_with_facet)
 from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CHARS, IndexedStep, TextRange,
                     WholeStep, evidence_count, evidence_steps, field_chars, step_at_time,
@@ -51,7 +51,7 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "WholeStep",
     "analysis", "checkpoint_path", "evaluations", "evidence_count", "evidence_steps", "facet_clause", "fetch_dicts",
     "field_chars", "read_latest_cells", "read_runs_with_facet", "read_usage_by_agent", "read_tree_baselines",
-    "filter_options", "get_run", "latest_cells", "list_runs", "override_agreement", "override_log",
+    "filter_options", "get_run", "get_runs", "latest_cells", "list_runs", "override_agreement", "override_log",
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
     "run_fingerprints", "FINGERPRINT_TABLES", "FingerprintRow", "RunFingerprintParts", "read_fingerprint_rows",
     "run_fingerprint_parts",

@@ -647,21 +647,31 @@ def read_cell_runs(con, suite: str, benchmark: str, base_model: str) -> list[_Ce
     return read_cell_runs_of(con, [(suite, benchmark, base_model)])[(suite, benchmark, base_model)]
 
 
-def read_cell_runs_of(con, cells: Iterable[Cell]) -> dict[Cell, list[_CellRun]]:
+def read_cell_runs_of(con, cells: Iterable[Cell], facts: dict[Cell, CellFacts] | None = None
+                      ) -> dict[Cell, list[_CellRun]]:
     """{(suite, benchmark, base model): its agent runs as :func:`pick_peers` reads them, by id} of ``cells`` (every
     cell a key), in one query: the static export reads the cells of READ_AHEAD runs at once (``read_ahead``), where
-    one query per run page cost ~30 CPU ms of DuckLake catalog work (bench/RESULTS.md, issue 24)."""
+    one query per run page cost ~30 CPU ms of DuckLake catalog work (bench/RESULTS.md, issue 24). ``facts``: when
+    given, each cell's :class:`CellFacts` put there, from the same query (its runs' states and scores besides: the
+    rows :func:`read_cell_facts` reads)."""
     wanted = sorted(set(cells))
     out: dict[Cell, list[_CellRun]] = {cell: [] for cell in wanted}
     if not wanted:
         return out
+    states: dict[Cell, dict[str, PeerFacts]] = {cell: {} for cell in wanted}
     for suite, benchmark, base_model, *row in con.execute(
-            "SELECT r.suite, r.benchmark, r.base_model, r.id, r.method, m.agent_key, r.cluster_id, r.is_latest "
+            "SELECT r.suite, r.benchmark, r.base_model, r.id, r.method, m.agent_key, r.cluster_id, r.is_latest"
+            f"{'' if facts is None else f', r.state, {SCORE_SQL}'} "
             "FROM runs r JOIN methods m ON m.id = r.method JOIN (SELECT unnest(?::VARCHAR[]) AS suite, "
             "unnest(?::VARCHAR[]) AS benchmark, unnest(?::VARCHAR[]) AS base_model) c ON c.suite = r.suite "
             f"AND c.benchmark = r.benchmark AND c.base_model = r.base_model WHERE {AGENT_RUN} ORDER BY r.id",
             [[c[0] for c in wanted], [c[1] for c in wanted], [c[2] for c in wanted]]).fetchall():
-        out[(suite, benchmark, base_model)].append(_CellRun(*row))
+        out[(suite, benchmark, base_model)].append(_CellRun(*row[:5]))
+        if facts is not None:
+            states[(suite, benchmark, base_model)][row[0]] = _peer_facts(row[5], row[6])
+    if facts is not None:
+        facts.update({cell: CellFacts(suite=cell[0], benchmark=cell[1], base_model=cell[2], runs=states[cell])
+                      for cell in wanted})
     return out
 
 
@@ -704,8 +714,12 @@ def read_cell_facts(con, suite: str, benchmark: str, base_model: str) -> CellFac
         f"WHERE r.suite = ? AND r.benchmark = ? AND r.base_model = ? AND {AGENT_RUN} ORDER BY r.id",
         [suite, benchmark, base_model]).fetchall()
     return CellFacts(suite=suite, benchmark=benchmark, base_model=base_model, runs={
-        run_id: PeerFacts(state=STATE_TEXT.get(state, state), score=None if score is None else percent(score))
-        for run_id, state, score in rows})
+        run_id: _peer_facts(state, score) for run_id, state, score in rows})
+
+
+def _peer_facts(state: str, score: float | None) -> PeerFacts:
+    """:class:`PeerFacts` of a run's state (its stored value) and score (fraction, or None)."""
+    return PeerFacts(state=STATE_TEXT.get(state, state), score=None if score is None else percent(score))
 
 
 @warehouse.retrying
