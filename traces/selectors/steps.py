@@ -372,22 +372,14 @@ def step_index(run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
 @warehouse.once.read_once
 def read_step_index(con, run_id: str, *, trace: str = "agent") -> list[IndexedStep]:
     """:func:`step_index` on an open connection."""
-    return read_step_indices_of(con, [run_id]).get((run_id, trace), [])
-
-
-def read_step_indices_of(con, run_ids: list[str]) -> dict[tuple[str, str], list[IndexedStep]]:
-    """{(run id, trace): :func:`step_index`} of every trace of ``run_ids``, in one query."""
-    out: dict[tuple[str, str], list[IndexedStep]] = {}
-    for run_id, trace, idx, elapsed in con.execute(
-            "SELECT run_id, trace, idx, elapsed_s FROM steps WHERE run_id = ANY(?::VARCHAR[]) "
-            "ORDER BY run_id, trace, idx", [run_ids]).fetchall():
-        out.setdefault((run_id, trace), []).append(IndexedStep(idx, elapsed))
-    return out
+    return [IndexedStep(idx, elapsed) for idx, elapsed in con.execute(
+        "SELECT idx, elapsed_s FROM steps WHERE run_id = ? AND trace = ? ORDER BY idx", [run_id, trace]).fetchall()]
 
 
 def read_step_indices_and_tools_of(con, run_ids: list[str]) -> tuple[dict[tuple[str, str], list[IndexedStep]],
                                                                       dict[str, list[str]]]:
-    """(:func:`read_step_indices_of`, :func:`read_tools_used_of` of the agent trace) of ``run_ids``, in one query
+    """({(run id, trace): :func:`read_step_index`} of every trace of ``run_ids``, {run id: :func:`read_tools_used` of
+    its agent trace}), in one query
     (the static export's read ahead: each DuckLake query costs 5-20 CPU ms of catalog work whatever it returns)."""
     out: dict[tuple[str, str], list[IndexedStep]] = {}
     tools: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
@@ -522,19 +514,15 @@ def step_at_time(run_id: str, seconds: float, *, trace: str = "agent") -> int | 
 
 @warehouse.once.read_once
 def read_trace_names(con, run_id: str) -> list[str]:
-    return read_trace_names_of(con, [run_id])[run_id]
-
-
-def read_trace_names_of(con, run_ids: list[str]) -> dict[str, list[str]]:
-    """{run id: :func:`trace_names`} of ``run_ids`` (every id a key), in one query."""
-    return trace_names_of(run_ids, con.execute(
-        "SELECT DISTINCT run_id, trace FROM steps WHERE run_id = ANY(?::VARCHAR[])", [run_ids]).fetchall())
+    """The run's trace names, ``agent`` first, then the others sorted (:func:`trace_names_of`)."""
+    return trace_names_of([run_id], con.execute("SELECT DISTINCT run_id, trace FROM steps WHERE run_id = ?",
+                                                [run_id]).fetchall())[run_id]
 
 
 def trace_names_of(run_ids: list[str], traces: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     """{run id: :func:`trace_names`} of ``run_ids`` (every id a key) from the (run id, trace) pairs of their steps
-    (``traces``: each pair at least once, as ``read_trace_names_of`` reads them or the keys of
-    :func:`read_step_indices_of`' answer, which then needs no query of its own)."""
+    (``traces``: each pair at least once, as :func:`read_trace_names` reads them or the keys of
+    :func:`read_step_indices_and_tools_of`' first answer, which then needs no query of its own)."""
     names: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
     for run_id, trace in traces:
         names[run_id].add(trace)
@@ -551,17 +539,8 @@ def trace_names(run_id: str) -> list[str]:
 @warehouse.once.read_once
 def read_tools_used(con, run_id: str, trace: str = "agent") -> list[str]:
     """Distinct tool names of a trace, for the tool filter."""
-    return read_tools_used_of(con, [run_id], trace)[run_id]
-
-
-def read_tools_used_of(con, run_ids: list[str], trace: str = "agent") -> dict[str, list[str]]:
-    """{run id: :func:`read_tools_used` of its ``trace``} of ``run_ids`` (every id a key), in one query."""
-    tools: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
-    for run_id, tool in con.execute(
-            "SELECT DISTINCT run_id, tool FROM steps WHERE run_id = ANY(?::VARCHAR[]) AND trace = ? "
-            "AND tool IS NOT NULL ORDER BY run_id, tool", [run_ids, trace]).fetchall():
-        tools[run_id].append(tool)
-    return tools
+    return [row[0] for row in con.execute("SELECT DISTINCT tool FROM steps WHERE run_id = ? AND trace = ? "
+                                          "AND tool IS NOT NULL ORDER BY tool", [run_id, trace]).fetchall()]
 
 
 @warehouse.once.read_once
