@@ -1,8 +1,10 @@
 """The one place that opens the warehouse (DuckDB or DuckLake), applies its schema migrations and retries on locks
 and conflicts. Runs, scores, trace steps and verdicts live there, reached only from the apps' selectors and
-services. The modules: spec (the ``PTB_WAREHOUSE`` setting), connections, retry, transactions (units of work),
-bulk (inserts), memo (results kept per version), once (reads answered once per block: the static export), migrations (``sql/*.sql``), maintenance (compaction), middleware, version (the token every write bumps, read
-without opening the warehouse: ``ptbsite.pagecache`` keys pages on it). docs/architecture.md draws where it sits.
+services. The modules: spec (the ``PTB_WAREHOUSE`` setting), connections, retry, writers (one writer at a time on
+a SQLite catalog), transactions (units of work), bulk (inserts), memo (results kept per version), once (reads
+answered once per block: the static export), migrations (``sql/*.sql``), maintenance (compaction), middleware,
+version (the token every write bumps, read without opening the warehouse: ``ptbsite.pagecache`` keys pages on
+it). docs/architecture.md draws where it sits.
 
 Callers use this package's names (``from ptbsite import warehouse; warehouse.connect()``), not the modules'.
 """

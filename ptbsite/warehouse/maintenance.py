@@ -43,7 +43,7 @@ from pathlib import Path
 import duckdb
 from django.conf import settings
 
-from . import version
+from . import version, writers
 from .connections import ALIAS
 from .retry import with_retries
 from .spec import is_object_url, parse_spec, warehouse_spec
@@ -77,8 +77,9 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
     nothing reads or writes the warehouse (tests, a stopped site), since the Parquet files of an ingest's
     transaction not yet committed are orphans until its commit.
 
-    Each step is its own DuckLake transaction, retried on a commit conflict with a concurrent writer. Only a
-    flush of inlined rows bumps the warehouse version.
+    Each step is its own DuckLake transaction holding the one-writer lock (``writers``: a SQLite catalog), retried
+    on a commit conflict with a concurrent writer (PostgreSQL). Only a flush of inlined rows bumps the warehouse
+    version.
 
     Raises:
         ValueError: ``keep_seconds`` < 0.
@@ -93,7 +94,7 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
 
     def run(step):
         def unit():
-            with connect() as con:
+            with connect() as con, writers.one_writer(warehouse_spec()):
                 return step(con)
 
         return with_retries(unit)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import connections
+from . import connections, writers
 from . import version as warehouse_version
 from .retry import with_retries
 from .spec import warehouse_spec
@@ -44,36 +44,53 @@ def is_migrated(text: str) -> bool:
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction; return the names applied.
 
-    Two processes migrating one DuckLake at once: the second one's commit conflicts, and its unit of work is
-    retried, finding the migration recorded.
+    Only when some migration is not recorded, it holds the one-writer lock (``writers``: a SQLite catalog); two
+    processes migrating one DuckLake at once then apply each migration once. Without that lock (PostgreSQL), the
+    second one's commit conflicts and its unit of work is retried, finding the migration recorded.
     """
     with _migrate_lock:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER NOT NULL, name VARCHAR NOT NULL, "
-            "applied_at TIMESTAMP NOT NULL)"
-        )
-        done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
-        applied = []
-        for version, name, path in migration_files():
-            if version in done:
-                continue
-            con.execute("BEGIN TRANSACTION")
-            try:
-                for statement in _statements(path.read_text()):
-                    con.execute(statement)
-                con.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP)", [version, name]
-                )
-                con.execute("COMMIT")
-            except BaseException:
-                connections.rollback(con)
-                raise
-            applied.append(name)
-            log.info("warehouse: applied migration %s", name)
+        if _recorded(con) >= {version for version, _, _ in migration_files()}:
+            _migrated.add(warehouse_spec())
+            return []
+        with writers.one_writer(warehouse_spec()):
+            applied = _apply(con)
         _migrated.add(warehouse_spec())
         if applied:
             warehouse_version.bump()  # a new schema: pages cached for the old one are recomputed
         return applied
+
+
+def _recorded(con: duckdb.DuckDBPyConnection) -> set[int]:
+    """The migration versions recorded in ``schema_migrations`` (none before the table exists)."""
+    try:
+        return {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    except duckdb.CatalogException:
+        return set()
+
+
+def _apply(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply the migrations not recorded (read again under the writer lock), each in its own transaction."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER NOT NULL, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP NOT NULL)"
+    )
+    done = _recorded(con)
+    applied = []
+    for version, name, path in migration_files():
+        if version in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for statement in _statements(path.read_text()):
+                con.execute(statement)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP)", [version, name])
+            con.execute("COMMIT")
+        except BaseException:
+            connections.rollback(con)
+            raise
+        applied.append(name)
+        log.info("warehouse: applied migration %s", name)
+    return applied
 
 
 def migrate_now() -> list[str]:

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import duckdb
 
-from . import connections, migrations, version
+from . import connections, migrations, version, writers
 from .retry import with_retries
 from .spec import parse_spec, warehouse_spec
 
@@ -140,9 +140,12 @@ def transaction() -> Iterator[duckdb.DuckDBPyConnection]:
     Not retried by itself: use ``run_in_transaction`` (or call it inside a ``@retrying`` function). After the
     COMMIT, the warehouse version is bumped (``ptbsite.warehouse.version``), so that pages cached by every process
     are recomputed: this is the one path every write takes (ingest, ``import_published``, evaluations, overrides,
-    judge re-runs).
+    judge re-runs). On a SQLite catalog it holds the one-writer lock from BEGIN to COMMIT (``writers``).
+
+    Raises:
+        WarehouseUnavailable: another writer held the one-writer lock through every retry.
     """
-    with connect() as con:
+    with connect() as con, writers.one_writer(warehouse_spec()):
         con.execute("BEGIN TRANSACTION")
         try:
             yield con
