@@ -40,6 +40,12 @@ def reads_kept(ahead: dict[Hashable, Any] | None = None) -> Iterator[dict[Hashab
         _KEPT.reset(token)
 
 
+def keeping() -> bool:
+    """Whether this context is inside a :func:`reads_kept` block (its reads answered once, many read ahead: a unit
+    of work there need not copy tables for reads that will not query them)."""
+    return _KEPT.get() is not None
+
+
 def _hashable(value: Any) -> Hashable:
     """A value as part of a key: a model by its ``id`` when it has one (a Run: the block reads one snapshot of
     each run), lists as tuples."""

@@ -24,13 +24,11 @@ from .runs import (read_all_reference_scores, read_evaluations, read_evaluations
 from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index,
                     read_step_indices_and_tools_of, read_steps_page, read_tools_used, read_trace_names, trace_names_of,
                     read_whole_steps_ahead)
-from .verdicts import read_override_log, read_override_logs_of, read_panels_ahead
+from .verdicts import REVIEW_TABLES, read_override_log, read_override_logs_of, read_panels_ahead
 
 
 # The tables every read ahead query of which reads only the runs read ahead, by ``run_id``, and of which several do.
 AHEAD_TABLES = ("steps", "phases", "monitor")
-# The tables read ahead that often never held a row (overrides, public challenges): an empty copy when so.
-AHEAD_UNWRITTEN = ("verdict_overrides", "verdict_challenges", "challenge_events")
 
 
 @warehouse.retrying
@@ -40,7 +38,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
                whole_steps: dict[str, dict[Hashable, Any]] | None = None) -> dict[str, dict[Hashable, Any]]:
     """{run id: {``warehouse.once.kept_key`` of a read: its answer}} of the runs ``some``, in one unit of work of
     ~20 queries whatever their number, 10 of them of the warehouse (AHEAD_TABLES' rows of the runs copied into memory,
-    one query each, the rest on the copies; AHEAD_UNWRITTEN, when never written, as empty copies); with the first page
+    one query each, the rest on the copies; REVIEW_TABLES, when never written, as empty copies); with the first page
     (unfiltered, ``read_steps_page``) of ``agent_pages`` steps of the agent trace (each size), and of
     ``trace_pages`` steps of every other trace; with ``side_budgets`` (``read_budgets``), what each run's
     comparison side reads besides (``compare.read_sides_ahead``). ``cell_facts``: when given, the
@@ -54,7 +52,7 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
     # The runs' rows of the tables several of these queries read, copied into memory once (one catalog lookup each
     # instead of one per query: ~10 queries of steps, 4 of phases, 2 of monitor), and the tables never written to
     # as empty copies (``warehouse.rows_in_memory``).
-    unwritten = AHEAD_UNWRITTEN + (("step_texts",) if whole_steps is not None else ())
+    unwritten = REVIEW_TABLES + (("step_texts",) if whole_steps is not None else ())
     with warehouse.snapshot() as con, warehouse.rows_in_memory(con, AHEAD_TABLES, "run_id", ids, unwritten=unwritten):
         if whole_steps is not None:
             whole_steps.update(read_whole_steps_ahead(con, ids))

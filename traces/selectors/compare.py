@@ -31,6 +31,7 @@ from ptbsite.query import ascii_int
 from ..templatetags.trace_format import hms, percent
 from ..schemas import STATE_TEXT, Evaluation, Facet, JudgeVerdict, Model, Percent, Run, RunState
 from .runs import AGENT_RUN, SCORE_SQL, read_evaluations, read_run, read_run_facets, read_runs_by_id
+from .steps import read_trace_names
 from .verdicts import read_judge_panel
 from ..vocabulary import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
 
@@ -265,7 +266,7 @@ def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
     own = next((f.value_num for f in facets if f.facet == "self_score"), None)
     split, bins = _phases(con, run, budget_s)
     used = None if run.time_taken_s is None else round(min(100.0, 100 * run.time_taken_s / max(budget_s, 1.0)), 3)
-    return CompareRun(run=run, evaluations=read_evaluations(con, run.id), judge_panel=read_judge_panel(con, run),
+    return CompareRun(run=run, evaluations=read_evaluations(con, run.id), judge_panel=read_judge_panel(con, run, read_trace_names(con, run.id)),
                       facets=facets, self_score=own, overoptimism=overoptimism(own, run.score), split_s=split,
                       phases=bins, used_pct=used)
 

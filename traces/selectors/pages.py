@@ -24,7 +24,7 @@ from .runs import (EXPLORATORY_ORIGINS, read_evaluations, read_filter_options, r
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
                     read_tools_used, read_trace_names)
 from ..challenges import PublicChallenge, read_public_challenges
-from .verdicts import judge_questions, read_judge_panel, read_override_log
+from .verdicts import REVIEW_TABLES, judge_questions, read_judge_panel, read_override_log
 from ..vocabulary import overoptimism
 
 
@@ -187,7 +187,10 @@ def run_page(
     """The run page of ``run_id`` (None for an unknown run), its trace viewer opened at ``step``, else at the
     first step at or after ``at_seconds`` of elapsed time (when the trace has times), else at the start, showing
     ``limit`` steps of ``trace`` filtered by ``kind``, ``tool`` and the text search ``q``."""
-    with warehouse.snapshot() as con:
+    # The review tables as empty copies while they never held a row (~60 CPU ms of the page at K=9; bench/RESULTS.md),
+    # but in the static export's blocks, whose reads of them are answered read ahead.
+    unwritten = () if warehouse.once.keeping() else REVIEW_TABLES
+    with warehouse.snapshot() as con, warehouse.rows_in_memory(con, unwritten=unwritten):
         run = read_run(con, run_id)
         if run is None:
             return None
@@ -212,12 +215,12 @@ def run_page(
             evaluations=evaluations, counted=[e for e in evaluations if e.origin not in EXPLORATORY_ORIGINS],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
-            judge_panel=(panel := read_judge_panel(con, run)), peers=read_cell_peers(con, run),
+            judge_panel=(panel := read_judge_panel(con, run, (names := read_trace_names(con, run.id)))), peers=read_cell_peers(con, run),
             judge_questions=judge_questions(run, panel, (said := read_public_challenges(con, run.id))),
             challenges=said,
             steps=steps,
             timeline=timeline, has_phases=has_phases, has_monitor=has_monitor, tools=read_tools_used(con, run.id, trace),
-            traces=read_trace_names(con, run.id), focus=focus, earlier_before=earlier,
+            traces=names, focus=focus, earlier_before=earlier,
         )
 
 

@@ -12,7 +12,6 @@ from ptbsite.warehouse.once import kept_key
 from ..schemas import CitedStep, JudgeQuestion, JudgeVerdict, OverrideEntry, Run
 from ..verdicts import AGGREGATE_JUDGE, SCORED_KINDS, Verdict, chosen_verdicts, effective_flags, era_rule, kind_text
 from .runs import fetch_dicts, read_verdicts
-from .steps import read_trace_names
 
 REASONING_SHOWN = 20_000  # characters of a judge's reasoning (its trace's messages) a run page shows
 CITED_SHOWN = 40  # cited steps listed per verdict
@@ -23,6 +22,10 @@ _STEP_NUMBERS = re.compile(r"\d{1,7}")
 # agent's trace count.
 _CALL_REF = re.compile(r"\b((?:toolu|call|fc)_[A-Za-z0-9_-]{4,80})\b")
 
+
+# The reviewers' overrides and the public's challenges: read by every run page and often never written (a table
+# that never held a row costs ~4 ms per column a DuckLake query names: warehouse.rows_in_memory's ``unwritten``).
+REVIEW_TABLES = ("verdict_overrides", "verdict_challenges", "challenge_events")
 
 def judge_trace_name(judge: str, attempt: str) -> str:
     """The stored trace of a judge's attempt: ``judge:<judge>`` (``:rerun`` for a rerun), as ingest names it."""
@@ -182,13 +185,15 @@ def _combines(v: Verdict, verdicts: list[Verdict]) -> bool:
 
 
 @warehouse.once.read_once
-def read_judge_panel(con, run: Run) -> list[JudgeVerdict]:
+def read_judge_panel(con, run: Run, trace_names: list[str]) -> list[JudgeVerdict]:
     """Every verdict of the run with the judge's words and reasoning (:class:`traces.schemas.JudgeVerdict`), by
     question (KIND_ORDER), within one the verdicts the era's rule reads first, then by judge and attempt.
+    ``trace_names``: the run's trace names (:func:`traces.selectors.steps.read_trace_names`, which the caller's page
+    shows too).
 
     A judge's reasoning (its own trace's messages) is given once, on its first verdict in that order; its other
     verdicts name the question it is under (``reasoning_under``). judge_result.json has no trace of its own."""
-    traces = set(read_trace_names(con, run.id)) - {"agent"}
+    traces = set(trace_names) - {"agent"}
     rule = era_rule(run.verdicts)
     counted = {id(v) for kind in {v.kind for v in run.verdicts} for v in chosen_verdicts(run.verdicts, kind, rule)}
     order = {k: i for i, k in enumerate(KIND_ORDER)}
