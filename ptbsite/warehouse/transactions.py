@@ -94,12 +94,18 @@ def rows_in_memory(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = (),
     reading the table; all dropped at the end (and by the transaction's rollback). For a unit of work that reads the
     same rows of a table in several queries, every one of them restricted to those values: on DuckLake each query
     of a table costs ~6-20 CPU ms of catalog work (its files, their statistics, its inlined rows, read again from
-    the catalog whatever the query returns), a query of the copy ~1 (bench/RESULTS.md, issue 24)."""
+    the catalog whatever the query returns), a query of the copy ~1 (bench/RESULTS.md, issue 24). With nothing to
+    copy (no ``tables``, every one of ``unwritten`` written or none named) it queries nothing more."""
+    made: list[str] = []
+    empty = never_written(con, tuple(t for t in unwritten if t not in tables))
+    if not empty and not tables:
+        yield
+        return
     row = con.execute("SELECT current_database()").fetchone()
     assert row is not None
-    database, made = row[0], []
+    database = row[0]
     try:
-        for table in never_written(con, tuple(t for t in unwritten if t not in tables)):
+        for table in empty:
             con.execute(f'CREATE TEMPORARY TABLE "{table}" AS SELECT * FROM "{database}".main."{table}" LIMIT 0')
             made.append(table)
         for table in tables:
