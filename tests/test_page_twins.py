@@ -246,9 +246,9 @@ def units_of_work(monkeypatch):
     for name in ("connect", "snapshot"):
         real = getattr(warehouse, name)
 
-        def counting(real=real):
+        def counting(real=real, **options):
             opened.append(1)
-            return real()
+            return real(**options)
 
         monkeypatch.setattr(warehouse, name, counting)
     return opened

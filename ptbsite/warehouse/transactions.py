@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import duckdb
 
-from . import connections, migrations, version, writers
+from . import connections, memo, migrations, once, version, writers
 from .retry import with_retries
 from .spec import parse_spec, warehouse_spec
 
@@ -48,15 +48,21 @@ def connect() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 @contextmanager
-def snapshot() -> Iterator[duckdb.DuckDBPyConnection]:
+def snapshot(*, unwritten: tuple[str, ...] = ()) -> Iterator[duckdb.DuckDBPyConnection]:
     """:func:`connect` inside one read-only transaction, rolled back at the end: every read of a page sees the same
     snapshot of the warehouse, and on DuckLake the catalog's snapshot is looked up once for the unit of work
     instead of once per query (a run page issues ~18 queries: about a third of its time, ``bench/viewer.py``; the
-    leaderboard from runs ~13). For reads only: nothing written in it is kept."""
+    leaderboard from runs ~13). For reads only: nothing written in it is kept.
+
+    ``unwritten``: tables the unit reads that may never have held a row (reviewers' overrides, the public's
+    challenges): within the unit, those that never did are empty copies (:func:`rows_in_memory`; a query of such a
+    DuckLake table costs ~4 ms per column it names), except inside a ``once.reads_kept`` block (the static
+    export's: its reads are answered read ahead, so copies would cost without paying)."""
     with connect() as con:
         con.execute("BEGIN TRANSACTION")
         try:
-            yield con
+            with rows_in_memory(con, unwritten=() if once.keeping() else unwritten):
+                yield con
         finally:
             try:
                 con.execute("ROLLBACK")
@@ -68,20 +74,30 @@ def never_written(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> li
     """Those of ``tables`` (of the warehouse's main schema) that have never held a row, in ``tables``' order: on
     DuckLake, the live tables without a statistics row in its catalog (``ducklake_table_stats``: written with the
     first rows a table is given, by a commit, kept when they are deleted; so a table without one is empty in every
-    snapshot up to now, this unit's included), read in one query of the catalog database; [] on a plain DuckDB
+    snapshot up to now, a read unit's included; not a write unit's own rows before its commit), read in one query
+    of the catalog database and kept per warehouse version; [] on a plain DuckDB
     file (its scans cost no catalog work). Why: DuckLake 1.5.5 looks a table's statistics up again for each
     column a query names when the table has none (a negative answer is not cached), ~4 CPU ms a column, so that a
     query of an empty table costs 10-35 ms (bench/RESULTS.md, issue 24)."""
     if not tables or not parse_spec(warehouse_spec()).is_ducklake:
         return []
     meta = f"__ducklake_metadata_{connections.ALIAS}"
-    empty = {row[0] for row in con.execute(
-        f"SELECT t.table_name FROM {meta}.ducklake_table t JOIN {meta}.ducklake_schema s ON s.schema_id = t.schema_id "
-        "WHERE s.schema_name = 'main' AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL "
-        "AND list_contains(?::VARCHAR[], t.table_name) "
-        f"AND NOT EXISTS (SELECT 1 FROM {meta}.ducklake_table_stats st WHERE st.table_id = t.table_id)",
-        [list(tables)]).fetchall()}
+
+    def query() -> frozenset[str]:
+        return frozenset(row[0] for row in con.execute(
+            f"SELECT t.table_name FROM {meta}.ducklake_table t JOIN {meta}.ducklake_schema s "
+            "ON s.schema_id = t.schema_id WHERE s.schema_name = 'main' AND t.end_snapshot IS NULL "
+            "AND s.end_snapshot IS NULL AND list_contains(?::VARCHAR[], t.table_name) "
+            f"AND NOT EXISTS (SELECT 1 FROM {meta}.ducklake_table_stats st WHERE st.table_id = t.table_id)",
+            [list(tables)]).fetchall())
+
+    # Kept per warehouse version: only a commit gives a table its first rows, and every commit bumps the version.
+    # Asked again after that commit but before the bump, the kept answer describes the version it is filed under.
+    empty = _NEVER_WRITTEN.get(tables, query)
     return [table for table in tables if table in empty]
+
+
+_NEVER_WRITTEN: memo.PerVersion[frozenset[str]] = memo.PerVersion(maxsize=16)
 
 
 @contextmanager

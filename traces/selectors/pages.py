@@ -19,7 +19,7 @@ from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerd
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from . import compare
 from .compare import Peer, read_cell_peers
-from .runs import (EXPLORATORY_ORIGINS, read_evaluations, read_filter_options, read_reference_scores, read_run,
+from .runs import (EXPLORATORY_ORIGINS, OVERRIDES_TABLE, read_evaluations, read_filter_options, read_reference_scores, read_run,
                    read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
                     read_tools_used, read_trace_names)
@@ -187,10 +187,7 @@ def run_page(
     """The run page of ``run_id`` (None for an unknown run), its trace viewer opened at ``step``, else at the
     first step at or after ``at_seconds`` of elapsed time (when the trace has times), else at the start, showing
     ``limit`` steps of ``trace`` filtered by ``kind``, ``tool`` and the text search ``q``."""
-    # The review tables as empty copies while they never held a row (~60 CPU ms of the page at K=9; bench/RESULTS.md),
-    # but in the static export's blocks, whose reads of them are answered read ahead.
-    unwritten = () if warehouse.once.keeping() else REVIEW_TABLES
-    with warehouse.snapshot() as con, warehouse.rows_in_memory(con, unwritten=unwritten):
+    with warehouse.snapshot(unwritten=REVIEW_TABLES) as con:  # ~60 CPU ms of the page at K=9 (bench/RESULTS.md)
         run = read_run(con, run_id)
         if run is None:
             return None
@@ -247,7 +244,7 @@ def run_steps(
     ``before`` (a step index) reads backwards instead: the ``limit`` steps matching the filters just before that
     step (fewer at the start of the trace), ``after`` then being the cursor they start after; ``has_earlier``
     says whether steps come before them (the "Earlier steps" control of a page opened by a deep link)."""
-    with warehouse.snapshot() as con:
+    with warehouse.snapshot(unwritten=OVERRIDES_TABLE) as con:
         run = read_run(con, run_id)
         if run is None:
             return None
@@ -267,7 +264,7 @@ def run_steps(
 def timeline_page(run_id: str) -> Timeline | None:
     """The run's whole timeline (:func:`traces.selectors.run_timeline`) in one unit of work, for the run page's
     lazily loaded figure and ``/api/runs/<id>/timeline``; None for an unknown run."""
-    with warehouse.snapshot() as con:
+    with warehouse.snapshot(unwritten=OVERRIDES_TABLE) as con:
         run = read_run(con, run_id)
         return None if run is None else read_timeline(con, run)
 
@@ -288,7 +285,7 @@ def runs_page(*, with_options: bool = True, **filters) -> RunsPage:
 
     Raises:
         ValueError: an unknown ``sort`` column or ``direction``."""
-    with warehouse.snapshot() as con:
+    with warehouse.snapshot(unwritten=OVERRIDES_TABLE) as con:
         runs, next_after = read_run_list(con, **filters)
         options = read_filter_options(con) if with_options else {}
     return RunsPage(runs=runs, next=next_after, options=options)

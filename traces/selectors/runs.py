@@ -46,9 +46,14 @@ TEXT_SHOWN = 100_000  # characters of a run's prompt (and of its metrics.json) a
 PROBLEMS_SHOWN = 500  # ingest problems listed on a run page and in its API twin (the count says how many)
 VERDICT_COLUMNS = "judge, attempt, era, kind, value, flagged, text, note, source_file"
 NEST_LIMIT = 100  # runs of a page whose verdicts are nested into the page's query (read_runs)
+# The reviewers' overrides, which every run read names (nested_verdicts, read_override_rows): a read unit of runs
+# passes it as ``warehouse.snapshot``'s ``unwritten`` (an empty copy while it never held a row).
+OVERRIDES_TABLE = ("verdict_overrides",)
 # A run's verdicts (ordered by era, judge, attempt, kind) and overrides (oldest first) as lists of structs in the run's
 # own row: one query reads runs with both, joined by the planner, instead of two more with ``IN (?, ?, ...)`` lists
 # of every run id (whose planning cost grew with the number of runs; issue 24).
+
+
 def nested_verdicts(alias: str) -> str:
     """SQL columns ``verdict_rows, override_rows`` of the run whose id is ``<alias>.id`` (see above)."""
     return ("(SELECT list(struct_pack(" + ", ".join(f"{c.strip()} := v.{c.strip()}" for c in VERDICT_COLUMNS.split(","))
@@ -449,7 +454,7 @@ def get_runs(run_ids: list[str]) -> dict[str, Run]:
     ``verdict_overrides`` read as an empty copy when it never held a row (``warehouse.rows_in_memory``)."""
     if not run_ids:
         return {}
-    with warehouse.snapshot() as con, warehouse.rows_in_memory(con, unwritten=("verdict_overrides",)):
+    with warehouse.snapshot(unwritten=OVERRIDES_TABLE) as con:
         found = {run.id: run for run in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [list(run_ids)])}
     return {run_id: found[run_id] for run_id in run_ids if run_id in found}
 

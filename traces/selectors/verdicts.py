@@ -11,7 +11,7 @@ from ptbsite.warehouse.once import kept_key
 
 from ..schemas import CitedStep, JudgeQuestion, JudgeVerdict, OverrideEntry, Run
 from ..verdicts import AGGREGATE_JUDGE, SCORED_KINDS, Verdict, chosen_verdicts, effective_flags, era_rule, kind_text
-from .runs import fetch_dicts, read_verdicts
+from .runs import OVERRIDES_TABLE, fetch_dicts, read_verdicts
 
 REASONING_SHOWN = 20_000  # characters of a judge's reasoning (its trace's messages) a run page shows
 CITED_SHOWN = 40  # cited steps listed per verdict
@@ -25,7 +25,7 @@ _CALL_REF = re.compile(r"\b((?:toolu|call|fc)_[A-Za-z0-9_-]{4,80})\b")
 
 # The reviewers' overrides and the public's challenges: read by every run page and often never written (a table
 # that never held a row costs ~4 ms per column a DuckLake query names: warehouse.rows_in_memory's ``unwritten``).
-REVIEW_TABLES = ("verdict_overrides", "verdict_challenges", "challenge_events")
+REVIEW_TABLES = (*OVERRIDES_TABLE, "verdict_challenges", "challenge_events")
 
 def judge_trace_name(judge: str, attempt: str) -> str:
     """The stored trace of a judge's attempt: ``judge:<judge>`` (``:rerun`` for a rerun), as ingest names it."""
