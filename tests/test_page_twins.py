@@ -10,6 +10,7 @@ import pytest
 from django.template.defaultfilters import floatformat
 
 from leaderboard import plots
+from ptbsite import warehouse
 from traces import layout, selectors, services
 from traces.templatetags.trace_format import hours_hm
 from traces.tool_input import render_tool_input
@@ -134,6 +135,41 @@ def test_the_run_twin_carries_the_override_log(client, rerun_tree):
     for o in twin["override_log"]:
         assert o["reason"] in page and o["reviewer"] in page
     assert twin["overrides"] == {"contamination": True} and twin["flagged"]
+
+
+@pytest.fixture
+def lake_run(tmp_path, settings) -> str:
+    """One run ingested into a DuckLake warehouse (SQLite catalog) of the test's own; returns its id."""
+    from tests.conftest import RERUN_METHOD, RERUN_RUN_DIR, write_run
+    from ingest.tree import ingest_tree
+
+    settings.PTB_WAREHOUSE = f"ducklake:sqlite:{tmp_path / 'catalog.sqlite'}?data={tmp_path / 'data'}"
+    warehouse.reset_migration_cache()
+    write_run(tmp_path / "results", checkpoint=None)
+    assert ingest_tree(root=tmp_path / "results").stored == 1
+    return layout.run_id(RERUN_METHOD, RERUN_RUN_DIR)
+
+
+def test_the_first_override_shows_on_every_run_read_after_pages_read_the_table_empty(client, lake_run):
+    # Before any override, the read units copy DuckLake's verdict_overrides empty (warehouse.snapshot's unwritten,
+    # never_written kept per warehouse version); the override's commit bumps the version, so the next reads see it.
+    run_id = lake_run
+
+    def overrides_seen() -> list:
+        steps = selectors.run_steps(run_id)
+        assert steps is not None
+        return [client.get(f"/api/runs/{run_id}").json()["overrides"], steps.run.overrides,
+                *(r["overrides"] for r in client.get("/api/runs?limit=500").json()["runs"] if r["id"] == run_id)]
+
+    assert overrides_seen() == [{}] * 3
+    with warehouse.snapshot(unwritten=("verdict_overrides",)) as con:
+        assert warehouse.never_written(con, ("verdict_overrides",)) == ["verdict_overrides"]
+    services.override_verdict(run_id=run_id, kind="contamination", flagged=True, reason="trained on the test split",
+                              reviewer="reviewer")
+    assert overrides_seen() == [{"contamination": True}] * 3
+    with warehouse.snapshot(unwritten=("verdict_overrides",)) as con:
+        assert warehouse.never_written(con, ("verdict_overrides",)) == []
+        assert con.execute("SELECT count(*) FROM verdict_overrides").fetchone() == (1,)
 
 
 def test_the_runs_twin_carries_what_the_runs_list_shows(client, demo_ingested):
