@@ -75,10 +75,10 @@ def never_written(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> li
     DuckLake, the live tables without a statistics row in its catalog (``ducklake_table_stats``: written with the
     first rows a table is given, by a commit, kept when they are deleted; so a table without one is empty in every
     snapshot up to now, a read unit's included; not a write unit's own rows before its commit), read in one query
-    of the catalog database and kept per warehouse version; [] on a plain DuckDB
-    file (its scans cost no catalog work). Why: DuckLake 1.5.5 looks a table's statistics up again for each
-    column a query names when the table has none (a negative answer is not cached), ~4 CPU ms a column, so that a
-    query of an empty table costs 10-35 ms (bench/RESULTS.md, issue 24)."""
+    of the catalog database and kept per warehouse version; [] on a plain DuckDB file (its scans cost no catalog
+    work). Why: DuckLake 1.5.5 looks a table's statistics up again for each column a query names when the table has
+    none (a negative answer is not cached), ~4 CPU ms a column, so that a query of an empty table costs 10-35 ms
+    (bench/RESULTS.md, issue 24)."""
     if not tables or not parse_spec(warehouse_spec()).is_ducklake:
         return []
     meta = f"__ducklake_metadata_{connections.ALIAS}"
