@@ -30,7 +30,7 @@ from ptbsite.query import ascii_int
 
 from ..templatetags.trace_format import hms, percent
 from ..schemas import STATE_TEXT, Evaluation, Facet, JudgeVerdict, Model, Percent, Run, RunState
-from .runs import AGENT_RUN, SCORE_SQL, read_evaluations, read_run, read_run_facets, read_runs_by_id
+from .runs import AGENT_RUN, OVERRIDES_TABLE, SCORE_SQL, read_evaluations, read_run, read_run_facets, read_runs_by_id
 from .steps import read_trace_names
 from .verdicts import read_judge_panel
 from ..vocabulary import FACET_NAME, METHOD_FACETS, PHASES, overoptimism
@@ -445,15 +445,11 @@ def read_compare_side(con, run: Run, budgets_s: list[float], limit: int = STEPS_
 def compare_side(run_id: str, budgets_s: list[float] | None = None) -> CompareSide | None:
     """:func:`read_compare_side` of one run in its own unit of work (``budgets_s``: :func:`read_budgets` when
     None); None for an unknown run."""
-    with warehouse.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            run = read_run(con, run_id)
-            if run is None:
-                return None
-            return read_compare_side(con, run, read_budgets(con) if budgets_s is None else budgets_s)
-        finally:
-            con.execute("ROLLBACK")
+    with warehouse.snapshot(unwritten=OVERRIDES_TABLE) as con:
+        run = read_run(con, run_id)
+        if run is None:
+            return None
+        return read_compare_side(con, run, read_budgets(con) if budgets_s is None else budgets_s)
 
 
 def read_sides_ahead(con, runs: list[Run], budgets_s: list[float],
@@ -520,24 +516,20 @@ def compare_page(run_ids: list[str], *, after: list[int] | None = None, limit: i
     and the aligned page only (the page's "more steps" request). None when fewer than one run is found. One unit
     of work."""
     limit = max(1, min(limit, MAX_LIMIT))
-    with warehouse.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            found = {r.id: r for r in read_runs_by_id(con, run_ids)}
-            runs = [found[i] for i in run_ids if i in found]
-            if not runs:
-                return None
-            if at_seconds is not None:
-                after = []
-                for r in runs:
-                    row = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND "
-                                      "elapsed_s >= ?", [r.id, at_seconds]).fetchone()
-                    after.append((row[0] if row and row[0] is not None else r.step_count) - 1)
-            budget_s = max(r.budget_hours for r in runs) * 3600
-            sides = [] if steps_only else [read_compare_run(con, r, budget_s) for r in runs]
-            steps = read_aligned(con, runs, list(after or []), limit)
-        finally:
-            con.execute("ROLLBACK")
+    with warehouse.snapshot(unwritten=OVERRIDES_TABLE) as con:
+        found = {r.id: r for r in read_runs_by_id(con, run_ids)}
+        runs = [found[i] for i in run_ids if i in found]
+        if not runs:
+            return None
+        if at_seconds is not None:
+            after = []
+            for r in runs:
+                row = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent' AND "
+                                  "elapsed_s >= ?", [r.id, at_seconds]).fetchone()
+                after.append((row[0] if row and row[0] is not None else r.step_count) - 1)
+        budget_s = max(r.budget_hours for r in runs) * 3600
+        sides = [] if steps_only else [read_compare_run(con, r, budget_s) for r in runs]
+        steps = read_aligned(con, runs, list(after or []), limit)
     if steps_only:
         sides = [CompareRun(run=r, evaluations=[], facets=[], self_score=None, overoptimism=None, split_s={},
                               phases=[], used_pct=None) for r in runs]
