@@ -219,6 +219,23 @@ class ReadAhead:
                                                whole_steps=self.whole_steps)
             return self.read[n].pop(run_id, {})
 
+    def read_with_runs(self, others: list[str], cells: list[tuple[str, str, str]]) -> dict[str, runs.Run] | None:
+        """Read the runs to write (``order``, one batch at most) and ``others`` (the peers their pages list) with
+        the batch's answers, in one unit of work (``traces.selectors.read_runs_ahead``: ``runs``, ``methods``,
+        ``evaluations`` and ``verdicts`` scanned once; ``cells``: the runs' cells, whose runs their pages list);
+        the search's reads with them when their traces fit SEARCH_AHEAD_BYTES. Returns {run id: Run} of those that
+        exist (the runs to write first, in their order) and keeps it as ``everything``; None when a write moved a
+        run out of ``cells`` since they were read (nothing is kept: :meth:`take` reads the batch)."""
+        assert len(self.order) <= READ_AHEAD
+        answer = runs.read_runs_ahead(self.order, others, cells, agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE),
+                                      trace_pages=STEPS_PER_PAGE, side_budgets=self.budgets,
+                                      cell_facts=self.cell_facts, whole_steps=self.whole_steps,
+                                      whole_steps_bytes=SEARCH_AHEAD_BYTES)
+        if answer is None:
+            return None
+        self.everything, self.read[0] = answer
+        return self.everything
+
 
 def search_batches(run_ids: list[str], everything: dict[str, runs.Run]) -> Iterator[list[str]]:
     """``run_ids`` in order, in batches whose steps the search reads together (``traces.selectors.read_search_ahead``):
@@ -268,6 +285,7 @@ class Exporter:
         self._targets: dict[tuple[str, str], tuple[str, str, str]] = {}  # the site pages' links (localize)
         self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
+        self.facts: dict[str, list] = {}  # the manifest's facts (kept_fact)
         # the cell files' facts read ahead with the cells' runs (ReadAhead.cell_facts; write_cells)
         self.cells_read: dict[tuple[str, str, str], runs.CellFacts] = {}
         self.search_read: dict[str, dict] = {}  # the search's reads of the runs written, read ahead (write_runs)
@@ -484,7 +502,7 @@ class Exporter:
             cpu = time.process_time()
             site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {}, digests)
             self.report.site_pages_cpu += time.process_time() - cpu
-            site = self.site_fingerprint(code)
+            site = self.site_fingerprint(code, digests["sources"], previous.get("facts"))
             known = previous.get("runs", {}) if previous.get("site") == site else {}
             known_own = previous.get("own", {}) if known else {}
             known_cells = previous.get("cells", {}) if previous.get("site") == site else {}
@@ -514,8 +532,11 @@ class Exporter:
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
             # the touched runs and the peers their pages list, read together (the peers would be read by each page)
-            read = self.read_runs(touched, len(fingerprints), [p for run_id in touched for p in peers.get(run_id, [])])
-            self.write_runs(touched, read, refresh, peers)
+            read, ahead = self.read_runs(touched, len(fingerprints),
+                                         [p for run_id in touched for p in peers.get(run_id, [])],
+                                         sorted({(row.suite, row.benchmark, row.base_model)
+                                                 for row in (parts.rows[run_id] for run_id in touched)}))
+            self.write_runs(touched, read, refresh, peers, ahead)
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             wanted = set(touched)
             changed_runs = {run_id: run for run_id, run in read.items() if run_id in wanted and run_id not in refresh}
@@ -556,29 +577,38 @@ class Exporter:
             self.report.site_pages_cpu += time.process_time() - cpu
         return parts, kept, digests
 
-    @staticmethod
-    def read_runs(run_ids: list[str], total: int, peers: list[str] | None = None) -> dict[str, runs.Run]:
-        """{run id: Run} of ``run_ids`` and of ``peers`` (the runs their pages list), each read once: in one unit of
-        three queries when they are a few of the ``total`` runs (``runs.get_runs``: ``run_ids`` first, in their
-        order), else every run in the runs list's one query (in its order)."""
+    def read_runs(self, run_ids: list[str], total: int, peers: list[str] | None = None,
+                  cells: list[tuple[str, str, str]] | None = None) -> tuple[dict[str, runs.Run], ReadAhead | None]:
+        """({run id: Run} of ``run_ids`` and of ``peers`` (the runs their pages list), each read once: in one unit
+        of three queries when they are a few of the ``total`` runs (``runs.get_runs``: ``run_ids`` first, in their
+        order), else every run in the runs list's one query (in its order); the runs' ReadAhead, its one batch read
+        with the runs (:meth:`ReadAhead.read_with_runs`; ``cells``: their cells), when they fit one, else None)."""
         if len(run_ids) <= max(8, total // 20):
-            return runs.get_runs(list(dict.fromkeys([*run_ids, *(peers or [])])))
+            if 0 < len(run_ids) <= READ_AHEAD:
+                ahead = ReadAhead(run_ids, {}, self.budgets(), search=True)
+                found = ahead.read_with_runs(peers or [], cells or [])
+                if found is not None:
+                    return found, ahead
+            return runs.get_runs(list(dict.fromkeys([*run_ids, *(peers or [])]))), None
         wanted = set(run_ids) | set(peers or [])
-        return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
+        return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}, None
 
     def write_runs(self, changed: list[str], everything: dict[str, runs.Run],
-                   refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None) -> None:
+                   refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None,
+                   ahead: ReadAhead | None = None) -> None:
         """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
         ``everything``, {run id: Run}; the peers its page lists from the reads of its ``peers`` there, {run id:
         peer ids}); of a run in ``refresh`` ({run id: its peers that changed}), only its page (:meth:`refresh_peers`);
-        a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
+        a tqdm bar of runs and pages (on a terminal unless ``bar`` says). ``ahead``: their ReadAhead when it was read
+        with the runs (:meth:`read_runs`)."""
         refresh = refresh or {}
         peers = peers or {}
-        # A few runs (one read-ahead batch, one search batch: search_batches' bound on what is held): their search's
-        # steps read with their pages' (whole, held until the search)
-        few = len(changed) <= READ_AHEAD and sum(
-            everything[r].trace_bytes or 0 for r in changed if r in everything) <= SEARCH_AHEAD_BYTES
-        ahead = ReadAhead(changed, everything, self.budgets(), search=few)
+        if ahead is None:
+            # A few runs (one read-ahead batch, one search batch: search_batches' bound on what is held): their
+            # search's steps read with their pages' (whole, held until the search)
+            few = len(changed) <= READ_AHEAD and sum(
+                everything[r].trace_bytes or 0 for r in changed if r in everything) <= SEARCH_AHEAD_BYTES
+            ahead = ReadAhead(changed, everything, self.budgets(), search=few)
         self.cells_read = ahead.cell_facts
         self.search_read = ahead.whole_steps if ahead.whole_steps is not None else {}
 
@@ -693,11 +723,12 @@ class Exporter:
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
         "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``), "tree": [files, bytes] under
-        outdir but the manifest (:meth:`tree_size`; None while the export has not finished)}; compact (json's C encoder:
+        outdir but the manifest (:meth:`tree_size`; None while the export has not finished), "facts": facts of the
+        warehouse read once per export with what they were read from (:meth:`kept_fact`)}; compact (json's C encoder:
         an indented dump is made in Python, several times the CPU), written only when its bytes change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
                                          "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
-                                         "search": search, "cells": cells, "tree": tree},
+                                         "search": search, "cells": cells, "tree": tree, "facts": self.facts},
                                         separators=(",", ":"), sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
@@ -983,18 +1014,38 @@ class Exporter:
                     digest.update(str(path.relative_to(settings.BASE_DIR)).encode() + path.read_bytes())
         return digest.hexdigest()
 
-    def site_fingerprint(self, code: str) -> str:
+    def site_fingerprint(self, code: str, sources: dict[str, str], kept: dict | None) -> str:
         """sha256 over what every run page depends on besides the run: the code (:meth:`code_fingerprint`) and the
         leaderboard JSON as exported (the published reference scores run pages quote), and the runs' budgets (each
-        side file holds its phase axis for every budget a comparison can have: :meth:`budgets`)."""
-        digest = hashlib.sha256(code.encode())
-        digest.update(json.dumps(self.budgets()).encode())
+        side file holds its phase axis for every budget a comparison can have: :meth:`budgets`). The budgets and
+        the leaderboard files' names are the manifest's (``kept``: its ``facts``, :meth:`kept_fact`) when the
+        code and the digests of the sources they are read from (``sources``: ``export.inputs.current_digests``'
+        ``sources``; ``runs_listed`` covers every run's budget, ``published`` the suite's base models) are as they
+        were: one statement of ``runs`` and one of ``base_models`` and ``suites`` less."""
+        def key(source: str) -> str | None:
+            return (hashlib.sha256(json.dumps([code, settings.DEFAULT_SUITE, sources[source]]).encode()).hexdigest()
+                    if source in sources else None)
+
+        self._budgets = self.kept_fact("budgets", key("runs_listed"), kept, self.budgets)
         board = self.routes["api:leaderboard"]
-        for params in board.pages() if board.pages else [{}]:
-            if params.get("source"):
-                continue  # rows from runs (each judging rule's twin) change with every run; run pages quote none
-            digest.update((self.outdir / self.file_of(board, params, None)[0]).read_bytes())
+        files = self.kept_fact("board", key("published"), kept, lambda: [
+            self.file_of(board, params, None)[0] for params in (board.pages() if board.pages else [{}])
+            if not params.get("source")])  # rows from runs (each judging rule's twin) change with every run
+        digest = hashlib.sha256(code.encode())
+        digest.update(json.dumps(self._budgets).encode())
+        for file in files:
+            digest.update((self.outdir / file).read_bytes())
         return digest.hexdigest()
+
+    def kept_fact(self, name: str, key: str | None, kept: dict | None, read: Callable[[], list]) -> list:
+        """A fact of the warehouse the export reads once (a JSON list): the manifest's (``kept``: its ``facts``,
+        {name: [key, value]}) when it was read under ``key`` (what it is computed from, hashed), else ``read()``
+        (always when ``key`` is None); kept with ``key`` for the next manifest (``facts``)."""
+        entry = (kept or {}).get(name)
+        value = entry[1] if key is not None and isinstance(entry, list) and len(entry) == 2 and entry[0] == key \
+            else read()
+        self.facts[name] = [key, value]
+        return value
 
 
 LIVE_ONLY_PAGE = """<!doctype html>
