@@ -219,23 +219,6 @@ class ReadAhead:
                                                whole_steps=self.whole_steps)
             return self.read[n].pop(run_id, {})
 
-    def read_with_runs(self, others: list[str], cells: list[tuple[str, str, str]]) -> dict[str, runs.Run] | None:
-        """Read the runs to write (``order``, one batch at most) and ``others`` (the peers their pages list) with
-        the batch's answers, in one unit of work (``traces.selectors.read_runs_ahead``: ``runs``, ``methods``,
-        ``evaluations`` and ``verdicts`` scanned once; ``cells``: the runs' cells, whose runs their pages list);
-        the search's reads with them when their traces fit SEARCH_AHEAD_BYTES. Returns {run id: Run} of those that
-        exist (the runs to write first, in their order) and keeps it as ``everything``; None when a write moved a
-        run out of ``cells`` since they were read (nothing is kept: :meth:`take` reads the batch)."""
-        assert len(self.order) <= READ_AHEAD
-        answer = runs.read_runs_ahead(self.order, others, cells, agent_pages=(STEPS_PER_PAGE, runs.PAGE_SIZE),
-                                      trace_pages=STEPS_PER_PAGE, side_budgets=self.budgets,
-                                      cell_facts=self.cell_facts, whole_steps=self.whole_steps,
-                                      whole_steps_bytes=SEARCH_AHEAD_BYTES)
-        if answer is None:
-            return None
-        self.everything, self.read[0] = answer
-        return self.everything
-
 
 def search_batches(run_ids: list[str], everything: dict[str, runs.Run]) -> Iterator[list[str]]:
     """``run_ids`` in order, in batches whose steps the search reads together (``traces.selectors.read_search_ahead``):
@@ -532,11 +515,8 @@ class Exporter:
                                     {k: owns[k] for k in untouched}, previous.get("search"),
                                     {f: cells[f] for f in cells if f not in stale_cells})
             # the touched runs and the peers their pages list, read together (the peers would be read by each page)
-            read, ahead = self.read_runs(touched, len(fingerprints),
-                                         [p for run_id in touched for p in peers.get(run_id, [])],
-                                         sorted({(row.suite, row.benchmark, row.base_model)
-                                                 for row in (parts.rows[run_id] for run_id in touched)}))
-            self.write_runs(touched, read, refresh, peers, ahead)
+            read = self.read_runs(touched, len(fingerprints), [p for run_id in touched for p in peers.get(run_id, [])])
+            self.write_runs(touched, read, refresh, peers)
             self.write_cells({f: cell_of[f] for f in stale_cells}, set(cells))
             wanted = set(touched)
             changed_runs = {run_id: run for run_id, run in read.items() if run_id in wanted and run_id not in refresh}
@@ -577,38 +557,29 @@ class Exporter:
             self.report.site_pages_cpu += time.process_time() - cpu
         return parts, kept, digests
 
-    def read_runs(self, run_ids: list[str], total: int, peers: list[str] | None = None,
-                  cells: list[tuple[str, str, str]] | None = None) -> tuple[dict[str, runs.Run], ReadAhead | None]:
-        """({run id: Run} of ``run_ids`` and of ``peers`` (the runs their pages list), each read once: in one unit
-        of three queries when they are a few of the ``total`` runs (``runs.get_runs``: ``run_ids`` first, in their
-        order), else every run in the runs list's one query (in its order); the runs' ReadAhead, its one batch read
-        with the runs (:meth:`ReadAhead.read_with_runs`; ``cells``: their cells), when they fit one, else None)."""
+    @staticmethod
+    def read_runs(run_ids: list[str], total: int, peers: list[str] | None = None) -> dict[str, runs.Run]:
+        """{run id: Run} of ``run_ids`` and of ``peers`` (the runs their pages list), each read once: in one unit of
+        three queries when they are a few of the ``total`` runs (``runs.get_runs``: ``run_ids`` first, in their
+        order), else every run in the runs list's one query (in its order)."""
         if len(run_ids) <= max(8, total // 20):
-            if 0 < len(run_ids) <= READ_AHEAD:
-                ahead = ReadAhead(run_ids, {}, self.budgets(), search=True)
-                found = ahead.read_with_runs(peers or [], cells or [])
-                if found is not None:
-                    return found, ahead
-            return runs.get_runs(list(dict.fromkeys([*run_ids, *(peers or [])]))), None
+            return runs.get_runs(list(dict.fromkeys([*run_ids, *(peers or [])])))
         wanted = set(run_ids) | set(peers or [])
-        return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}, None
+        return {r.id: r for r in runs.list_runs(limit=None)[0] if r.id in wanted}
 
     def write_runs(self, changed: list[str], everything: dict[str, runs.Run],
-                   refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None,
-                   ahead: ReadAhead | None = None) -> None:
+                   refresh: dict[str, list[str]] | None = None, peers: dict[str, list[str]] | None = None) -> None:
         """Every file of each ``changed`` run, in threads, each run's pages rendered from its one read (in
         ``everything``, {run id: Run}; the peers its page lists from the reads of its ``peers`` there, {run id:
         peer ids}); of a run in ``refresh`` ({run id: its peers that changed}), only its page (:meth:`refresh_peers`);
-        a tqdm bar of runs and pages (on a terminal unless ``bar`` says). ``ahead``: their ReadAhead when it was read
-        with the runs (:meth:`read_runs`)."""
+        a tqdm bar of runs and pages (on a terminal unless ``bar`` says)."""
         refresh = refresh or {}
         peers = peers or {}
-        if ahead is None:
-            # A few runs (one read-ahead batch, one search batch: search_batches' bound on what is held): their
-            # search's steps read with their pages' (whole, held until the search)
-            few = len(changed) <= READ_AHEAD and sum(
-                everything[r].trace_bytes or 0 for r in changed if r in everything) <= SEARCH_AHEAD_BYTES
-            ahead = ReadAhead(changed, everything, self.budgets(), search=few)
+        # A few runs (one read-ahead batch, one search batch: search_batches' bound on what is held): their search's
+        # steps read with their pages' (whole, held until the search)
+        few = len(changed) <= READ_AHEAD and sum(
+            everything[r].trace_bytes or 0 for r in changed if r in everything) <= SEARCH_AHEAD_BYTES
+        ahead = ReadAhead(changed, everything, self.budgets(), search=few)
         self.cells_read = ahead.cell_facts
         self.search_read = ahead.whole_steps if ahead.whole_steps is not None else {}
 

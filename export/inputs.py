@@ -46,18 +46,14 @@ class TableRead:
 
 
 def digests_sql(parts: tuple[TableRead, ...]) -> str:
-    """SQL of one row: for each of ``parts`` (parts of one table) in turn, (count, md5 hex) over that part's rows as
-    text (:meth:`TableRead.row_sql`), the texts joined in their own sorted order, so equal content gives an equal
-    digest whatever order rows come in; in one scan of the table (on DuckLake each scan costs its catalog work)."""
-    selects, aggregates = [], []
-    for n, part in enumerate(parts):
-        selects.append(f"{part.row_sql()} AS row{n}")
-        keep = ""
-        if part.where:
-            selects.append(f"({part.where}) AS keep{n}")
-            keep = f" FILTER (WHERE keep{n})"
-        aggregates.append(f"count(*){keep}, md5(coalesce(string_agg(t.row{n}, chr(10) ORDER BY t.row{n}){keep}, ''))")
-    return f"SELECT {', '.join(aggregates)} FROM (SELECT {', '.join(selects)} FROM {parts[0].table} x) t"
+    """SQL of one row: for each of ``parts`` (parts of one table with one ``where``) in turn, (count, md5 hex) over
+    its rows as text (:meth:`TableRead.row_sql`), the texts joined in their own sorted order, so equal content gives
+    an equal digest whatever order rows come in; in one scan of the table (on DuckLake each scan costs its catalog
+    work), the condition pushed into it."""
+    rows = ", ".join(f"{part.row_sql()} AS row{n}" for n, part in enumerate(parts))
+    where = f" WHERE {parts[0].where}" if parts[0].where else ""
+    return "SELECT " + ", ".join(f"count(*), md5(coalesce(string_agg(t.row{n}, chr(10) ORDER BY t.row{n}), ''))"
+                                 for n in range(len(parts))) + f" FROM (SELECT {rows} FROM {parts[0].table} x{where}) t"
 
 
 def _columns(text: str) -> tuple[str, ...]:
@@ -92,17 +88,17 @@ SOURCES: dict[str, tuple[TableRead, ...]] = {
 
 def source_digests(con: duckdb.DuckDBPyConnection, names: set[str]) -> dict[str, str]:
     """{source name: sha256 hex over its tables' parts' (count, md5 hex) (:func:`digests_sql`)} of the sources
-    ``names``, in one statement per table (``runs_listed`` and ``run_names`` read ``runs`` once).
+    ``names``, in one statement per table and condition (``runs_listed`` and ``run_names`` read ``runs`` once).
 
     Raises:
         KeyError: a name that is not in SOURCES (a declaration naming an unknown source).
     """
     wanted = sorted(names)
-    by_table: dict[str, list[TableRead]] = {}
+    by_table: dict[tuple[str, str | None], list[TableRead]] = {}
     for name in wanted:
         for part in SOURCES[name]:
-            if part not in by_table.setdefault(part.table, []):
-                by_table[part.table].append(part)
+            if part not in by_table.setdefault((part.table, part.where), []):
+                by_table[(part.table, part.where)].append(part)
     rows: dict[TableRead, tuple] = {}
     for parts in by_table.values():
         row = con.execute(digests_sql(tuple(parts))).fetchone()

@@ -86,15 +86,12 @@ def never_written(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> li
 
 @contextmanager
 def rows_in_memory(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = (), column: str = "run_id",
-                   values: list[str] | None = None, *, unwritten: tuple[str, ...] = (),
-                   where: dict[str, tuple[str, list]] | None = None) -> Iterator[None]:
+                   values: list[str] | None = None, *, unwritten: tuple[str, ...] = ()) -> Iterator[None]:
     """Within the block, each of ``tables`` named without its database on ``con`` is an in-memory copy of the
     warehouse table's rows whose ``column`` is one of ``values`` (a DuckDB temporary table of the same name: the
     temporary schema comes first in DuckDB's search path), read in one query each, in ``con``'s transaction and
     snapshot; and each of ``unwritten`` that never held a row (:func:`never_written`) an empty copy, made without
-    reading the table; and each table of ``where`` ({table: (SQL condition on its columns, its parameters)}, copied
-    after ``tables``, in its order) a copy of its rows that meet it (a condition may read a copy made before it, as
-    ``temp.main.<table>``); all dropped at the end (and by the transaction's rollback). For a unit of work that reads the
+    reading the table; all dropped at the end (and by the transaction's rollback). For a unit of work that reads the
     same rows of a table in several queries, every one of them restricted to those values: on DuckLake each query
     of a table costs ~6-20 CPU ms of catalog work (its files, their statistics, its inlined rows, read again from
     the catalog whatever the query returns), a query of the copy ~1 (bench/RESULTS.md, issue 24)."""
@@ -102,16 +99,12 @@ def rows_in_memory(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = (),
     assert row is not None
     database, made = row[0], []
     try:
-        for table in never_written(con, tuple(t for t in unwritten if t not in tables and t not in (where or {}))):
+        for table in never_written(con, tuple(t for t in unwritten if t not in tables)):
             con.execute(f'CREATE TEMPORARY TABLE "{table}" AS SELECT * FROM "{database}".main."{table}" LIMIT 0')
             made.append(table)
         for table in tables:
             con.execute(f'CREATE TEMPORARY TABLE "{table}" AS SELECT * FROM "{database}".main."{table}" '
                         f'WHERE "{column}" = ANY(?::VARCHAR[])', [values or []])
-            made.append(table)
-        for table, (condition, params) in (where or {}).items():
-            con.execute(f'CREATE TEMPORARY TABLE "{table}" AS SELECT * FROM "{database}".main."{table}" '
-                        f'WHERE {condition}', params)
             made.append(table)
         yield
     finally:

@@ -36,7 +36,7 @@ from .steps import (EVIDENCE_CHARS, EVIDENCE_LIMIT, MAX_TEXT_RANGE, PAGE_TEXT_CH
                     WholeStep, evidence_count, evidence_steps, field_chars, step_at_time,
                     step_index, step_text, steps_page, trace_names, whole_steps)
 from .judges import JudgeReport, judge_report
-from .ahead import read_ahead, read_runs_ahead, read_search_ahead
+from .ahead import read_ahead, read_search_ahead
 from .verdicts import override_agreement, override_log
 
 RunSummary = Run  # the name before issue 14
@@ -55,7 +55,7 @@ __all__ = ["JudgeReport", "judge_report", "MAX_PAGE_SIZE", "PAGE_SIZE", "RunQuer
     "reference_scores", "run_content_hashes", "run_directory", "run_titles", "run_facets", "run_facts",
     "run_fingerprints", "FINGERPRINT_TABLES", "FingerprintRow", "RunFingerprintParts", "read_fingerprint_rows",
     "run_fingerprint_parts",
-    "read_ahead", "read_runs_ahead", "read_search_ahead", "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
+    "read_ahead", "read_search_ahead", "run_page", "run_steps", "run_texts", "runs_read_once", "run_timeline", "runs_page", "runs_with_facet", "step_at_time",
     "step_index", "step_text", "steps_page", "timeline_page", "trace_names", "tree_baselines",
     "whole_steps",
 ]

@@ -19,7 +19,7 @@ from ..challenges import read_public_challenges, read_public_challenges_of
 from ..schemas import Run
 from .compare import Cell, CellFacts, read_cell_runs, read_cell_runs_of, read_sides_ahead
 from .analysis import read_timeline, read_timeline_summaries_of, read_timeline_summary, read_timelines_of
-from .runs import (read_all_reference_scores, read_runs, read_evaluations, read_evaluations_of, read_reference_scores,
+from .runs import (read_all_reference_scores, read_evaluations, read_evaluations_of, read_reference_scores,
                    read_run_facets, read_run_facets_of, read_run_texts, read_run_texts_of)
 from .steps import (read_evidence, read_evidence_of, read_first_pages_of, read_step_index,
                     read_step_indices_and_tools_of, read_steps_page, read_tools_used, read_trace_names, trace_names_of,
@@ -47,85 +47,40 @@ def read_ahead(some: list[Run], *, agent_pages: tuple[int, ...] = (), trace_page
     :class:`compare.CellFacts` of the runs' cells put there ({(suite, benchmark, base model): facts}; the static
     export's cell files), from the query of their cells' runs. ``whole_steps``: when given, what the export's search
     reads of the runs (:func:`read_search_ahead`'s answers) put there, from the same copy of their steps."""
-    if not some:
-        return {}
+    ids = [run.id for run in some]
+    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in ids}
+    if not ids:
+        return out
     # The runs' rows of the tables several of these queries read, copied into memory once (one catalog lookup each
     # instead of one per query: ~10 queries of steps, 4 of phases, 2 of monitor), and the tables never written to
     # as empty copies (``warehouse.rows_in_memory``).
     unwritten = AHEAD_UNWRITTEN + (("step_texts",) if whole_steps is not None else ())
-    with (warehouse.snapshot() as con,
-          warehouse.rows_in_memory(con, AHEAD_TABLES, "run_id", [run.id for run in some], unwritten=unwritten)):
-        return _read_ahead_on(con, some, agent_pages, trace_pages, side_budgets, cell_facts, whole_steps)
-
-
-@warehouse.retrying
-def read_runs_ahead(run_ids: list[str], others: list[str], cells: list[Cell], *, agent_pages: tuple[int, ...] = (),
-                    trace_pages: int | None = None, side_budgets: list[float] | None = None,
-                    cell_facts: dict[Cell, CellFacts] | None = None,
-                    whole_steps: dict[str, dict[Hashable, Any]] | None = None,
-                    whole_steps_bytes: int = 0) -> tuple[dict[str, Run], dict[str, dict[Hashable, Any]]] | None:
-    """({run id: Run} of ``run_ids`` and ``others`` that exist, as ``runs.get_runs`` reads them, in that order;
-    :func:`read_ahead`'s answers for the runs of ``run_ids``) in one unit of work: the rows of ``runs`` (those
-    named and every run of ``cells``, {(suite, benchmark, base model)}: the cells ``run_ids`` are in), their
-    ``methods``, ``evaluations`` and ``verdicts`` copied into memory once (``warehouse.rows_in_memory``), and the
-    runs, their texts, evaluations and cells' runs read from the copies (on DuckLake each of those tables was
-    scanned by ``get_runs``, the texts, the evaluations and the cells' runs, 5-35 CPU ms of catalog work a scan).
-    ``whole_steps`` filled only when the runs' traces hold at most ``whole_steps_bytes`` (``Run.trace_bytes``).
-    None when a run of ``run_ids`` is in none of ``cells`` at this snapshot (a write moved it since the caller
-    read its cell): the caller reads them apart (``get_runs``, :func:`read_ahead`)."""
-    named = list(dict.fromkeys([*run_ids, *others]))
-    if not run_ids:
-        return None
-    unwritten = AHEAD_UNWRITTEN + (("step_texts",) if whole_steps is not None else ())
-    of_runs = ("run_id IN (SELECT id FROM temp.main.runs)", [])
-    copies = {"runs": ("id = ANY(?::VARCHAR[]) OR [suite, benchmark, base_model] = ANY(?::VARCHAR[][])",
-                       [named, [list(cell) for cell in cells]]),
-              "methods": ("id IN (SELECT method FROM temp.main.runs)", []), "evaluations": of_runs, "verdicts": of_runs}
-    with (warehouse.snapshot() as con,
-          warehouse.rows_in_memory(con, AHEAD_TABLES, "run_id", run_ids, unwritten=unwritten, where=copies)):
-        found = {run.id: run for run in read_runs(con, "r.id IN (SELECT unnest(?::VARCHAR[]))", [named])}
-        some = [found[run_id] for run_id in run_ids if run_id in found]
-        if not {(run.suite, run.benchmark, run.base_model) for run in some} <= set(cells):
-            return None
-        if sum(run.trace_bytes or 0 for run in some) > whole_steps_bytes:
-            whole_steps = None
-        ahead = _read_ahead_on(con, some, agent_pages, trace_pages, side_budgets, cell_facts, whole_steps) \
-            if some else {}
-    return {run_id: found[run_id] for run_id in named if run_id in found}, ahead
-
-
-def _read_ahead_on(con, some: list[Run], agent_pages: tuple[int, ...], trace_pages: int | None,
-                   side_budgets: list[float] | None, cell_facts: dict[Cell, CellFacts] | None,
-                   whole_steps: dict[str, dict[Hashable, Any]] | None) -> dict[str, dict[Hashable, Any]]:
-    """:func:`read_ahead`'s answers on ``con``, in its transaction, AHEAD_TABLES' rows of ``some`` and the
-    never-written tables already copied."""
-    ids = [run.id for run in some]
-    out: dict[str, dict[Hashable, Any]] = {run_id: {} for run_id in ids}
-    if whole_steps is not None:
-        whole_steps.update(read_whole_steps_ahead(con, ids))
-    # the steps' index, their trace names (its keys) and the agent's tools in one query
-    indices, tools = read_step_indices_and_tools_of(con, ids)
-    per_run: dict[Callable[..., Any], dict[str, Any]] = {
-        read_trace_names: trace_names_of(ids, indices),
-        read_run_texts: read_run_texts_of(con, ids),
-        read_evaluations: read_evaluations_of(con, ids),
-        read_run_facets: read_run_facets_of(con, ids),
-        read_evidence: read_evidence_of(con, ids),
-        read_tools_used: tools,
-        read_override_log: read_override_logs_of(con, ids),
-        read_public_challenges: read_public_challenges_of(con, ids),
-    }
-    summaries = read_timeline_summaries_of(con, some)
-    timelines = read_timelines_of(con, some)
-    references = read_all_reference_scores(con)
-    cells = read_cell_runs_of(con, [(run.suite, run.benchmark, run.base_model) for run in some], cell_facts)
-    sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
-    reasonings = read_panels_ahead(con, some, per_run[read_trace_names])
-    others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
-    first_pages = read_first_pages_of(con, {
-        "agent": (some, agent_pages),
-        **({trace: ([run for run in some if trace in per_run[read_trace_names].get(run.id, [])], (trace_pages,))
-            for trace in others} if trace_pages is not None else {})})
+    with warehouse.snapshot() as con, warehouse.rows_in_memory(con, AHEAD_TABLES, "run_id", ids, unwritten=unwritten):
+        if whole_steps is not None:
+            whole_steps.update(read_whole_steps_ahead(con, ids))
+        # the steps' index, their trace names (its keys) and the agent's tools in one query
+        indices, tools = read_step_indices_and_tools_of(con, ids)
+        per_run: dict[Callable[..., Any], dict[str, Any]] = {
+            read_trace_names: trace_names_of(ids, indices),
+            read_run_texts: read_run_texts_of(con, ids),
+            read_evaluations: read_evaluations_of(con, ids),
+            read_run_facets: read_run_facets_of(con, ids),
+            read_evidence: read_evidence_of(con, ids),
+            read_tools_used: tools,
+            read_override_log: read_override_logs_of(con, ids),
+            read_public_challenges: read_public_challenges_of(con, ids),
+        }
+        summaries = read_timeline_summaries_of(con, some)
+        timelines = read_timelines_of(con, some)
+        references = read_all_reference_scores(con)
+        cells = read_cell_runs_of(con, [(run.suite, run.benchmark, run.base_model) for run in some], cell_facts)
+        sides = read_sides_ahead(con, some, side_budgets) if side_budgets is not None else {}
+        reasonings = read_panels_ahead(con, some, per_run[read_trace_names])
+        others = sorted({t for names in per_run[read_trace_names].values() for t in names} - {"agent"})
+        first_pages = read_first_pages_of(con, {
+            "agent": (some, agent_pages),
+            **({trace: ([run for run in some if trace in per_run[read_trace_names].get(run.id, [])], (trace_pages,))
+                for trace in others} if trace_pages is not None else {})})
     for run in some:
         kept = out[run.id]
         kept.update(sides.get(run.id, {}))
@@ -159,4 +114,4 @@ def read_search_ahead(run_ids: list[str]) -> dict[str, dict[Hashable, Any]]:
         return read_whole_steps_ahead(con, run_ids)
 
 
-__all__ = ["read_ahead", "read_runs_ahead", "read_search_ahead"]
+__all__ = ["read_ahead", "read_search_ahead"]
