@@ -268,6 +268,7 @@ class Exporter:
         self._targets: dict[tuple[str, str], tuple[str, str, str]] = {}  # the site pages' links (localize)
         self._resolved: dict[str, tuple[str, dict] | None] = {}  # resolved
         self._budgets: list[float] | None = None
+        self.facts: dict[str, list] = {}  # the manifest's facts (kept_fact)
         # the cell files' facts read ahead with the cells' runs (ReadAhead.cell_facts; write_cells)
         self.cells_read: dict[tuple[str, str, str], runs.CellFacts] = {}
         self.search_read: dict[str, dict] = {}  # the search's reads of the runs written, read ahead (write_runs)
@@ -484,7 +485,7 @@ class Exporter:
             cpu = time.process_time()
             site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {}, digests)
             self.report.site_pages_cpu += time.process_time() - cpu
-            site = self.site_fingerprint(code)
+            site = self.site_fingerprint(code, digests["sources"], previous.get("facts"))
             known = previous.get("runs", {}) if previous.get("site") == site else {}
             known_own = previous.get("own", {}) if known else {}
             known_cells = previous.get("cells", {}) if previous.get("site") == site else {}
@@ -693,11 +694,12 @@ class Exporter:
         "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
         (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
         "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``), "tree": [files, bytes] under
-        outdir but the manifest (:meth:`tree_size`; None while the export has not finished)}; compact (json's C encoder:
+        outdir but the manifest (:meth:`tree_size`; None while the export has not finished), "facts": facts of the
+        warehouse read once per export with what they were read from (:meth:`kept_fact`)}; compact (json's C encoder:
         an indented dump is made in Python, several times the CPU), written only when its bytes change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
                                          "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
-                                         "search": search, "cells": cells, "tree": tree},
+                                         "search": search, "cells": cells, "tree": tree, "facts": self.facts},
                                         separators=(",", ":"), sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
@@ -983,18 +985,38 @@ class Exporter:
                     digest.update(str(path.relative_to(settings.BASE_DIR)).encode() + path.read_bytes())
         return digest.hexdigest()
 
-    def site_fingerprint(self, code: str) -> str:
+    def site_fingerprint(self, code: str, sources: dict[str, str], kept: dict | None) -> str:
         """sha256 over what every run page depends on besides the run: the code (:meth:`code_fingerprint`) and the
         leaderboard JSON as exported (the published reference scores run pages quote), and the runs' budgets (each
-        side file holds its phase axis for every budget a comparison can have: :meth:`budgets`)."""
-        digest = hashlib.sha256(code.encode())
-        digest.update(json.dumps(self.budgets()).encode())
+        side file holds its phase axis for every budget a comparison can have: :meth:`budgets`). The budgets and
+        the leaderboard files' names are the manifest's (``kept``: its ``facts``, :meth:`kept_fact`) when the
+        code and the digests of the sources they are read from (``sources``: ``export.inputs.current_digests``'
+        ``sources``; ``runs_listed`` covers every run's budget, ``published`` the suite's base models) are as they
+        were: one statement of ``runs`` and one of ``base_models`` and ``suites`` less."""
+        def key(source: str) -> str | None:
+            return (hashlib.sha256(json.dumps([code, settings.DEFAULT_SUITE, sources[source]]).encode()).hexdigest()
+                    if source in sources else None)
+
+        self._budgets = self.kept_fact("budgets", key("runs_listed"), kept, self.budgets)
         board = self.routes["api:leaderboard"]
-        for params in board.pages() if board.pages else [{}]:
-            if params.get("source"):
-                continue  # rows from runs (each judging rule's twin) change with every run; run pages quote none
-            digest.update((self.outdir / self.file_of(board, params, None)[0]).read_bytes())
+        files = self.kept_fact("board", key("published"), kept, lambda: [
+            self.file_of(board, params, None)[0] for params in (board.pages() if board.pages else [{}])
+            if not params.get("source")])  # rows from runs (each judging rule's twin) change with every run
+        digest = hashlib.sha256(code.encode())
+        digest.update(json.dumps(self._budgets).encode())
+        for file in files:
+            digest.update((self.outdir / file).read_bytes())
         return digest.hexdigest()
+
+    def kept_fact(self, name: str, key: str | None, kept: dict | None, read: Callable[[], list]) -> list:
+        """A fact of the warehouse the export reads once (a JSON list): the manifest's (``kept``: its ``facts``,
+        {name: [key, value]}) when it was read under ``key`` (what it is computed from, hashed), else ``read()``
+        (always when ``key`` is None); kept with ``key`` for the next manifest (``facts``)."""
+        entry = (kept or {}).get(name)
+        value = entry[1] if key is not None and isinstance(entry, list) and len(entry) == 2 and entry[0] == key \
+            else read()
+        self.facts[name] = [key, value]
+        return value
 
 
 LIVE_ONLY_PAGE = """<!doctype html>
