@@ -558,6 +558,26 @@ def test_an_unchanged_export_renders_and_writes_nothing(site_copy):
     assert _mtimes(outdir) == before  # not one file written, the manifest included
 
 
+def test_a_new_budget_reaches_every_runs_side_file_though_the_budgets_are_kept(site_copy):
+    """Issue 24 (branch i24inc): the budgets every run's side file draws an axis for are kept in the manifest
+    (``facts``) while the ``runs_listed`` digest is as it was; one run given a budget no run had changes that digest,
+    so the budgets are read again and every run's side file gets the new axis."""
+    outdir = site_copy.outdir
+    export_site(outdir)
+    kept = json.loads((outdir / ".export-manifest.json").read_text())["facts"]["budgets"]
+    runs = selectors.list_runs(limit=None)[0]
+    assert set(kept[1]) >= {r.budget_hours * 3600 for r in runs} and kept[1] == sorted(kept[1]) and len(runs) > 2
+    hours = max(r.budget_hours for r in runs) + 7
+    _write(site_copy.warehouse, ("UPDATE runs SET budget_hours = ? WHERE id = ?", [hours, runs[0].id]))
+    changed = export_site(outdir)
+    assert changed.runs_written == len(runs)  # the site fingerprint holds the budgets: every run's files again
+    facts = json.loads((outdir / ".export-manifest.json").read_text())["facts"]["budgets"]
+    assert facts[0] != kept[0] and hours * 3600 in facts[1]
+    for run in runs[1:3]:
+        side = json.loads((outdir / f"runs/{run.id}/compare.json").read_text())
+        assert any(a["budget_s"] == hours * 3600 for a in side["axes"]), run.id
+
+
 def test_one_changed_run_rewrites_its_files_and_its_search_index_and_no_site_page(site_copy):
     """Issue 24: a run's new trace (its steps and content hash; its score and list fields the same) renders that
     run's files and its search index, and no site page: none of them reads what changed (export.inputs)."""
