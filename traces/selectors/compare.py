@@ -266,9 +266,10 @@ def _read_compare_run(con, run: Run, budget_s: float) -> CompareRun:
     own = next((f.value_num for f in facets if f.facet == "self_score"), None)
     split, bins = _phases(con, run, budget_s)
     used = None if run.time_taken_s is None else round(min(100.0, 100 * run.time_taken_s / max(budget_s, 1.0)), 3)
-    return CompareRun(run=run, evaluations=read_evaluations(con, run.id), judge_panel=read_judge_panel(con, run, read_trace_names(con, run.id)),
-                      facets=facets, self_score=own, overoptimism=overoptimism(own, run.score), split_s=split,
-                      phases=bins, used_pct=used)
+    panel = read_judge_panel(con, run, read_trace_names(con, run.id))
+    return CompareRun(run=run, evaluations=read_evaluations(con, run.id), judge_panel=panel, facets=facets,
+                      self_score=own, overoptimism=overoptimism(own, run.score), split_s=split, phases=bins,
+                      used_pct=used)
 
 
 @warehouse.once.read_once

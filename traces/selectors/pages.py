@@ -19,8 +19,8 @@ from ..schemas import (Evaluation, EvidenceStep, Facet, JudgeQuestion, JudgeVerd
 from .analysis import Timeline, read_timeline, read_timeline_summary
 from . import compare
 from .compare import Peer, read_cell_peers
-from .runs import (EXPLORATORY_ORIGINS, OVERRIDES_TABLE, read_evaluations, read_filter_options, read_reference_scores, read_run,
-                   read_run_facets, read_run_list, read_run_texts)
+from .runs import (EXPLORATORY_ORIGINS, OVERRIDES_TABLE, read_evaluations, read_filter_options, read_reference_scores,
+                   read_run, read_run_facets, read_run_list, read_run_texts)
 from .steps import (read_evidence, read_has_steps_before, read_previous_cursor, read_step_at_time, read_steps_page,
                     read_tools_used, read_trace_names)
 from ..challenges import PublicChallenge, read_public_challenges
@@ -207,12 +207,13 @@ def run_page(
         first = steps.steps[0].index if steps.steps else focus
         earlier = (first if focus is not None and first is not None and read_has_steps_before(
             con, run.id, before=first, trace=trace, kind=kind, tool=tool, q=q) else None)
+        names = read_trace_names(con, run.id)  # shown, and read by the judge panel
         return RunPage(
             **dict(run), **dict(texts), base_model_score=refs["base"], instruct_score=refs["instruct"],
             evaluations=evaluations, counted=[e for e in evaluations if e.origin not in EXPLORATORY_ORIGINS],
             overoptimism=overoptimism(own, run.score), facets=facets, evidence=evidence,
             evidence_count=evidence_count, override_log=read_override_log(con, run.id),
-            judge_panel=(panel := read_judge_panel(con, run, (names := read_trace_names(con, run.id)))), peers=read_cell_peers(con, run),
+            judge_panel=(panel := read_judge_panel(con, run, names)), peers=read_cell_peers(con, run),
             judge_questions=judge_questions(run, panel, (said := read_public_challenges(con, run.id))),
             challenges=said,
             steps=steps,
