@@ -71,11 +71,12 @@ def test_compaction_is_told_in_words():
         "already reading them can finish (--keep 0 removes them now, only while nothing reads or writes the "
         "warehouse); 0 files deleted, 0 old snapshots expired.")
     flushed = Compaction(kind="ducklake-sqlite", live_files_before=2232, live_files_after=20, disk_files_before=2232,
-                         disk_files_after=20, rows_flushed=4469, files_merged=2212, snapshots_expired=671,
-                         files_deleted=2212, seconds=3.7)
+                         disk_files_after=20, rows_flushed=4469, rows_laid_out=35402, files_merged=2212,
+                         snapshots_expired=671, files_deleted=2212, seconds=3.7)
     assert describe(flushed, 0) == (
         "compacted in 3.7 s. The site now reads 20 files (2,232 before): 2,212 files merged into others, 4,469 rows "
-        "moved from the catalog into files. On disk: 20 files (2,232 before); 2,212 files deleted, 671 old "
+        "moved from the catalog into files, 35,402 rows of the per-run tables (steps, monitor, phases) rewritten "
+        "sorted by run. On disk: 20 files (2,232 before); 2,212 files deleted, 671 old "
         "snapshots expired.")
 
 

@@ -164,3 +164,85 @@ def test_a_plain_file_is_checkpointed(fresh_warehouse: Path, capsys):
 def test_a_negative_keep_is_refused(fresh_warehouse: Path):
     with pytest.raises(ValueError, match="keep_seconds must be >= 0"):
         warehouse.compact(keep_seconds=-1)
+
+
+def _files_in_order(con, table: str, columns: str) -> list[list[tuple]]:
+    """Per live data file of ``table``: its rows' ``columns`` in the order the file holds them."""
+    files = [r[0] for r in con.execute(f"SELECT data_file FROM ducklake_list_files('wh', '{table}')").fetchall()]
+    return [con.execute(f"SELECT {columns} FROM read_parquet(?)", [path]).fetchall() for path in files]
+
+
+def test_the_per_run_tables_are_sorted_by_run_once(lake, monkeypatch, demo_tree):
+    """Compaction gives steps, monitor and phases their layout (ptbsite.warehouse.layout): the catalog keeps their
+    sort order and row-group size, their rows are rewritten in that order (each file's row groups cover ascending,
+    disjoint spans of run ids, so a read of one run skips the others), nothing they hold changes, the next
+    compaction rewrites nothing, a later ingest's rows keep the order, and a changed layout is applied again."""
+    from ptbsite.warehouse import layout
+
+    monkeypatch.setattr(layout, "LAYOUTS", tuple(layout.Layout(t.table, t.sort, 4096) for t in layout.LAYOUTS))
+    before = _snapshot()
+    with warehouse.connect() as con:
+        assert [t.table for t in layout.pending(con)] == ["steps", "monitor", "phases"]
+
+    done = warehouse.compact()
+
+    rows = {t: len(before[t]) for t in ("steps", "monitor", "phases")}
+    assert done.rows_laid_out == sum(rows.values()) > 1000
+    assert _snapshot() == before
+    with warehouse.connect() as con:
+        assert layout.pending(con) == []
+        settings_now = layout.current(con)
+        assert settings_now["steps"] == (("run_id", "trace", "idx"), 4096)
+        assert settings_now["monitor"] == (("run_id", "time"), 4096)  # DuckLake keeps the keyword quoted: "time"
+        assert settings_now["runs"] == ((), None)
+        for table in ("steps", "monitor", "phases"):
+            files = _files_in_order(con, table, ", ".join(settings_now[table][0]))
+            assert sum(map(len, files)) == rows[table]
+            spans = sorted((f[0][0], f[-1][0]) for f in files if f)
+            assert all(a[1] < b[0] for a, b in zip(spans, spans[1:])), (table, spans)  # disjoint runs per file
+            for held in files:
+                assert held == sorted(held), table  # each file in the table's order
+            assert con.execute("SELECT max(row_group_num_rows) FROM parquet_metadata(?)",
+                               [[r[0] for r in con.execute(f"SELECT data_file FROM ducklake_list_files('wh', "
+                                                           f"'{table}')").fetchall()]]).fetchone()[0] <= 4096
+
+    assert warehouse.compact().rows_laid_out == 0  # laid out once
+
+    metrics = sorted(demo_tree.root.glob("*/*/metrics.json"))[1]
+    original = metrics.read_text()
+    try:  # DuckLake sorts each insert by the table's order: a run ingested again keeps every row, and the order
+        metrics.write_text(json.dumps({**json.loads(original), "accuracy": 0.321}))
+        assert ingest_tree(root=demo_tree.root).stored == 2  # and the fixture's run, whose metrics it put back
+    finally:
+        metrics.write_text(original)
+    assert _snapshot()["steps"] == before["steps"]
+
+    monkeypatch.setattr(layout, "LAYOUTS", (layout.Layout("phases", ("run_id", "start_s"), 128),))
+    assert warehouse.compact().rows_laid_out == rows["phases"]
+    with warehouse.connect() as con:
+        assert layout.current(con)["phases"] == (("run_id", "start_s"), 128)
+
+
+def test_a_table_is_rewritten_a_range_of_runs_at_a_time(warehouse_factory, settings):
+    """``layout.rewrite`` holds at most ``batch_rows`` rows at once (a run larger than that alone): each range of
+    consecutive run ids becomes a file of its own, the ranges disjoint, and the table holds what it held."""
+    from ptbsite.warehouse import layout
+
+    settings.PTB_WAREHOUSE = warehouse_factory.make("ducklake-sqlite")
+    warehouse.reset_migration_cache()
+    sizes = {"r5": 30, "r1": 10, "r4": 120, "r2": 25, "r3": 5}  # r4 alone exceeds the batch
+    with warehouse.transaction() as con:
+        for run_id, n in sizes.items():
+            con.execute("INSERT INTO phases SELECT ?, 'training', i, i + 1, i, i FROM range(?) t(i)", [run_id, n])
+    with warehouse.connect() as con:
+        before = sorted(con.execute("SELECT * FROM phases").fetchall())
+    with warehouse.transaction() as con:
+        assert layout.rewrite(con, layout.Layout("phases", ("run_id", "start_s")), batch_rows=40) == 190
+    with warehouse.connect() as con:
+        assert sorted(con.execute("SELECT * FROM phases").fetchall()) == before
+        spans = sorted(con.execute(
+            "SELECT min(run_id), max(run_id), count(*) FROM read_parquet(?, filename = true) GROUP BY filename",
+            [[r[0] for r in con.execute("SELECT data_file FROM ducklake_list_files('wh', 'phases')").fetchall()]]
+        ).fetchall())
+    # r1 to r3 (10 + 25 + 5 rows: 40), r4 (120, alone), r5 (30: with r4's it would exceed 40)
+    assert spans == [("r1", "r3", 40), ("r4", "r4", 120), ("r5", "r5", 30)]

@@ -4,8 +4,12 @@ warehouse read by web processes stays safe to read while it is compacted.
 Every DuckLake commit writes new Parquet files and never deletes one: the 96-run demo ingest leaves 185 data
 files (48 of ``steps``, 51 of ``step_words``, ...), runs rows inlined in the catalog, and 110 snapshots; every
 re-ingest or ``reindex`` adds more, and the old files stay on disk for ever. :func:`compact` runs, in the order
-DuckLake's own ``CHECKPOINT`` does (https://ducklake.select/docs/stable/duckdb/maintenance/checkpoint):
+DuckLake's own ``CHECKPOINT`` does (https://ducklake.select/docs/stable/duckdb/maintenance/checkpoint),
+after one step of its own:
 
+0. the per-run tables given their layout (``layout``: sorted by run, in small row groups) where the catalog does
+   not have it yet, their rows rewritten in that order: once per warehouse (and after a layout changes), in one
+   transaction; what the tables hold is unchanged, so the warehouse version is not bumped;
 1. ``ducklake_flush_inlined_data``: rows inlined in the catalog are written to Parquet, only with
    ``keep_seconds`` 0. In DuckLake 1.5.5 a transaction open during the flush no longer sees the rows flushed
    (``tests/test_warehouse_compact.py`` saw a run's 301 steps read as none), and a page computed in it would be
@@ -21,7 +25,7 @@ DuckLake's own ``CHECKPOINT`` does (https://ducklake.select/docs/stable/duckdb/m
    that no commit ever recorded, such as those of a rolled-back ingest, and those of one still running), once
    older than ``keep_seconds``: a run's ingest transaction lasts seconds to minutes, far less than the hour.
 
-Steps 2-3 do not change what any query reads, an open transaction's included (tested), so the warehouse version
+Steps 0 and 2-3 do not change what any query reads, an open transaction's included (tested), so the warehouse version
 (``ptbsite.warehouse.version``) is not bumped for them and cached pages stay valid. Steps 4-5 only remove what no query
 newer than ``keep_seconds`` can read: web requests read one snapshot for at most their timeout (``serve
 --timeout``, 60 s), far less than the default hour. ``CHECKPOINT`` itself is not used: it takes its ages from
@@ -43,7 +47,7 @@ from pathlib import Path
 import duckdb
 from django.conf import settings
 
-from . import version, writers
+from . import connections, layout, version, writers
 from .connections import ALIAS
 from .retry import with_retries
 from .spec import is_object_url, parse_spec, warehouse_spec
@@ -54,7 +58,8 @@ from .transactions import connect
 class Compaction:
     """What :func:`compact` did. ``live_files_*``: the Parquet data and delete files the current snapshot reads
     (every table), before and after; ``disk_files_*``: ``*.parquet`` files under the data folder (or bucket prefix); ``rows_flushed``:
-    catalog-inlined rows written to Parquet; ``files_merged``: small files merged into others;
+    catalog-inlined rows written to Parquet; ``rows_laid_out``: rows of per-run tables rewritten in their layout's
+    order (``layout``); ``files_merged``: small files merged into others;
     ``snapshots_expired``; ``files_deleted``: files removed from disk; ``seconds``: wall time. All zero on a plain
     DuckDB file (``kind`` ``file``)."""
 
@@ -64,6 +69,7 @@ class Compaction:
     disk_files_before: int = 0
     disk_files_after: int = 0
     rows_flushed: int = 0
+    rows_laid_out: int = 0
     files_merged: int = 0
     snapshots_expired: int = 0
     files_deleted: int = 0
@@ -105,6 +111,7 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
     assert spec.data is not None  # a DuckLake spec always names its data folder
 
     live_before, disk_before = run(_live_files), run(lambda con: _disk_files(con, spec.data))
+    laid_out = run(_lay_out)
     flushed = 0
     if keep == 0:  # not while anything reads: an open transaction then misses the rows flushed (module doc)
         flushed = run(lambda con: sum(int(r[2] or 0) for r in _call(con, "ducklake_flush_inlined_data")))
@@ -118,8 +125,21 @@ def compact(*, keep_seconds: float | None = None) -> Compaction:
     deleted += run(lambda con: len(_call(con, "ducklake_delete_orphaned_files", cutoff)))
     return Compaction(kind=spec.kind, live_files_before=live_before, live_files_after=run(_live_files),
                       disk_files_before=disk_before, disk_files_after=run(lambda con: _disk_files(con, spec.data)), rows_flushed=flushed,
-                      files_merged=merged, snapshots_expired=expired, files_deleted=deleted,
+                      rows_laid_out=laid_out, files_merged=merged, snapshots_expired=expired, files_deleted=deleted,
                       seconds=time.perf_counter() - started)
+
+
+def _lay_out(con: duckdb.DuckDBPyConnection) -> int:
+    """Step 0 (module doc): every table whose layout the catalog does not have yet given it, in one transaction;
+    returns the rows rewritten (0: none was pending, nothing written)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        rows = sum(layout.apply(con, table) for table in layout.pending(con))
+        con.execute("COMMIT")
+    except BaseException:
+        connections.rollback(con)
+        raise
+    return rows
 
 
 def _call(con: duckdb.DuckDBPyConnection, function: str, arguments: str = "") -> list[tuple]:

@@ -1,12 +1,14 @@
 """``python manage.py compact_warehouse [--keep SECONDS]``: merge a DuckLake warehouse's small Parquet files, flush
-the rows inlined in its catalog, expire old snapshots and delete the files nothing needs any more
-(``ptbsite.warehouse.maintenance``); safe while the site serves. On a plain DuckDB file: a checkpoint."""
+the rows inlined in its catalog, sort the per-run tables by run once (``ptbsite.warehouse.layout``), expire old
+snapshots and delete the files nothing needs any more (``ptbsite.warehouse.maintenance``); safe while the site
+serves. On a plain DuckDB file: a checkpoint."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from ptbsite import units, warehouse
+from ptbsite.warehouse.layout import LAYOUTS
 from ptbsite.warehouse.maintenance import Compaction
 
 
@@ -22,6 +24,9 @@ def describe(done: Compaction, keep_seconds: float) -> str:
     requests already reading them can finish (...); 0 files deleted, 0 old snapshots expired." (it printed "live
     files 185 -> 11, files on disk 185 -> 191")."""
     moved = f", {done.rows_flushed:,} rows moved from the catalog into files" if done.rows_flushed else ""
+    if done.rows_laid_out:
+        tables = ", ".join(table.table for table in LAYOUTS)
+        moved += f", {done.rows_laid_out:,} rows of the per-run tables ({tables}) rewritten sorted by run"
     unread = max(done.disk_files_after - done.live_files_after, 0)
     if unread and keep_seconds > 0:
         kept = (f"; the {unread:,} that nothing reads any more stay until they are {units.hm(keep_seconds)} (h:mm) "
