@@ -4,9 +4,10 @@ A page of one run reads its rows by ``run_id = ?``. DuckDB skips a Parquet row g
 min/max statistics of ``run_id`` exclude the id, and otherwise decompresses every column the query names over
 the whole group. Run ids are hashes, so the rows of an ingest batch, written in the order their runs were read,
 give every row group the whole range of ids: at K=90 (``bench/scale.py``'s trees, 2,669 runs) a steps page read
-all of ``steps``' 310,058 rows in 3 groups of up to 122,880 (DuckDB's default), and its statement cost 44-47 CPU
+all of ``steps``' 310,058 rows in 3 groups of up to 122,880 (DuckDB's default), and its statement cost 34-47 CPU
 ms against 16 at K=9, for the same ~200 steps. Sorted by run in groups of :data:`ROW_GROUP_ROWS` rows, the same
-statement reads one group at any K (15.4 ms at K=90; bench/RESULTS.md, "Per-run tables sorted by run").
+statement reads one or two groups at any K (15-21 ms at K=90; bench/run_layout.py, bench/RESULTS.md "Per-run
+tables laid out by run").
 
 DuckLake keeps a table's sort order and row-group size in its catalog (``ALTER TABLE ... SET SORTED BY``, the
 ``parquet_row_group_size`` option: https://ducklake.select/docs/stable/duckdb/advanced_features/sorted_tables):
@@ -22,7 +23,8 @@ import duckdb
 
 from .connections import ALIAS
 
-ROW_GROUP_ROWS = 16_384  # rows per Parquet row group of a per-run table: a run's reads decompress at most ~2 groups
+ROW_GROUP_ROWS = 16_384  # rows per Parquet row group of a table with text: a run's read decompresses 1-2 groups
+NUMERIC_ROW_GROUP_ROWS = 65_536  # of a table of numbers, cheap to decompress: fewer groups cost less to plan
 REWRITE_ROWS = 250_000  # rows copied at once while a table is rewritten in its new order (memory bound)
 
 
@@ -41,9 +43,12 @@ class Layout:
 
 # The per-run tables that pages and the export read one run (or a few) at a time, and that grow with the runs:
 # each key orders a run's rows as its readers do (steps by trace and index, samples by time, phases by start).
+# Row groups measured at K=90 (bench/run_layout.py; /tmp scratch runs of 4,096-122,880 rows, bench/RESULTS.md):
+# a steps page's statement 38.8 ms sorted in 122,880-row groups, 25.4 in 65,536, 17.7 in 16,384, 19.0 in 4,096;
+# a run's monitor samples 8.3, 7.6, 9.8, 10.0.
 LAYOUTS = (
     Layout("steps", ("run_id", "trace", "idx")),
-    Layout("monitor", ("run_id", "time")),
+    Layout("monitor", ("run_id", "time"), NUMERIC_ROW_GROUP_ROWS),
     Layout("phases", ("run_id", "start_s")),
 )
 
