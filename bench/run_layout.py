@@ -83,8 +83,9 @@ def shape(spec: str) -> str:
         for table in layout.LAYOUTS:
             files = [r[0] for r in con.execute(f"SELECT data_file FROM ducklake_list_files('wh', '{table.table}')")
                      .fetchall()]
-            groups = con.execute("SELECT count(DISTINCT (file_name, row_group_id)) FROM parquet_metadata(?)",
-                                 [files]).fetchone()[0] if files else 0
+            row = con.execute("SELECT count(DISTINCT (file_name, row_group_id)) FROM parquet_metadata(?)",
+                              [files]).fetchone() if files else None
+            groups = row[0] if row else 0
             parts.append(f"{table.table} {groups} groups/{len(files)} files")
     return ", ".join(parts)
 
@@ -99,7 +100,7 @@ def measure(runs: list[str], repeat: int) -> tuple[dict[str, float], dict[str, l
         con.execute("BEGIN TRANSACTION")  # one snapshot, as a page's read unit
         for name, sql in STATEMENTS.items():
             per_run = []
-            params_of = ([[]] if "?" not in sql else
+            params_of: list[list] = ([[]] if "?" not in sql else
                          [[runs[i:i + 32]] for i in range(0, len(runs), 32)] if "ANY" in sql else [[r] for r in runs])
             for params in params_of:
                 con.execute(sql, params).fetchall()  # warm: the files' footers cached
