@@ -355,18 +355,23 @@ def _ids(batch: list[RunWrite]) -> list[str]:
 _ANALYSIS_TABLES = ("facets", "phases", "monitor")  # deleted with their run (delete_run)
 
 
-def refresh_agent(method: MethodRow) -> None:
-    """Give a stored method the agent the suite maps it to now (key, name, effort): unchanged runs are skipped on
-    re-ingest, but an edited suite file must still regroup them."""
-    key, name, effort = method.agent_key, method.agent_name, method.reasoning_effort
+def refresh_agents(methods: Sequence[MethodRow]) -> None:
+    """Give stored methods the agent the suite maps them to now (key, name, effort), in one transaction and one
+    statement (a row is written only where one of them differs): unchanged runs are skipped on re-ingest, but an
+    edited suite file must still regroup them. Nothing is written (no transaction) for no methods. Raises
+    warehouse.WarehouseUnavailable."""
+    if not methods:
+        return
+    values = ", ".join("(?, ?, ?, CAST(? AS VARCHAR))" for _ in methods)
+    params = [v for m in methods for v in (m.id, m.agent_key, m.agent_name, m.reasoning_effort)]
 
     def write(con) -> None:
-        con.execute("UPDATE methods SET agent_key = ?, agent_name = ?, reasoning_effort = ? WHERE id = ? AND "
-                    "(agent_key <> ? OR agent_name <> ? OR reasoning_effort IS DISTINCT FROM ?)",
-                    [key, name, effort, method.id, key, name, effort])
+        con.execute(f"UPDATE methods SET agent_key = mapped.agent_key, agent_name = mapped.agent_name, reasoning_effort = "
+                    f"mapped.reasoning_effort FROM (VALUES {values}) AS mapped(id, agent_key, agent_name, reasoning_effort) "
+                    "WHERE methods.id = mapped.id AND (methods.agent_key <> mapped.agent_key OR methods.agent_name <> "
+                    "mapped.agent_name OR methods.reasoning_effort IS DISTINCT FROM mapped.reasoning_effort)", params)
 
     warehouse.run_in_transaction(write)
-
 
 
 class UnknownRun(LookupError):
