@@ -9,7 +9,8 @@ out (``methods.ingested_at``, ``runs.ingested_at``) and ``runs.rules_version`` (
 with any edit of a rule module). Lists a row holds in no set order are sorted first (``step_words.steps``,
 ``word_runs.runs``). ``step_words`` and ``word_runs`` are also digested as what they index, whatever the rows the
 batches split it into: per (run, trace, word) the distinct steps, per word the distinct runs (``*_index``); and
-``step_words_sorted`` is the sort's bookkeeping (how many rows were sorted): its row count only.
+``step_words_sorted`` is the sort's bookkeeping (how many rows were sorted): its row count only. The schema is
+digested too: the migrations recorded (not when), every table's columns, every view's definition.
 """
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ QUERIES = {
     "phases": "SELECT * FROM phases ORDER BY ALL",
     "monitor": "SELECT * FROM monitor ORDER BY ALL",
     "step_words_sorted": "SELECT count(*) FROM step_words_sorted",
+    "latest_runs": "SELECT * FROM latest_runs ORDER BY ALL",
+    "schema_migrations": "SELECT version, name FROM schema_migrations ORDER BY ALL",
+    "columns": ("SELECT table_name, ordinal_position, column_name, data_type, is_nullable, column_default FROM "
+                "information_schema.columns WHERE table_catalog = current_database() ORDER BY ALL"),
+    "views": "SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() ORDER BY ALL",
 }
 
 

@@ -33,7 +33,7 @@ from django.conf import settings
 from ptbsite import warehouse
 from traces import layout
 from traces.records import MethodRow, ParsedRun
-from traces.services import Outcome, RunWriter, record_dir_times, refresh_agent
+from traces.services import Outcome, RunWriter, record_dir_times, refresh_agents
 
 from .files import RefusedFile, RunFiles, refusal
 from .reader import Ingester, RunIngestError, agent_trace_path, content_hash, dir_time
@@ -238,53 +238,76 @@ def _one_duckdb_thread() -> Iterator[None]:
 
 
 @warehouse.retrying
-def _stored_runs(method: str) -> dict[str, tuple[str, bool]]:
-    """{run dir: (content hash, whether its directory's time is stored)} of the method's stored runs."""
+def _stored(methods: list[str]) -> tuple[dict[str, dict[str, tuple[str, bool]]], dict[str, tuple[Any, ...]]]:
+    """What is stored of the ``methods`` (names of method directories), in one connection: ``({method: {run dir:
+    (content hash, whether its directory's time is stored)}}, {method with a stored run: (agent key, agent name,
+    reasoning effort)})``. One query for the tree, not one per method: each cost 40-80 CPU ms on DuckLake (the
+    ``runs`` table of a fresh warehouse, never written, the most), 17 of them 1.3 s of the walk of a 520-run tree
+    (bench/RESULTS.md, i24walk)."""
+    runs: dict[str, dict[str, tuple[str, bool]]] = {}
     with warehouse.connect() as con:
-        return {d: (h, dated) for d, h, dated in con.execute(
-            "SELECT run_dir, content_hash, dir_time_source IS NOT NULL FROM runs WHERE method = ?",
-            [method]).fetchall()}
+        for method, run_dir, digest, dated in con.execute(
+                "SELECT method, run_dir, content_hash, dir_time_source IS NOT NULL FROM runs "
+                "WHERE list_contains(?, method)", [methods]).fetchall():
+            runs.setdefault(method, {})[run_dir] = (digest, dated)
+        agents = {i: tuple(agent) for i, *agent in con.execute(
+            "SELECT id, agent_key, agent_name, reasoning_effort FROM methods WHERE list_contains(?, id)",
+            [sorted(runs)]).fetchall()} if runs else {}
+    return runs, agents
+
+
+def _method(method_dir: Path, root: Path, ingester: Ingester, suite_id: str) -> tuple[layout.MethodName, MethodRow]:
+    """The method of a method directory and its ``methods`` row (a baseline directory's: the baseline's).
+    Raises layout.LayoutError: the directory's name is not a method's."""
+    if layout.is_baseline_dir(method_dir.name):
+        method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
+        return method, MethodRow(id=method.raw, suite=suite_id, harness_agent="baseline", config="",
+                                 budget_hours=0.0, gpus=1, experiment="", scaffold="none", agent_key="baseline",
+                                 agent_name="Baseline evaluations", reasoning_effort=None,
+                                 synthetic=ingester.synthetic, results_root=str(root),
+                                 ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
+    method = layout.parse_method_name(method_dir.name)
+    return method, ingester.method_row(method, root)
 
 
 def _jobs(root: Path, ingester: Ingester, suite_id: str, report: IngestReport) -> list[_Job]:
     """The runs under ``root`` that changed since they were stored, in tree order (methods, then runs, sorted by
     name); counts unchanged runs and a method directory's bad name into ``report``. Refreshes the agent of
-    methods already stored (an edited suite file regroups them), and records the directory's time of unchanged
-    runs stored without one (``reader.dir_time``)."""
-    jobs: list[_Job] = []
+    methods already stored whose agent the suite changed (an edited suite file regroups them), and records the
+    directory's time of unchanged runs stored without one (``reader.dir_time``): one transaction each, when
+    there is something to write."""
+    methods: list[tuple[Path, tuple[layout.MethodName, MethodRow] | layout.LayoutError]] = []
     for method_dir in (p for p in _readable_dirs(root, root, report) if not p.name.startswith(("_", "."))):
-        baseline = layout.is_baseline_dir(method_dir.name)
-        if baseline:
-            method = layout.MethodName(method_dir.name, "baseline", "", 0.0, 1, "", "none", None)
-            method_row = MethodRow(id=method.raw, suite=suite_id, harness_agent="baseline", config="",
-                                   budget_hours=0.0, gpus=1, experiment="", scaffold="none", agent_key="baseline",
-                                   agent_name="Baseline evaluations", reasoning_effort=None,
-                                   synthetic=ingester.synthetic, results_root=str(root),
-                                   ingested_at=datetime.now(timezone.utc).replace(tzinfo=None))
-        else:
-            try:
-                method = layout.parse_method_name(method_dir.name)
-            except layout.LayoutError as exc:
-                report.problems.append(f"{method_dir}: {exc}")
-                continue
-            method_row = ingester.method_row(method, root)
-        known = _stored_runs(method.raw)
-        if known:
-            refresh_agent(method_row)
-        undated = []
+        try:
+            methods.append((method_dir, _method(method_dir, root, ingester, suite_id)))
+        except layout.LayoutError as exc:
+            methods.append((method_dir, exc))
+    named = [m for _, m in methods if not isinstance(m, layout.LayoutError)]
+    # (a tree without methods attaches no warehouse)
+    known, agents = _stored([method.raw for method, _ in named]) if named else ({}, {})
+    refresh_agents([row for method, row in named if method.raw in known
+                    and agents.get(method.raw) != (row.agent_key, row.agent_name, row.reasoning_effort)])
+    jobs: list[_Job] = []
+    undated = []
+    for method_dir, found in methods:
+        if isinstance(found, layout.LayoutError):
+            report.problems.append(f"{method_dir}: {found}")
+            continue
+        method, method_row = found
+        stored = known.get(method.raw, {})
         for run_dir in _readable_dirs(method_dir, root, report):
             files = RunFiles(run_dir, root)
             digest = content_hash(run_dir, files)
-            stored_hash, dated = known.get(run_dir.name, (None, False))
+            stored_hash, dated = stored.get(run_dir.name, (None, False))
             if stored_hash == digest:
                 report.unchanged += 1
                 if not dated:  # stored before the runs had their directory's time
                     undated.append((layout.run_id(method.raw, run_dir.name), *dir_time(run_dir, files)))
                 continue
             trace = agent_trace_path(run_dir, files)
-            jobs.append(_Job(len(jobs), method, method_row, run_dir, baseline, digest,
-                             trace.stat().st_size if trace else 0))
-        record_dir_times(undated)
+            jobs.append(_Job(len(jobs), method, method_row, run_dir, layout.is_baseline_dir(method_dir.name),
+                             digest, trace.stat().st_size if trace else 0))
+    record_dir_times(undated)
     return jobs
 
 
@@ -336,7 +359,8 @@ def ingest_tree(
             stack.enter_context(_one_duckdb_thread())
         workers = min(default_workers() if workers is None else max(1, workers), len(jobs))
         pooled = [j for j in jobs if j.trace_bytes <= IN_PROCESS_BYTES] if workers > 1 else []
-        here = [j for j in jobs if j not in pooled] if pooled else jobs
+        # (not `j not in pooled`: a comparison of every field of every pair of jobs, 135,000 for 520 runs)
+        here = [j for j in jobs if j.trace_bytes > IN_PROCESS_BYTES] if pooled else jobs
         report.workers = max(1, workers if pooled else 1)
         problems: dict[int, list[str]] = {}
         done = {"runs": 0, "bytes": 0}

@@ -124,7 +124,7 @@ def test_with_the_library_counted_only_its_unit_of_work_calls_back(demo_tree, fr
     shutil.copytree(run_dir, root / run_dir.parent.name / run_dir.name)
     report, returns, _ = walk(lambda: ingest_tree(root=root, workers=1))
     assert (report.stored, report.failed) == (1, 0)
-    assert set(returns) == {("ingest.tree", "ptbsite.warehouse.retry"),  # @warehouse.retrying _stored_runs
+    assert set(returns) == {("ingest.tree", "ptbsite.warehouse.retry"),  # @warehouse.retrying _stored
                             ("traces.services", "ptbsite.warehouse.transactions"),  # run_in_transaction(unit)
                             ("ptbsite.warehouse.retry", "ptbsite.warehouse.transactions"),
                             ("ptbsite.warehouse.transactions", "ptbsite.warehouse.retry")}

@@ -84,6 +84,8 @@ def test_a_newer_retry_replaces_its_cells_row(tmp_path: Path, fresh_warehouse, d
     assert row_of(old_id) is None
     cell = [r for r in table if (r[2], r[3], r[4]) == (method, benchmark, model)]
     assert len(cell) == 1 and cell[0][1] != old_id
+    with warehouse.connect() as con:  # the stored method's row replaced, once (the writer deletes stored ones only)
+        assert con.execute("SELECT count(*) = count(DISTINCT id) FROM methods").fetchone()[0]
 
 
 def test_a_reruns_evaluation_updates_the_score(lake):

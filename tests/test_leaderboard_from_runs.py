@@ -215,6 +215,24 @@ def test_reingesting_an_unchanged_tree_regroups_its_methods(hand_tree, tmp_path)
     assert "claude_claude-opus-4-6_10h" not in rows and rows["opus-4.6"].runs == 2
 
 
+def test_reingesting_an_unchanged_tree_writes_only_what_changed(hand_tree, tmp_path, monkeypatch):
+    """The walk reads what is stored of the tree's methods at once: an unchanged tree whose suite did not change
+    is re-ingested without a transaction (before: one per method, to refresh its agent), and one whose agents
+    did writes them in one."""
+    units = []
+    real = warehouse.run_in_transaction
+    monkeypatch.setattr(warehouse, "run_in_transaction", lambda work: units.append(work) or real(work))
+    report = ingest_tree(root=tmp_path / "results", synthetic=False)
+    assert (report.stored, report.unchanged, units) == (0, 10, [])
+    with warehouse.connect() as con:
+        for method in (A, B):
+            con.execute("UPDATE methods SET agent_name = 'old' WHERE id = ?", [method])
+    report = ingest_tree(root=tmp_path / "results", synthetic=False)
+    assert (report.stored, report.unchanged, len(units)) == (0, 10, 1)
+    with warehouse.connect() as con:
+        assert con.execute("SELECT count(*) FROM methods WHERE agent_name = 'old'").fetchone()[0] == 0
+
+
 @pytest.mark.parametrize("kind", ["file", "ducklake-sqlite"])
 def test_the_latest_run_of_a_cell_follows_later_ingests(tmp_path, warehouse_factory, settings, kind):
     # A cell's latest run is its highest cluster id, whichever ingest stored it and in whatever order: the

@@ -166,3 +166,31 @@ def test_the_search_of_every_trace_answers_on_every_kind(kind, small_tree):
             assert result.count >= 1 and result.matches, (kind, q)
             assert all(needle in m.excerpt.lower() for m in result.matches), (kind, q)
     assert found > 10
+
+
+def test_pending_migrations_are_applied_all_or_none(any_warehouse, tmp_path, monkeypatch):
+    """A warehouse's pending migrations are applied in one transaction (on DuckLake each commit is a round of
+    catalog work): one that fails leaves none of them recorded nor their tables made, and the next open applies
+    them all."""
+    from ptbsite.warehouse import connections, migrations
+
+    real = migrations.migration_files()
+    broken = tmp_path / "9999_broken.sql"
+    broken.write_text("CREATE TABLE broken_too (x INTEGER);\nSELECT * FROM no_such_table;\n")
+    monkeypatch.setattr(migrations, "migration_files", lambda: [*real, (9999, broken.stem, broken)])
+    with pytest.raises(Exception, match="no_such_table"):
+        with warehouse.connect():
+            pass
+    con = connections._open(any_warehouse)
+    try:
+        assert migrations._recorded(con) == set()  # (before: the 14 before the broken one)
+    finally:
+        connections.close(any_warehouse, con)
+    monkeypatch.setattr(migrations, "migration_files", lambda: real)
+    warehouse.reset_migration_cache()
+    with warehouse.connect() as con:
+        tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables "
+                                                  "WHERE table_catalog = current_database()").fetchall()}
+        recorded = sorted(row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall())
+    assert "broken_too" not in tables and {"runs", "latest_runs"} <= tables
+    assert recorded == [version for version, _, _ in real]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -142,8 +142,9 @@ class RunWriter:
     broken run is reported and skipped and the others of its batch are stored.
 
     What the writer needs to know of the warehouse it learns itself, so that no statement runs whose answer it
-    knows: the stored runs' ids and cells (method, benchmark, base model), read once by its first transaction and
-    kept up to date with what it commits (one process ingests at a time), and the methods whose row it stored.
+    knows: the stored runs' ids and cells (method, benchmark, base model) and the stored methods' ids, read once by
+    its first transaction and kept up to date with what it commits (one process ingests at a time), and the methods
+    whose row it stored.
 
     Each method returns the :class:`Outcome` of every run it committed or gave up on, in the order they were
     given: the writer calls nothing of its caller's (control flows one way: walker -> reader -> writer).
@@ -154,7 +155,8 @@ class RunWriter:
         self.pending: list[tuple[Any, RunWrite]] = []
         self.methods: set[str] = set()
         self._runs: dict[str, tuple[str, str, str]] | None = None  # stored run id -> its cell
-        self._cells: Counter[tuple[str, str, str]] = Counter()  # stored runs per cell
+        self._cells: dict[tuple[str, str, str], set[str]] = {}  # cell -> its stored runs' ids
+        self._stored_methods: set[str] = set()  # the ids of the methods stored before this writer's first write
 
     def add(self, key: Any, rows: ParsedRun, method: MethodRow) -> list[Outcome]:
         """Hold one run; the batch is stored once it is full: the outcomes of its runs (none while it is held).
@@ -176,7 +178,7 @@ class RunWriter:
         def unit(con) -> None:
             runs = self._known(con)
             write_runs(con, writes, methods=self._fresh(writes), replaced=[i for i in _ids(writes) if i in runs],
-                       shared=self._shared(writes))
+                       shared=self._shared(writes), stored_methods=self._stored_methods)
 
         try:
             warehouse.run_in_transaction(unit)
@@ -205,7 +207,8 @@ class RunWriter:
             writer.flush()
             rows = run.finish()
             writes = [RunWrite(rows, method)]
-            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes))
+            write_runs(con, writes, methods=self._fresh(writes), replaced=[], shared=self._shared(writes),
+                       stored_methods=self._stored_methods)
             return rows
 
         try:
@@ -216,18 +219,27 @@ class RunWriter:
         return Outcome(key, rows=rows)
 
     def _known(self, con) -> dict[str, tuple[str, str, str]]:
-        """The stored runs' cells by id, read by the first transaction that needs them."""
+        """The stored runs' cells by id, read by the first transaction that needs them (and the stored methods'
+        ids)."""
         if self._runs is None:
             self._runs = {i: (m, b, bm) for i, m, b, bm in con.execute(
                 "SELECT id, method, benchmark, base_model FROM runs").fetchall()}
-            self._cells = Counter(self._runs.values())
+            self._cells = {}
+            for run_id, cell in self._runs.items():
+                self._cells.setdefault(cell, set()).add(run_id)
+            self._stored_methods = {i for (i,) in con.execute("SELECT id FROM methods").fetchall()}
         return self._runs
 
-    def _shared(self, batch: list[RunWrite]) -> set[tuple[str, str, str]]:
-        """The cells of ``batch`` that hold a stored run other than the batch's own earlier versions."""
-        runs, ids = self._runs or {}, set(_ids(batch))
-        mine = Counter(runs[i] for i in ids if i in runs)  # the batch's stored versions, deleted before it is
-        return {cell for w in batch if self._cells[cell := _cell(w.rows.run)] > mine[cell]}
+    def _shared(self, batch: list[RunWrite]) -> dict[tuple[str, str, str], list[str]]:
+        """The cells of ``batch`` that hold a stored run other than the batch's own earlier versions, each with
+        the ids of those runs (sorted)."""
+        ids = set(_ids(batch))
+        shared = {}
+        for w in batch:
+            others = self._cells.get(cell := _cell(w.rows.run), set()) - ids
+            if others:
+                shared[cell] = sorted(others)
+        return shared
 
     def _committed(self, batch: list[RunWrite]) -> None:
         """What the writer knows after ``batch`` was committed."""
@@ -235,9 +247,9 @@ class RunWriter:
         for w in batch:
             old = runs.get(w.rows.run.id)
             if old is not None:
-                self._cells[old] -= 1
+                self._cells[old].discard(w.rows.run.id)
             runs[w.rows.run.id] = _cell(w.rows.run)
-            self._cells[_cell(w.rows.run)] += 1
+            self._cells.setdefault(_cell(w.rows.run), set()).add(w.rows.run.id)
             self.methods.add(w.method.id)
 
     def _fresh(self, batch: list[RunWrite]) -> list[MethodRow]:
@@ -246,13 +258,16 @@ class RunWriter:
 
 
 def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced: list[str],
-               shared: set[tuple[str, str, str]]) -> None:
+               shared: dict[tuple[str, str, str], list[str]], stored_methods: Collection[str]) -> None:
     """Store several runs inside the caller's transaction with one statement per table for the whole batch:
-    the ``methods`` rows (replacing those stored), the stored versions of the runs ``replaced`` deleted
-    (:func:`delete_run`), the runs' rows inserted, ``late_usage`` applied (to steps a :class:`StepWriter` wrote
-    already), and the latest-run flags recomputed of the cells (method, benchmark, base model) where they may
-    change: those holding two runs of the batch, and the ``shared`` ones, which hold a stored run besides. What
-    to delete and which cells are shared is what :class:`RunWriter` knows. The per-run cost of an ingest on
+    the ``methods`` rows (replacing those of them in ``stored_methods``, the ids of the stored ones), the stored
+    versions of the runs ``replaced`` deleted (:func:`delete_run`), the runs' rows inserted, ``late_usage``
+    applied (to steps a :class:`StepWriter` wrote already), the latest-run flags recomputed of the cells (method,
+    benchmark, base model) where they may change: those holding two runs of the batch, and the ``shared`` ones,
+    which hold a stored run besides (``shared``: such cell -> the ids of those runs), and the rows of
+    ``latest_runs`` of the batch's cells replaced (:func:`refresh_latest_runs`, by the ids of the cells' runs:
+    the batch's, the replaced ones and the ``shared`` cells' others). What to delete and which cells are shared
+    is what :class:`RunWriter` knows. The per-run cost of an ingest on
     DuckLake is its statements, each a round of catalog work, so a batch of N runs costs about what one run did
     (bench/ingest_batch.py); the inverted index ``word_runs`` is merged in the same transaction when the batches'
     rows spread past ``search_index.MERGE_SPREAD`` a word, and ``step_words`` sorted once half of it is not
@@ -262,9 +277,9 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
         return
     for run_id in replaced:
         delete_run(con, run_id)
-    if methods:
-        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(methods))})", [m.id for m in methods])
-        insert_records(con, MethodRow, methods)
+    if stale := [m.id for m in methods if m.id in stored_methods]:
+        con.execute(f"DELETE FROM methods WHERE id IN ({', '.join('?' * len(stale))})", stale)
+    insert_records(con, MethodRow, methods)
     insert_records(con, RunRow, _latest_in_batch([w.rows.run for w in batch]))
     # Each table's rows of every run of the batch, packed by a worker (ParsedRun.pack) or not, in one statement.
     _insert_steps(con, [step for w in batch for step in w.rows.steps], [text for w in batch for text in w.rows.texts],
@@ -297,33 +312,24 @@ def write_runs(con, batch: list[RunWrite], *, methods: list[MethodRow], replaced
             f"GROUP BY ALL) AS top WHERE runs.method = top.method AND runs.benchmark = top.benchmark AND "
             f"runs.base_model = top.base_model AND runs.is_latest IS DISTINCT FROM (runs.cluster_id = top.cluster_id)",
             [value for cell in cells for value in cell])
-    refresh_latest_runs(con, cells=sorted(in_batch), run_ids=replaced)
+    # The cells' rows by their runs' ids: a filter DuckDB applies to runs before the view's joins (a join with the
+    # cells comes after them: every latest run's row computed, then most dropped; bench/RESULTS.md, i24walk).
+    refresh_latest_runs(con, run_ids=[*_ids(batch), *replaced, *(i for ids in shared.values() for i in ids)])
 
 
-def refresh_latest_runs(con, *, cells: Sequence[tuple[str, str, str]] = (), run_ids: Sequence[str] = ()) -> None:
+def refresh_latest_runs(con, *, run_ids: Sequence[str]) -> None:
     """Replace, inside the caller's transaction, the rows of ``latest_runs`` (what the pages over a suite's
-    latest runs read: migration 0021) of the ``cells`` ((method, benchmark, base model): their latest run, after
-    an ingest batch) and of the runs ``run_ids`` (a run whose evaluations, verdicts, overrides, facets or phases
-    changed; a run replaced by an ingest), from their definition, the view ``latest_run_rows``. A run that is
-    not the latest of its cell has no row. Every write that changes what a row holds calls it: without it, the
-    pages over the latest runs would show what was stored before. Two statements (a DELETE, an INSERT from the
-    view); the cells are a join with VALUES and the runs one list parameter, not a parameter per row. Raises
-    duckdb.Error."""
-    where: list[str] = []
-    params: list[object] = []
-    if cells:
-        where.append(f"EXISTS (SELECT 1 FROM (VALUES {', '.join('(?, ?, ?)' for _ in cells)}) AS "
-                     "cell(method, benchmark, base_model) WHERE cell.method = {t}.method AND cell.benchmark = "
-                     "{t}.benchmark AND cell.base_model = {t}.base_model)")
-        params += [value for cell in cells for value in cell]
-    if run_ids:
-        where.append("list_contains(?, {t}.run_id)")
-        params.append(list(dict.fromkeys(run_ids)))
-    if not where:
+    latest runs read: migration 0021) of the runs ``run_ids`` (a run whose evaluations, verdicts, overrides,
+    facets or phases changed; the runs of the cells an ingest batch wrote, whose latest run may have changed)
+    from their definition, the view ``latest_run_rows``. A run that is not the latest of its cell has no row.
+    Every write that changes what a row holds calls it: without it, the pages over the latest runs would show
+    what was stored before. Two statements (a DELETE, an INSERT from the view), the runs one list parameter.
+    Raises duckdb.Error."""
+    if not run_ids:
         return
-    condition = " OR ".join(where)
-    con.execute("DELETE FROM latest_runs WHERE " + condition.format(t="latest_runs"), params)
-    con.execute("INSERT INTO latest_runs SELECT l.* FROM latest_run_rows l WHERE " + condition.format(t="l"), params)
+    params = [list(dict.fromkeys(run_ids))]
+    con.execute("DELETE FROM latest_runs WHERE list_contains(?, run_id)", params)
+    con.execute("INSERT INTO latest_runs SELECT l.* FROM latest_run_rows l WHERE list_contains(?, l.run_id)", params)
 
 
 def _latest_in_batch(runs: list[RunRow]) -> list[RunRow]:
@@ -355,18 +361,23 @@ def _ids(batch: list[RunWrite]) -> list[str]:
 _ANALYSIS_TABLES = ("facets", "phases", "monitor")  # deleted with their run (delete_run)
 
 
-def refresh_agent(method: MethodRow) -> None:
-    """Give a stored method the agent the suite maps it to now (key, name, effort): unchanged runs are skipped on
-    re-ingest, but an edited suite file must still regroup them."""
-    key, name, effort = method.agent_key, method.agent_name, method.reasoning_effort
+def refresh_agents(methods: Sequence[MethodRow]) -> None:
+    """Give stored methods the agent the suite maps them to now (key, name, effort), in one transaction and one
+    statement (a row is written only where one of them differs): unchanged runs are skipped on re-ingest, but an
+    edited suite file must still regroup them. Nothing is written (no transaction) for no methods. Raises
+    warehouse.WarehouseUnavailable."""
+    if not methods:
+        return
+    values = ", ".join("(?, ?, ?, CAST(? AS VARCHAR))" for _ in methods)
+    params = [v for m in methods for v in (m.id, m.agent_key, m.agent_name, m.reasoning_effort)]
 
     def write(con) -> None:
-        con.execute("UPDATE methods SET agent_key = ?, agent_name = ?, reasoning_effort = ? WHERE id = ? AND "
-                    "(agent_key <> ? OR agent_name <> ? OR reasoning_effort IS DISTINCT FROM ?)",
-                    [key, name, effort, method.id, key, name, effort])
+        con.execute(f"UPDATE methods SET agent_key = mapped.agent_key, agent_name = mapped.agent_name, reasoning_effort = "
+                    f"mapped.reasoning_effort FROM (VALUES {values}) AS mapped(id, agent_key, agent_name, reasoning_effort) "
+                    "WHERE methods.id = mapped.id AND (methods.agent_key <> mapped.agent_key OR methods.agent_name <> "
+                    "mapped.agent_name OR methods.reasoning_effort IS DISTINCT FROM mapped.reasoning_effort)", params)
 
     warehouse.run_in_transaction(write)
-
 
 
 class UnknownRun(LookupError):
