@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import gc
 import hashlib
 import html
 import json
@@ -179,6 +180,23 @@ class RunPages:
         if name not in self.traces:
             raise ExportError(f"run {self.run_id} has no trace {name!r}")
         return self.traces[name]
+
+
+@contextmanager
+def spared_heap() -> Iterator[None]:
+    """The objects the process holds on entry (Django, the URL resolver, the modules imported) moved out of the
+    garbage collector's sight within the block (``gc.freeze``; back on exit, ``gc.unfreeze``), so that a full
+    collection in it walks only what the block made (a one-run export at K=90 made one in 2 of 3 warm rounds,
+    ~55-85 CPU ms each; ~5 ms of collections with them frozen). Nothing when some are frozen already (a process
+    that froze its own, as ``ptbsite.wsgi`` does)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @contextmanager
@@ -471,7 +489,12 @@ class Exporter:
         declaration when the inputs it declares changed (:meth:`site_pages`; their digests are read before the pages
         render, so a write in between renders them again next time); a run's files when its fingerprint or the
         site's changed (an unchanged run costs a compare in the manifest and a file stat); the search is updated for
-        the runs whose steps or names changed (:meth:`update_search`)."""
+        the runs whose steps or names changed (:meth:`update_search`). The objects the process held before are out
+        of the garbage collector's sight meanwhile (:func:`spared_heap`)."""
+        with spared_heap():
+            return self._run()
+
+    def _run(self) -> ExportReport:
         started = time.monotonic()
         self.outdir.mkdir(parents=True, exist_ok=True)
         manifest_path = self.outdir / MANIFEST
