@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import gc
 import hashlib
 import html
 import json
@@ -40,9 +41,12 @@ from .inputs import SOURCES, current_digests, current_fingerprints, snapshot_cha
 from .search import PAGEFIND_VERSION, SEARCH_FILTERS, SearchRecord, SearchStep, has_word, step_text, write_bundles
 
 MANIFEST = ".export-manifest.json"
-# 6: site pages' inputs per declaration; 5: peers' states and scores from one file per cell; 4: comparisons built in
-# the browser
-MANIFEST_VERSION = 6
+# What an export that has not finished is writing, beside the manifest of the one before (Exporter.vouched):
+# {"runs": run ids, "cells": cell files, "pages": site declarations}; removed once the new manifest is written.
+PENDING = ".export-pending.json"
+# 7: the runs' fingerprints and own parts only with their fingerprint rows; 6: site pages' inputs per declaration; 5:
+# peers' states and scores from one file per cell; 4: comparisons built in the browser
+MANIFEST_VERSION = 7
 EXPORT_ONLY = "export-only"  # the manifest's name for the pages only the export has (EXPORT_PAGES, LIVE_ONLY)
 SEARCH_DIR = "pagefind"   # the Pagefind bundle of every step of every run (export/search.py)
 SEARCH_ENTRY = f"{SEARCH_DIR}/pagefind-entry.json"  # written last: the bundle's pointer to its other files
@@ -72,6 +76,8 @@ _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 _LINK = re.compile(r'(\s(?:href|src|action|data-click-url|data-plotly|data-cell)=")([^"]*)(")')
 _HTMX = re.compile(r'\s+hx-[a-z-]+="[^"]*"')  # swaps need the server; the static pages use plain links
 _RENDERING_CODE = ("leaderboard", "traces", "export", "templates", "static", "suites")  # suites: display names
+_OWN = runs.FingerprintRow._fields.index("own")  # of a manifest's fingerprint row (Exporter.vouched)
+_CODE_SUFFIXES = frozenset((".py", ".html", ".js", ".css", ".json"))  # of the files code_digest hashes
 # Runs render in threads: DuckDB releases the GIL while it queries, so one thread's query overlaps another's
 # template rendering (about 1.7x faster on 2 cores). Each run's files are its own, so the order does not matter.
 WORKERS = min(8, (os.cpu_count() or 1) + 1)
@@ -174,6 +180,23 @@ class RunPages:
         if name not in self.traces:
             raise ExportError(f"run {self.run_id} has no trace {name!r}")
         return self.traces[name]
+
+
+@contextmanager
+def spared_heap() -> Iterator[None]:
+    """The objects the process holds on entry (Django, the URL resolver, the modules imported) moved out of the
+    garbage collector's sight within the block (``gc.freeze``; back on exit, ``gc.unfreeze``), so that a full
+    collection in it walks only what the block made (a one-run export at K=90 made one in 2 of 3 warm rounds,
+    ~55-85 CPU ms each; ~5 ms of collections with them frozen). Nothing when some are frozen already (a process
+    that froze its own, as ``ptbsite.wsgi`` does)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @contextmanager
@@ -357,15 +380,16 @@ class Exporter:
             self.grew(-1, -path.stat().st_size)
 
     def tree_size(self, known: list | None) -> tuple[int, int]:
-        """(files, bytes) under outdir now, the manifest left out: ``known`` (what the previous manifest said of
-        the tree it left, ``"tree"``) and what this export wrote and removed since (:meth:`grew`), else (no
-        manifest, or one written by an export that did not finish) the tree walked (~29,000 files at K=90)."""
+        """(files, bytes) under outdir now, the manifest and PENDING left out: ``known`` (what the previous manifest
+        said of the tree it left, ``"tree"``) and what this export wrote and removed since (:meth:`grew`), else (no
+        manifest, or one an export that did not finish left, :meth:`vouched`) the tree walked (~29,000 files at
+        K=90)."""
         if isinstance(known, list) and len(known) == 2:
             return known[0] + self._grown[0], known[1] + self._grown[1]
         files, size = _tree_size(str(self.outdir))
-        manifest = self.outdir / MANIFEST
-        if manifest.is_file():
-            files, size = files - 1, size - manifest.stat().st_size
+        for bookkeeping in (MANIFEST, PENDING):
+            if (self.outdir / bookkeeping).is_file():
+                files, size = files - 1, size - (self.outdir / bookkeeping).stat().st_size
         return files, size
 
     # --- links -----------------------------------------------------------------------------------------------
@@ -465,7 +489,12 @@ class Exporter:
         declaration when the inputs it declares changed (:meth:`site_pages`; their digests are read before the pages
         render, so a write in between renders them again next time); a run's files when its fingerprint or the
         site's changed (an unchanged run costs a compare in the manifest and a file stat); the search is updated for
-        the runs whose steps or names changed (:meth:`update_search`)."""
+        the runs whose steps or names changed (:meth:`update_search`). The objects the process held before are out
+        of the garbage collector's sight meanwhile (:func:`spared_heap`)."""
+        with spared_heap():
+            return self._run()
+
+    def _run(self) -> ExportReport:
         started = time.monotonic()
         self.outdir.mkdir(parents=True, exist_ok=True)
         manifest_path = self.outdir / MANIFEST
@@ -473,15 +502,17 @@ class Exporter:
         if previous.get("version") != MANIFEST_VERSION:
             previous = {}
             self.remove_pair_comparisons()
+        previous = self.vouched(previous)
         # One connection held open for the whole export: every selector's own connect() then reuses the open
         # database instead of opening the file again (~15 ms each); and read as export_reads says.
         with warehouse.connect(), export_reads():
             self._reads_held = True
-            code = self.code_fingerprint()
+            code = self.code_fingerprint(previous.get("facts"))
             parts, kept, digests = self.read_inputs(code, previous)
             owns, fingerprints = parts.owns, parts.combined()
-            cells = {cell_file(*cell): fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
-            cell_of = {cell_file(*cell): cell for cell in parts.cells}
+            cell_files = {cell: cell_file(*cell) for cell in parts.cells}
+            cell_of = {file: cell for cell, file in cell_files.items()}
+            cells = {cell_files[cell]: fingerprint for cell, fingerprint in parts.cell_fingerprints().items()}
             cpu = time.process_time()
             site_pages = self.site_pages(code, fingerprints, previous.get("pages") or {}, digests)
             self.report.site_pages_cpu += time.process_time() - cpu
@@ -504,16 +535,14 @@ class Exporter:
                        for run_id in touched if known_own.get(run_id) == owns[run_id]
                        and (self.outdir / f"runs/{run_id}/index.html").is_file()
                        and (self.outdir / f"runs/{run_id}/{COMPARE_SIDE}").is_file()}
-            untouched = set(fingerprints) - set(touched)
             self.report.runs_skipped = len(fingerprints) - len(touched)
             # Until this export finishes, the manifest vouches only for the runs it does not touch (and for the
-            # search it found): a crash midway leaves the changed runs to be written again next time.
+            # search it found): a crash midway leaves the changed runs to be written again next time (PENDING).
             stale_cells = sorted(f for f, fingerprint in cells.items()
-                                 if known_cells.get(f) != fingerprint or not (self.outdir / f).is_file())
+                                 if known_cells.get(f) != fingerprint or not os.path.isfile(f"{root}/{f}"))
             if touched or self.report.runs_removed or stale_cells:
-                self.write_manifest(site_pages, digests, kept, site, {k: fingerprints[k] for k in untouched},
-                                    {k: owns[k] for k in untouched}, previous.get("search"),
-                                    {f: cells[f] for f in cells if f not in stale_cells})
+                (self.outdir / PENDING).write_text(json.dumps({"runs": touched, "cells": stale_cells,
+                                                               "pages": self.report.site_pages}))
             # the touched runs and the peers their pages list, read together (the peers would be read by each page)
             read = self.read_runs(touched, len(fingerprints), [p for run_id in touched for p in peers.get(run_id, [])])
             self.write_runs(touched, read, refresh, peers)
@@ -522,13 +551,40 @@ class Exporter:
             changed_runs = {run_id: run for run_id, run in read.items() if run_id in wanted and run_id not in refresh}
             search = self.update_search(site, changed_runs, parts.contents, previous.get("search"))
             self._reads_held = False
-        self.copy_static()
+        copies = self.copy_static(previous.get("static"))
         self.write("favicon.ico", Path(finders.find("favicon.ico")).read_bytes())  # /favicon.ico, as the live site
         tree = self.tree_size(previous.get("tree"))
-        self.write_manifest(site_pages, digests, kept, site, fingerprints, owns, search, cells, tree)
+        self.write_manifest(site_pages, digests, kept, site, search, cells, tree, copies)
+        (self.outdir / PENDING).unlink(missing_ok=True)
         self.report.files, self.report.bytes = tree[0] + 1, tree[1] + manifest_path.stat().st_size
         self.report.seconds = time.monotonic() - started
         return self.report
+
+    def vouched(self, previous: dict) -> dict:
+        """The manifest ``previous`` with what it vouches for: "runs" {run id: fingerprint} and "own" {run id: its
+        own part} from its fingerprint rows (``fingerprints``' ``runs``: {run id: [its FingerprintRow's fields...,
+        its fingerprint]}); when an export after it did not finish (PENDING is there), less the runs, cell files
+        and site declarations that export was writing, and without the tree's size (walked again:
+        :meth:`tree_size`); {} when PENDING cannot be read."""
+        if not previous:
+            return previous
+        rows = (previous.get("fingerprints") or {}).get("runs") or {}
+        previous = {**previous, "runs": {run_id: row[-1] for run_id, row in rows.items()},
+                    "own": {run_id: row[_OWN] for run_id, row in rows.items()}}
+        path = self.outdir / PENDING
+        if not path.is_file():
+            return previous
+        try:
+            pending = json.loads(path.read_text())
+            run_ids, cells, pages = set(pending["runs"]), set(pending["cells"]), set(pending["pages"])
+        except (ValueError, KeyError, TypeError):
+            return {}  # cut short: nothing vouched for
+
+        def less(key: str, names: set[str]) -> dict:
+            return {k: v for k, v in (previous.get(key) or {}).items() if k not in names}
+
+        return {**previous, "runs": less("runs", run_ids), "own": less("own", run_ids), "cells": less("cells", cells),
+                "pages": less("pages", pages), "tree": None}
 
     def read_inputs(self, code: str, previous: dict) -> tuple[runs.RunFingerprintParts, dict, dict]:
         """(every run's fingerprint parts, what the manifest keeps of them, the site pages' sources' digests), read
@@ -644,7 +700,7 @@ class Exporter:
         for name, fingerprint in wanted.items():
             before = previous.get(name)
             if before and before.get("inputs") == fingerprint \
-                    and all((self.outdir / file).is_file() for file in before.get("files", [])):
+                    and all(os.path.isfile(f"{self.outdir}/{file}") for file in before.get("files", [])):
                 now[name] = before
                 continue
             if not self.report.site_pages:
@@ -683,23 +739,23 @@ class Exporter:
         query = {k: v for k, v in params.items() if k not in kwargs}
         return reverse(name, kwargs=kwargs) + ("?" + urlencode(query) if query else "")
 
-    def write_manifest(self, pages: dict[str, dict], digests: dict, kept: dict, site: str,
-                       fingerprints: dict[str, str], owns: dict[str, str], search: dict | None,
-                       cells: dict[str, str], tree: tuple[int, int] | None = None) -> None:
+    def write_manifest(self, pages: dict[str, dict], digests: dict, kept: dict, site: str, search: dict | None,
+                       cells: dict[str, str], tree: tuple[int, int], copies: dict[str, str]) -> None:
         """``.export-manifest.json``: {"version", "pages": {URL name of a site declaration: {"inputs": its
         fingerprint, "files": its files}} (:meth:`site_pages`), "digests": the sources' digests and the DuckLake
         snapshot they were read at (``export.inputs.current_digests``), "fingerprints": every run's fingerprint
-        rows and fingerprint and that snapshot (``export.inputs.current_fingerprints``: facts of the warehouse,
-        not of the files written),
-        "site": fingerprint, "runs": {run id: fingerprint}, "own": {run id: its own part}
-        (``traces.selectors.run_fingerprint_parts``), "search": what the search indexes (:meth:`update_search`),
-        "cells": {cell file: fingerprint} (``RunFingerprintParts.cell_fingerprints``), "tree": [files, bytes] under
-        outdir but the manifest (:meth:`tree_size`; None while the export has not finished), "facts": facts of the
-        warehouse read once per export with what they were read from (:meth:`kept_fact`)}; compact (json's C encoder:
-        an indented dump is made in Python, several times the CPU), written only when its bytes change."""
+        rows and fingerprint and that snapshot (``export.inputs.current_fingerprints``: facts of the warehouse; the
+        next export reads the runs' fingerprints and own parts as exported from them, :meth:`vouched`), "site":
+        fingerprint, "search": what the search indexes (:meth:`update_search`), "cells": {cell file: fingerprint}
+        (``RunFingerprintParts.cell_fingerprints``), "tree": [files, bytes] under outdir but the manifest
+        (:meth:`tree_size`), "facts": what the export computes once with what it was computed from
+        (:meth:`kept_fact`: the code fingerprint, the warehouse's budgets and leaderboard files), "static": {static
+        file: :func:`copy_key` of it and its copy} (:meth:`copy_static`)}; compact (json's C
+        encoder: an indented dump is made in Python, several times the CPU), written once, when the export
+        finishes (PENDING until then), and only when its bytes change."""
         self.write(MANIFEST, json.dumps({"version": MANIFEST_VERSION, "pages": pages, "digests": digests,
-                                         "fingerprints": kept, "site": site, "runs": fingerprints, "own": owns,
-                                         "search": search, "cells": cells, "tree": tree, "facts": self.facts},
+                                         "fingerprints": kept, "site": site, "search": search, "cells": cells, "tree": tree, "facts": self.facts,
+                                         "static": copies},
                                         separators=(",", ":"), sort_keys=True).encode(), count=False)
 
     def rewrite_run(self, run_id: str) -> None:
@@ -966,24 +1022,30 @@ class Exporter:
         self.forget(self.outdir / f"api/runs/{run_id}.json")
         (self.outdir / f"api/runs/{run_id}.json").unlink(missing_ok=True)
 
-    def copy_static(self) -> None:
-        """Copy the static files the pages load (found like Django finds them, plotly.js included)."""
+    def copy_static(self, kept: dict | None) -> dict[str, str]:
+        """Copy the static files the pages load (found like Django finds them, plotly.js included), each unless the
+        manifest's ``kept`` ({name: :func:`copy_key`}) says its copy holds its bytes already (the copy and the
+        source stat as they did when they were last compared: plotly.js is ~4.9 MB, read twice per export);
+        returns ``kept`` with the files copied or compared now, for the next manifest."""
+        copies = dict(kept or {})
         for name in sorted(self.static_used):
             source = finders.find(name)
             if source is None:
                 raise ExportError(f"static file {name} not found")
-            self.write(f"static/{name}", Path(source).read_bytes())
+            target = f"{self.outdir}/static/{name}"
+            key = copy_key(source, target)
+            if key is None or copies.get(name) != key:
+                self.write(f"static/{name}", Path(source).read_bytes())
+                copies[name] = copy_key(source, target)
+        return copies
 
-    @staticmethod
-    def code_fingerprint() -> str:
-        """sha256 over the code, templates, static files and suite files that render the site, and the step page
-        size."""
-        digest = hashlib.sha256(f"{STEPS_PER_PAGE}".encode())
-        for folder in _RENDERING_CODE:
-            for path in sorted((Path(settings.BASE_DIR) / folder).rglob("*")):
-                if path.suffix in (".py", ".html", ".js", ".css", ".json") and "__pycache__" not in path.parts:
-                    digest.update(str(path.relative_to(settings.BASE_DIR)).encode() + path.read_bytes())
-        return digest.hexdigest()
+    def code_fingerprint(self, kept: dict | None) -> str:
+        """:func:`code_digest` of the code that renders the site (``settings.BASE_DIR``): the manifest's (``kept``:
+        its ``facts``, :meth:`kept_fact`) while :func:`code_key` of the same files is as it was (a stat of each
+        file instead of reading them all), else computed."""
+        root = str(settings.BASE_DIR)
+        files = code_files(root)
+        return self.kept_fact("code", code_key(files), kept, lambda: [code_digest(root, files)])[0]
 
     def site_fingerprint(self, code: str, sources: dict[str, str], kept: dict | None) -> str:
         """sha256 over what every run page depends on besides the run: the code (:meth:`code_fingerprint`) and the
@@ -1009,7 +1071,7 @@ class Exporter:
         return digest.hexdigest()
 
     def kept_fact(self, name: str, key: str | None, kept: dict | None, read: Callable[[], list]) -> list:
-        """A fact of the warehouse the export reads once (a JSON list): the manifest's (``kept``: its ``facts``,
+        """A fact the export computes once (a JSON list: of the warehouse, or its code fingerprint): the manifest's (``kept``: its ``facts``,
         {name: [key, value]}) when it was read under ``key`` (what it is computed from, hashed), else ``read()``
         (always when ``key`` is None); kept with ``key`` for the next manifest (``facts``)."""
         entry = (kept or {}).get(name)
@@ -1035,6 +1097,59 @@ def _relative(file: str, folder: str) -> str:
     """``posixpath.relpath(file, folder)``, kept: a page's links lead to a few files (its own, for its steps; the
     static files; the site's pages), and relpath makes both absolute (a ``getcwd`` each) every time."""
     return posixpath.relpath(file, folder)
+
+
+def code_files(root: str, folders: tuple[str, ...] = _RENDERING_CODE) -> list[tuple[str, os.stat_result]]:
+    """[(path relative to ``root``, POSIX; its ``os.stat``)] of the files under each of ``root``/``folders`` with a
+    suffix in _CODE_SUFFIXES (``__pycache__`` and links to folders not entered), folder by folder, each folder's in
+    the order of their paths' parts (as ``sorted(Path.rglob(...))``)."""
+    found: list[tuple[str, os.stat_result]] = []
+
+    def walk(parts: tuple[str, ...], into: list[tuple[tuple[str, ...], os.stat_result]]) -> None:
+        with os.scandir(os.path.join(root, *parts)) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        walk((*parts, entry.name), into)
+                elif os.path.splitext(entry.name)[1] in _CODE_SUFFIXES:
+                    into.append(((*parts, entry.name), entry.stat()))
+
+    for folder in folders:
+        files: list[tuple[tuple[str, ...], os.stat_result]] = []
+        if os.path.isdir(os.path.join(root, folder)):
+            walk((folder,), files)
+        found.extend(("/".join(parts), stat) for parts, stat in sorted(files, key=lambda file: file[0]))
+    return found
+
+
+def code_key(files: list[tuple[str, os.stat_result]]) -> str:
+    """sha256 hex over the step page size and each of ``files`` (:func:`code_files`): its path, size, inode and
+    modification and change times (ns). A file written, replaced, added or removed changes it (its change time
+    moves with every write, and with its modification time set back)."""
+    return hashlib.sha256(json.dumps([STEPS_PER_PAGE, [[name, s.st_size, s.st_ino, s.st_mtime_ns, s.st_ctime_ns]
+                                                       for name, s in files]]).encode()).hexdigest()
+
+
+def copy_key(source: str, target: str) -> str | None:
+    """sha256 hex over the paths, sizes, inodes and modification and change times (ns) of a file ``source`` and
+    its copy ``target``; None when the copy is missing. Equal keys: neither was written, replaced or set back since
+    (a write moves a file's change time)."""
+    try:
+        stats = [os.stat(source), os.stat(target)]
+    except FileNotFoundError:
+        return None
+    return hashlib.sha256(json.dumps([source, target, [[s.st_size, s.st_ino, s.st_mtime_ns, s.st_ctime_ns]
+                                                       for s in stats]]).encode()).hexdigest()
+
+
+def code_digest(root: str, files: list[tuple[str, os.stat_result]]) -> str:
+    """sha256 hex over the step page size and each of ``files`` (:func:`code_files` under ``root``): its path and
+    bytes, in their order."""
+    digest = hashlib.sha256(f"{STEPS_PER_PAGE}".encode())
+    for name, _ in files:
+        with open(os.path.join(root, name), "rb") as file:
+            digest.update(name.encode() + file.read())
+    return digest.hexdigest()
 
 
 def _tree_size(folder: str) -> tuple[int, int]:

@@ -1,10 +1,13 @@
 """``export_static``: the public site as files: deterministic, incremental, public only, no broken link."""
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import json
+import os
 import re
+import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +18,8 @@ import pytest
 from django.core.management import call_command
 
 from leaderboard import selectors as board
-from export.exporter import STEPS_PER_PAGE, ExportError, Exporter, ExportReport, TracePages, export_site
+from export.exporter import (PENDING, STEPS_PER_PAGE, ExportError, Exporter, ExportReport, TracePages, code_digest,
+                             code_files, code_key, export_site, spared_heap)
 from export.search import unfinished
 from ptbsite import warehouse
 from traces import selectors
@@ -376,12 +380,14 @@ def test_the_same_warehouse_exports_the_same_bytes(export_warehouse, tmp_path):
     a, b = _digest(first), _digest(second)
     assert {k: v for k, v in a.items() if not ordered.match(k)} == {k: v for k, v in b.items() if not ordered.match(k)}
     # Pagefind's filter and meta files hold the same content, in an order of its own (their sizes too: the
-    # manifest's tree size may differ in bytes, nothing else of it)
+    # manifest's tree size may differ in bytes, and its static copies' keys are of each site's own files (their
+    # paths, inodes, times), nothing else of it)
     assert _search_meta(first) == _search_meta(second)
     manifests = [json.loads((site / ".export-manifest.json").read_text()) for site in (first, second)]
     assert manifests[0]["tree"][0] == manifests[1]["tree"][0]
-    assert [{k: v for k, v in m.items() if k != "tree"} for m in manifests][0] == \
-        [{k: v for k, v in m.items() if k != "tree"} for m in manifests][1]
+    assert manifests[0]["static"].keys() == manifests[1]["static"].keys()
+    assert [{k: v for k, v in m.items() if k not in ("tree", "static")} for m in manifests][0] == \
+        [{k: v for k, v in m.items() if k not in ("tree", "static")} for m in manifests][1]
     assert len([k for k in a if ordered.match(k)]) == len([k for k in b if ordered.match(k)]) > 2
 
 
@@ -616,6 +622,150 @@ def test_one_changed_run_rewrites_its_files_and_its_search_index_and_no_site_pag
     assert not (outdir / "pagefind/delta").exists()
     assert [f["url"] for f in search_fragments(outdir) if OTHER_WORD in f["content"]] == [
         f"runs/{run}/index.html#step-{added.other_step}"]
+
+
+def test_an_export_that_stops_midway_leaves_the_manifest_and_its_runs_pending(site_copy, monkeypatch):
+    """Issue 24 (branch i24py): the manifest is written once, when the export finishes (json's dump of ~1.4 MB at
+    K=90 was made twice: once more before the runs were written, vouching only for the runs left untouched).
+    Until then PENDING names the runs, cell files and site pages being written: an export that stopped midway is
+    finished by the next one, which writes those runs again even when their fingerprints are back to what the
+    manifest holds, and walks the tree for its size."""
+    outdir, run = site_copy.outdir, site_copy.added.other_run
+    export_site(outdir)  # the copy's warehouse has another version token: its site pages are rendered once more
+    before = _digest(outdir)
+    content_hash = selectors.run_content_hashes()[run]
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [run]))
+    manifests: list[int] = []
+    write_manifest = Exporter.write_manifest
+
+    def counted(self, *args, **kwargs):
+        manifests.append(1)
+        write_manifest(self, *args, **kwargs)
+
+    def stop(self, run_id):
+        (outdir / f"runs/{run_id}/index.html").write_text("cut short")
+        raise RuntimeError("stopped")
+
+    monkeypatch.setattr(Exporter, "write_manifest", counted)
+    monkeypatch.setattr(Exporter, "rewrite_run", stop)
+    with pytest.raises(RuntimeError, match="stopped"):
+        export_site(outdir)
+    assert manifests == [] and json.loads((outdir / PENDING).read_text())["runs"] == [run]
+    monkeypatch.setattr(Exporter, "rewrite_run", lambda self, run_id: (self.remove_run(run_id),
+                                                                        self.run_pages(run_id)))
+    # back as the manifest has it: its fingerprint is the manifest's again, its page still the one cut short
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = ? WHERE id = ?", [content_hash, run]))
+    finished = export_site(outdir)
+    assert finished.runs_written == 1 and manifests == [1] and not (outdir / PENDING).exists()
+    walked = [p.stat().st_size for p in outdir.rglob("*") if p.is_file()]
+    assert (finished.files, finished.bytes) == (len(walked), sum(walked))
+    after = _digest(outdir)
+    assert {k: v for k, v in after.items() if k != ".export-manifest.json"} == \
+        {k: v for k, v in before.items() if k != ".export-manifest.json"}
+
+
+def test_a_static_file_is_copied_again_only_when_it_or_its_copy_changed(site_copy, monkeypatch):
+    """Issue 24 (branch i24py): each export compared every static file its pages load with its copy (plotly.js,
+    ~4.9 MB, read twice: ~12 CPU ms at K=90 per one-run export); now only when the manifest's stat of the file
+    and of its copy (``copy_key``) is not as it was. A copy written to, even to the same size with its
+    modification time set back, is copied again."""
+    outdir, run = site_copy.outdir, site_copy.added.other_run
+    # the copied site's files are new inodes: compared once by the next export that renders a page, and their
+    # stats kept
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'first' WHERE id = ?", [run]))
+    export_site(outdir)
+    written: list[str] = []
+    write = Exporter.write
+
+    def spied(self, file, data, **kwargs):
+        written.append(file)
+        write(self, file, data, **kwargs)
+
+    monkeypatch.setattr(Exporter, "write", spied)
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [run]))
+    changed = export_site(outdir)
+    assert changed.runs_written == 1 and f"runs/{run}/index.html" in written
+    assert not [file for file in written if file.startswith("static/")]
+
+    copy = outdir / "static/css/site.css"
+    stat, text = copy.stat(), copy.read_text()
+    time.sleep(0.05)  # past the file system's timestamp granularity
+    copy.write_text(text.replace("{", "[", 1))
+    os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (copy.stat().st_size, copy.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'again' WHERE id = ?", [run]))
+    written.clear()
+    again = export_site(outdir)  # a run page rendered: the static files it loads checked
+    assert again.runs_written == 1 and copy.read_text() == text
+    assert [file for file in written if file.startswith("static/")] == ["static/css/site.css"]
+
+
+def test_an_export_runs_with_the_objects_held_before_it_out_of_the_collectors_sight(site_copy, monkeypatch):
+    """Issue 24 (branch i24py): a full collection in a one-run export at K=90 walked every object of the process
+    (~55-85 CPU ms, in 2 of 3 warm rounds); the export freezes what was there before it (``spared_heap``) and
+    unfreezes it at the end, also when it fails, and leaves a process that froze its own objects as it was."""
+    outdir, run = site_copy.outdir, site_copy.added.other_run
+    seen: list[int] = []
+    write_runs = Exporter.write_runs
+
+    def spied(self, *args, **kwargs):
+        seen.append(gc.get_freeze_count())
+        write_runs(self, *args, **kwargs)
+
+    monkeypatch.setattr(Exporter, "write_runs", spied)
+    assert gc.get_freeze_count() == 0
+    _write(site_copy.warehouse, ("UPDATE runs SET content_hash = 'changed' WHERE id = ?", [run]))
+    assert export_site(outdir).runs_written == 1
+    assert seen[0] > 0 and gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError), spared_heap():
+        assert gc.get_freeze_count() > 0
+        raise RuntimeError("stopped")
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with spared_heap():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_the_code_fingerprint_is_kept_while_no_rendering_file_changed(tmp_path, settings):
+    """Issue 24 (branch i24py): the code fingerprint (every rendering file's bytes hashed, ~8 CPU ms) is the
+    manifest's while a stat of each file (path, size, inode, modification and change times) is as it was; a file
+    written, even to the same size with its modification time set back, or added, computes it again."""
+    root = tmp_path / "src"
+    for name, text in (("traces/views.py", "A = 1\n"), ("traces/notes.md", "not code"),
+                       ("traces/__pycache__/views.json", "{}"), ("templates/run/page.html", "<p>one</p>"),
+                       ("templates/base.html", "<html>")):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    folders = ("traces", "templates")
+    files = code_files(str(root), folders)
+    assert [name for name, _ in files] == ["traces/views.py", "templates/base.html", "templates/run/page.html"]
+    assert code_key(code_files(str(root), folders)) == code_key(files)
+
+    settings.BASE_DIR = root
+    monkey = Exporter(tmp_path / "site")
+    computed = monkey.code_fingerprint(None)
+    assert computed == code_digest(str(root), code_files(str(root)))
+    kept = {"code": monkey.facts["code"]}
+    assert Exporter(tmp_path / "site").code_fingerprint(kept) == computed
+    # the manifest's value is taken as it is while the stats are (no file read)
+    assert Exporter(tmp_path / "site").code_fingerprint({"code": [kept["code"][0], ["as kept"]]}) == "as kept"
+
+    page = root / "templates/run/page.html"
+    stat = page.stat()
+    time.sleep(0.05)  # past the file system's timestamp granularity
+    page.write_text("<p>two</p>")
+    os.utime(page, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (page.stat().st_size, page.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    edited = Exporter(tmp_path / "site").code_fingerprint({"code": [kept["code"][0], ["as kept"]]})
+    assert edited not in (computed, "as kept") and edited == code_digest(str(root), code_files(str(root)))
+    edited_key = code_key(code_files(str(root), folders))
+    (root / "templates/new.html").write_text("")
+    assert code_key(code_files(str(root), folders)) not in (edited_key, code_key(files))
 
 
 def test_each_run_costs_a_bounded_number_of_files(shared_site):
