@@ -38,6 +38,7 @@ class Layout:
     row_group_rows: int = ROW_GROUP_ROWS
 
     def sorted_by(self) -> str:
+        """The sort key as SQL, e.g. ``"run_id, trace, idx"`` (``SET SORTED BY`` and ``ORDER BY`` alike)."""
         return ", ".join(self.sort)
 
 
