@@ -1,12 +1,13 @@
 """The static export's increments on a site already exported: nothing changed, and one run's files changed
 (issue 24: "after one run changes, the re-export costs <= 2x that run's own share plus the changed global pages").
 
-    .venv/bin/python bench/export_one_run.py --warehouse SPEC --site DIR [--out DIR]
+    .venv/bin/python bench/export_one_run.py --warehouse SPEC|FILE --site DIR [--out DIR]
 
 ``--site``: a folder ``export_static`` (or ``bench/export_scale.py``) wrote from that warehouse with this code (the
 code fingerprint differs otherwise, and every page would be rendered again: the bench stops). ``--warehouse``: a
 DuckLake spec ``ducklake:sqlite:CATALOG?data=DIR`` whose catalog is copied (the data folder is shared: the bench's
-writes add files to it that the original catalog never reads). Copies the site and the catalog into ``--out``
+writes add files to it that the original catalog never reads), or a plain DuckDB file, copied (the same code
+without DuckLake's catalog work per table scanned: the counterfactual of issue 24's one-run figure). Copies the site and the catalog into ``--out``
 (one round per process: the catalog stays attached for the process's life; run it again for another), exports
 with nothing changed twice, then changes one run as ``bench/export_scale.py`` does (its
 content hash and one agent step, to values new to the catalog: the run of median step count) and exports again
@@ -42,18 +43,23 @@ def children_cpu() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--warehouse", required=True, help="ducklake:sqlite:CATALOG?data=DIR (the catalog is copied)")
+    parser.add_argument("--warehouse", required=True,
+                        help="ducklake:sqlite:CATALOG?data=DIR (the catalog is copied) or a DuckDB file (copied)")
     parser.add_argument("--site", type=Path, required=True, help="a site exported from it with this code")
     parser.add_argument("--out", type=Path, default=OUT, help="work folder (emptied first)")
     args = parser.parse_args()
-    catalog, _, data = args.warehouse.removeprefix("ducklake:sqlite:").partition("?data=")
     out = args.out
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    shutil.copy(catalog, out / "catalog.sqlite")
+    if args.warehouse.startswith("ducklake:sqlite:"):
+        catalog, _, data = args.warehouse.removeprefix("ducklake:sqlite:").partition("?data=")
+        shutil.copy(catalog, out / "catalog.sqlite")
+        os.environ["PTB_WAREHOUSE"] = f"ducklake:sqlite:{out / 'catalog.sqlite'}?data={data}"
+    else:
+        shutil.copy(args.warehouse, out / "warehouse.duckdb")
+        os.environ["PTB_WAREHOUSE"] = str(out / "warehouse.duckdb")
     site = out / "site"
     shutil.copytree(args.site, site)
-    os.environ["PTB_WAREHOUSE"] = f"ducklake:sqlite:{out / 'catalog.sqlite'}?data={data}"
     import django
 
     django.setup()
@@ -91,8 +97,11 @@ def main() -> None:
             first = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent'", [run_id]).fetchone()
             assert first is not None
             # values new to a site this bench (or export_scale.py) changed before, the same from the same catalog
-            # (the files of two code versions' rounds compare byte for byte)
-            snapshot = con.execute(f"SELECT id FROM ducklake_current_snapshot('{warehouse.ALIAS}')").fetchone()
+            # (the files of two code versions' rounds compare byte for byte): the catalog's snapshot id; in a plain
+            # DuckDB file, how many runs such rounds changed
+            snapshot = con.execute(
+                f"SELECT id FROM ducklake_current_snapshot('{warehouse.ALIAS}')" if "ducklake:" in args.warehouse
+                else "SELECT 'file-' || count(*) FROM runs WHERE content_hash LIKE 'bench-%'").fetchone()
             assert snapshot is not None
             nonce = f"bench-{snapshot[0]}"
             con.execute("UPDATE steps SET output = ? WHERE run_id = ? AND trace = 'agent' AND idx = ?",

@@ -18,7 +18,11 @@ Usage: .venv/bin/python bench/ingest_scale.py --tree DIR --work DIR [--kind duck
   (steps, step texts, runs, methods, verdicts, evaluations, facets, phases, monitor), turned into Arrow columns in
   batches of ``traces.services.STEP_BATCH_ROWS`` (``records.arrow_table``, as the ingest builds them) and written to
   one Parquet file per table; the word index's tables (``step_words``, ``word_runs``, built by SQL at ingest) read as
-  Arrow and written the same way: CPU seconds, in a process of its own.
+  Arrow and written the same way: CPU seconds, in a process of its own;
+* **the passes the rules require**, each alone, in a process of its own (``required_passes``): the redaction gate
+  over every trace file (secrets redacted in every spelling before anything is stored), each stored text redacted
+  again as decoded text, and the word index's statement (search across runs) over the stored steps; printed with
+  floor + them against 3x the floor: what is left of the target for the format parsers, the rules and the commits.
 
 ``--small DIR``: a second tree of the same shape with smaller traces (``--trace-scale 0.05``: each at its
 one-training-cycle floor), ingested the same way after the first; the two ingests' CPU above the start-up, as
@@ -97,6 +101,73 @@ print(json.dumps(out))
 """
 
 
+_REQUIRED = r"""
+import json, os, sys, time
+import django
+django.setup()
+from pathlib import Path
+from ptbsite import warehouse
+from ingest.blocks import TraceText
+from ingest.files import RunFiles
+from ingest.reader import MAX_LINE_BYTES, READ_BLOCK
+from ingest.redaction import Redactor
+from traces import search_index
+sys.path.insert(0, "bench")
+import ingest_process
+root = Path(sys.argv[1]).resolve()
+out = {"gate_cpu": 0.0, "read_cpu": 0.0, "decoded_cpu": 0.0, "words_cpu": 0.0, "bytes": 0, "steps": 0,
+       "word_rows": 0}
+redactor = Redactor()
+for path in ingest_process.trace_files(root):
+    cpu = time.process_time()
+    path.read_bytes().decode("utf-8", "replace")  # what of the gate is reading and decoding
+    out["read_cpu"] += time.process_time() - cpu
+    files = RunFiles(path.parent, root)
+    cpu = time.process_time()
+    for piece in TraceText(path, files, redactor, scan=not path.name.startswith("judge"), block=READ_BLOCK,
+                           max_line=MAX_LINE_BYTES):
+        out["bytes"] += len(piece)
+    out["gate_cpu"] += time.process_time() - cpu
+with warehouse.connect() as con:
+    ids = [r[0] for r in con.execute("SELECT DISTINCT run_id FROM steps ORDER BY run_id").fetchall()]
+    for start in range(0, len(ids), 16):  # ~16 runs' steps at a time, as the ingest's batches hold (read untimed)
+        table = con.execute("SELECT run_id, trace, idx, input, output FROM steps WHERE run_id = ANY(?) "
+                            "ORDER BY run_id, trace, idx", [ids[start:start + 16]]).to_arrow_table()
+        texts = [t for column in ("input", "output") for t in table.column(column).to_pylist() if t]
+        cpu = time.process_time()
+        for text in texts:
+            redactor.redact_decoded(text)
+        out["decoded_cpu"] += time.process_time() - cpu
+        con.register("new_rows", table)
+        cpu = time.process_time()
+        # the word index's statement as the ingest runs it on each batch of steps (traces.search_index.index_rows),
+        # its rows computed, not inserted (writing them is the floor's)
+        words = con.execute(search_index._INDEX_SQL.format(source="new_rows")).to_arrow_table()
+        out["words_cpu"] += time.process_time() - cpu
+        con.unregister("new_rows")
+        out["steps"] += table.num_rows
+        out["word_rows"] += words.num_rows
+print(json.dumps(out))
+"""
+
+
+def required_passes(work: Path, tree: Path) -> dict:
+    """CPU seconds of the passes the project's rules require of every trace byte, each alone, in a process of its
+    own on the tree and its warehouse: the redaction gate (``ingest.blocks.TraceText``: read, decode, redact
+    (``ingest.redaction``, RE2), and the agent trace's residual scan) over every trace file the ingest parses
+    (``gate_cpu``; ``read_cpu``: the same files only read and decoded, the part of it a design that redacted bytes
+    would not pay), each stored step text redacted again as decoded text (``Redactor.redact_decoded``, as the
+    reader does: ``decoded_cpu``), and the word index's statement (``traces.search_index``'s, DuckDB's
+    ``regexp_extract_all``) over the stored steps in the ingest's batches, its rows computed but not inserted
+    (``words_cpu``). What is left of "<= 3x the floor" once these are paid is what the parsers, the rules and the
+    warehouse's commits may spend."""
+    done = subprocess.run([sys.executable, "-c", _REQUIRED, str(tree)], cwd=ROOT,
+                          env=ingest_bench._env(work, "tree"), capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"required passes failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def store_floor(work: Path) -> dict:
     """CPU seconds to build Arrow columns of every stored row (``arrow_cpu``) and write them to Parquet
     (``write_cpu``), and the rows per table (module docstring), in a process of its own on the tree's warehouse."""
@@ -168,6 +239,15 @@ def main() -> None:
     print(f"floor (start-up + loop + columns + write): {floor_cpu:.2f} CPU s; ingest / floor = {i_cpu / floor_cpu:.2f}x"
           f" CPU (target <= 3x); wall: ingest {i_wall:.1f} s against start-up + the 2-process loop + columns + write "
           f"{floor_wall:.1f} s = {i_wall / floor_wall:.2f}x")
+    need = required_passes(args.work, args.tree)
+    passes = need["gate_cpu"] + need["decoded_cpu"] + need["words_cpu"]
+    print(f"  required passes, each alone: redaction gate over {need['bytes'] / 1e6:.1f} MB of trace text "
+          f"{need['gate_cpu']:.2f} CPU s (of it, reading and decoding the files alone {need['read_cpu']:.2f}), the "
+          f"stored texts redacted as decoded {need['decoded_cpu']:.2f}, the word "
+          f"index's statement over {need['steps']:,} steps ({need['word_rows']:,} rows) {need['words_cpu']:.2f}; "
+          f"floor + these = {floor_cpu + passes:.2f} CPU s = {(floor_cpu + passes) / floor_cpu:.2f}x the floor, "
+          f"leaving {3 * floor_cpu - floor_cpu - passes:.2f} CPU s of the 3x for the parsers, rules and commits",
+          flush=True)
     print(f"ingest CPU per run above the floor: {(i_cpu - floor_cpu) / runs:.3f} s ({runs} runs; an upper bound of "
           f"the fixed cost per run, target <= 0.05); above the start-up alone: {(i_cpu - s_cpu) / runs:.3f} s")
     if args.small:
