@@ -70,3 +70,19 @@ def test_the_live_only_page_reads_on_a_phone(served, browser):
         assert phone.js_errors == [], phone.js_errors
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_long_word_wraps_in_the_exported_search(served, page, width):
+    """The static export's search says what it searched; one long word there (a path, a hash; here 300 z's, and a
+    typed filter's value) wraps instead of widening the page (a new user's pass, nu3: ~2,170 px at 390 and at
+    1440 px)."""
+    base = served[0]
+    page.set_viewport_size({"width": width, "height": 844})
+    for q in ("z" * 300, "agent=" + "z" * 300):
+        page.goto(base + "search/index.html?q=" + q)
+        page.wait_for_function("document.getElementById('search-status').textContent.includes('zzzz')")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, (width, q[:8])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SHOTS / f"export-search-long-word-{width}.png")
+    assert page.js_errors == [], page.js_errors
