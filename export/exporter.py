@@ -1081,14 +1081,19 @@ class Exporter:
         return value
 
 
+# At the export's root, in the site's look (its stylesheet and header); the viewport line keeps a phone from laying
+# it out at 980 px.
 LIVE_ONLY_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Needs the live site · PostTrainBench Explorer</title></head>
-<body><h1>This view needs the live site</h1>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Needs the live site · PostTrainBench Explorer</title>
+<link rel="icon" href="static/favicon.ico"><link rel="stylesheet" href="static/css/site.css"></head>
+<body><header class="site"><a class="brand" href="index.html">PostTrainBench Explorer</a></header>
+<main><section class="error-page"><h1>This view needs the live site</h1>
 <p>This is a static copy of the PostTrainBench Explorer. Views computed by the server on request are not in it:
 facet filters (runs that used GRPO, LoRA, ...), suites other than the default one, the runs list narrowed to the
 latest runs, the whole text of step outputs too long for a page (the copy's search finds words in it), and the API
 docs. Open the same link on the live site.</p>
-<p><a href="index.html">Back to the leaderboard</a></p></body></html>
+<p><a href="index.html">Back to the leaderboard</a></p></section></main></body></html>
 """
 
 

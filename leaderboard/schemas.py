@@ -225,7 +225,8 @@ class Leaderboard(Model):
 class FallbackBaseline(Model):
     """Where the base-model scores that stand in for failed, flagged or missing runs come from, per results tree.
 
-    ``kind``: ``tree`` (the tree's own ``baseline_zeroshot/`` runs, as upstream's ``aggregate_final.py``),
+    ``results_root``: the tree's folder name (the last part of the path the ingest was given; never the path on
+    the server). ``kind``: ``tree`` (the tree's own ``baseline_zeroshot/`` runs, as upstream's ``aggregate_final.py``),
     ``published`` (the suite's published zero-shot baseline; the tree has none) or ``none`` (no baseline at all:
     a fallback cell scores 0). ``tree_cells``: cells the tree's baseline scores; ``published_cells``: cells of
     the suite's grid it lacks (or left unscored), for which the published baseline stands in.

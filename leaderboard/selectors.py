@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from django.conf import settings
 
@@ -248,12 +249,13 @@ def _fallback_baselines(cells, trees, published: dict[tuple[str, str], float], m
     for root in sorted(methods):
         tree = trees.get(root)
         grid = [(m, t) for m in model_ids for t in bench_ids]
+        shown = PurePath(root).name or root  # the tree's folder name: its path on the server is not the public's
         if tree is not None:
             scored = sum(1 for key in grid if tree.scores.get(key) is not None)
-            out.append(FallbackBaseline(results_root=root, kind="tree", tree_cells=scored,
+            out.append(FallbackBaseline(results_root=shown, kind="tree", tree_cells=scored,
                                         published_cells=len(grid) - scored, methods=len(methods[root])))
         else:
-            out.append(FallbackBaseline(results_root=root, kind="published" if published else "none", tree_cells=0,
+            out.append(FallbackBaseline(results_root=shown, kind="published" if published else "none", tree_cells=0,
                                         published_cells=len(grid) if published else 0, methods=len(methods[root])))
     return out
 

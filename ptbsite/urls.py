@@ -27,3 +27,7 @@ urlpatterns = [
     path("", include("traces.urls")),
     path("", include("leaderboard.urls")),
 ]
+
+# The site's own error pages: its header and footer, and what was wrong with the address (ptbsite.errors).
+handler400 = "ptbsite.errors.bad_request"
+handler404 = "ptbsite.errors.page_not_found"

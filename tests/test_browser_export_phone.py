@@ -42,3 +42,47 @@ def test_the_runs_list_at_both_widths(live_server, demo_ingested, page):
     _look(page, live_server.url + "/runs/", "runs-list")
     _look(page, live_server.url + "/runs/?sort=score&dir=desc&page=2", "runs-list-page-2")
     assert page.js_errors == [], page.js_errors
+
+
+def test_the_live_only_page_reads_on_a_phone(served, browser):
+    """The export's live-only.html (where a facet filter, another suite or the API docs lead) on a phone, a mobile
+    browser that lays a page out at 980 px unless it says otherwise (a new user's pass, nu3): it had no viewport
+    and no stylesheet, so it showed 980 px of unstyled serif text at 40 % size; now the site's look, its header
+    leading home, as wide as the screen."""
+    from .conftest import open_page
+
+    base = served[0]
+    context, phone = open_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        response = phone.goto(base + "live-only.html")
+        assert response is not None and response.status == 200
+        assert phone.evaluate("innerWidth") == 390
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        assert phone.locator("header.site a.brand").get_attribute("href") == "index.html"
+        assert "serif" not in phone.locator("h1").evaluate("h => getComputedStyle(h).fontFamily").replace(
+            "sans-serif", "")  # the site's stylesheet, not the browser's default serif
+        phone.locator("main a", has_text="Back to the leaderboard").click()
+        phone.wait_for_load_state()
+        assert phone.url == base + "index.html" and phone.locator("table.leaderboard").count() == 1
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        phone.goto(base + "live-only.html")
+        phone.screenshot(path=SHOTS / "export-live-only-390.png")
+        assert phone.js_errors == [], phone.js_errors
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_long_word_wraps_in_the_exported_search(served, page, width):
+    """The static export's search says what it searched; one long word there (a path, a hash; here 300 z's, and a
+    typed filter's value) wraps instead of widening the page (a new user's pass, nu3: ~2,170 px at 390 and at
+    1440 px)."""
+    base = served[0]
+    page.set_viewport_size({"width": width, "height": 844})
+    for q in ("z" * 300, "agent=" + "z" * 300):
+        page.goto(base + "search/index.html?q=" + q)
+        page.wait_for_function("document.getElementById('search-status').textContent.includes('zzzz')")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, (width, q[:8])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SHOTS / f"export-search-long-word-{width}.png")
+    assert page.js_errors == [], page.js_errors

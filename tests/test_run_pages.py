@@ -242,3 +242,23 @@ def test_the_demo_judges_cite_the_agents_steps_they_name(client, demo_ingested):
     cited = [v for r in runs for v in client.get(f"/api/runs/{r.id}").json()["judge_panel"]
              if v["kind"] == "contamination" and v["reasoning"] and v["cited"]]
     assert len(cited) >= 3, cited
+
+
+def test_a_trace_the_run_does_not_have_is_not_found(client, demo_ingested):
+    """``?trace=`` naming none of the run's traces answers 404 saying which it has, on the page and its twin (a new
+    user's pass, nu3): the page answered 200 headed "Trace <the value>" over 0 steps, any text a link carried shown
+    as a heading (600 x's made it 9,312 px wide); a judge's trace still opens."""
+    runs = selectors.list_runs(limit=None)[0]
+    run = next(r for r in runs if len(selectors.run_page(r.id, limit=1).traces) > 1)
+    judge = next(t for t in selectors.run_page(run.id, limit=1).traces if t != "agent")
+    for value in ("<b>made-up</b>", "x" * 600):
+        response = client.get(f"/runs/{run.id}/", {"trace": value})
+        html = response.content.decode()
+        assert response.status_code == 404, value
+        assert "this run has no trace" in html and f"its traces: agent, {judge}" in html and "<b>made-up" not in html
+        assert "x" * 41 not in html.split("<main>", 1)[1]  # the value cut at 40 characters
+        api = client.get(f"/api/runs/{run.id}", {"trace": value})
+        assert api.status_code == 404 and "this run has no trace" in api.json()["detail"]
+    assert client.get(f"/runs/{run.id}/", {"trace": judge}).status_code == 200
+    assert client.get(f"/api/runs/{run.id}", {"trace": judge}).status_code == 200
+    assert client.get(f"/runs/{run.id}/", {"trace": "agent"}).status_code == 200

@@ -317,3 +317,19 @@ def test_the_page_states_the_rules_and_the_differences(upstream_tree, client):
     runs = client.get("/?source=runs").content.decode()
     assert 'data-source="runs">rows from runs: ± of the average: the sample std (n-1)' in runs
     assert 'title="± 3.8 (std over runs of the mean over base models)"' in runs   # Opus 4.6 aime: 3.8188
+
+
+def test_the_fallback_baselines_name_a_tree_by_its_folder_not_its_path(upstream_tree, client):
+    """The leaderboard from runs says which baseline stands in for each results tree: by the tree's folder name, never
+    its path on the server (a new user's pass, nu3: the public page and /api/leaderboard showed the path the ingest
+    was given, e.g. /srv/.../results), on the page and in its JSON twin."""
+    from ptbsite import warehouse
+
+    with warehouse.snapshot() as con:
+        roots = [r[0] for r in con.execute("SELECT DISTINCT results_root FROM methods").fetchall()]
+    root = next(r for r in roots if r and r.startswith("/"))  # the ingest was given an absolute path
+    data = client.get("/api/leaderboard?source=runs").json()
+    assert [b["results_root"] for b in data["fallback_baselines"]] == [Path(root).name]
+    page = client.get("/?source=runs").content.decode()
+    assert root not in page and str(Path(root).parent) not in page
+    assert f'<span data-baseline="tree"><code>{Path(root).name}</code>' in page

@@ -57,6 +57,8 @@ def run(request, run_id: str, query: Query[selectors.RunQuery]):
     found = selectors.open_run(run_id, query)
     if found is None:
         raise HttpError(404, f"no run {run_id}")
+    if (unknown := found.unknown_trace(query.trace)) is not None:
+        raise HttpError(404, unknown)
     return found
 
 

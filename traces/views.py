@@ -135,6 +135,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
                                                                   "at": request.GET.get("at") or ""}))
     if page is None:
         raise Http404(f"no run {run_id}")
+    if (unknown := page.unknown_trace(viewer.trace)) is not None:
+        raise Http404(unknown)
     base_query = _base_query(params)
     steps = page.steps
     return render(request, "traces/run_detail.html", {

@@ -273,12 +273,34 @@
     });
   }
 
+  // A phone's width: a legend at the right of the plot would leave the plot ~60 px of a 390 px screen, drawn under
+  // the legend. There the legend goes below the plot, and the figure grows by its height so the plot keeps its own.
+  const NARROW_PX = 600;
+
+  function legendBelow(el, layout) {
+    const legend = layout.legend || {};
+    if (el.clientWidth >= NARROW_PX || layout.showlegend === false || legend.orientation === "h") { return null; }
+    layout.legend = Object.assign({}, legend, {orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0,
+                                              yanchor: "bottom"});  // at the figure's foot: the margin makes room
+    return layout.height || el.clientHeight || 450;
+  }
+
+  function growForLegend(el, height) {
+    const legend = el.querySelector("g.legend");
+    if (height === null || !legend) { return null; }
+    return Plotly.relayout(el, {height: height + Math.ceil(legend.getBoundingClientRect().height)});
+  }
+
   function plot(el, figure) {
     const config = {
       responsive: true, displaylogo: false, displayModeBar: true,
       toImageButtonOptions: {format: "png", filename: el.dataset.filename, scale: 2},
     };
-    return withPlotly(function () { return Plotly.newPlot(el, figure.data, figure.layout, config); }).then(function () {
+    const layout = Object.assign({}, figure.layout);
+    const height = legendBelow(el, layout);
+    return withPlotly(function () {
+      return Plotly.newPlot(el, figure.data, layout, config).then(function () { return growForLegend(el, height); });
+    }).then(function () {
       if (el.dataset.clickHref) {
         // A link template: "{0}" is replaced by the clicked point's customdata[0] (a step index, a run id).
         el.on("plotly_click", function (event) {

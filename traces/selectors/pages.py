@@ -96,6 +96,14 @@ class RunPage(Run, RunTexts):
         """The trace has timestamps (it can be opened at a time)."""
         return self.started_at is not None
 
+    def unknown_trace(self, trace: str) -> str | None:
+        """Why ``trace`` (a ``?trace=`` value) names none of this run's traces, for a 404 of the page and its twin
+        ("this run has no trace 'x'; its traces: agent, judge:codex", the value cut at 40 characters); None for
+        one of ``traces``, and for ``agent`` (the default, shown empty when the run has no agent trace)."""
+        if trace == "agent" or trace in self.traces:
+            return None
+        return f"this run has no trace {trace[:40]!r}; its traces: {', '.join(self.traces) or 'none'}"
+
 
 PAGE_SIZE = 50  # steps a trace viewer shows at first
 MAX_PAGE_SIZE = 500
