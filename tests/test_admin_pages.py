@@ -91,6 +91,18 @@ def test_the_jobs_list_says_which_new_score_is_exploratory(staff_client: Client,
     assert "exploratory" not in rows[whole.pk] and "30.0%" in rows[whole.pk]
 
 
+def test_a_judge_jobs_link_lands_on_the_run_pages_judge_panel(staff_client: Client, rerun_tree: dict) -> None:
+    """A finished judge re-run's page links "The re-run verdicts on the run page": it pointed at ``#judge``, which
+    no element of the run page has, so it opened the page at its top, far above the judge panel (found by an
+    admin's pass, nu4: /reruns/3/ at 1440 px after the README's "Re-run judge")."""
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], kind=RerunJob.Kind.JUDGE, benchmark="gsm8k",
+                                  checkpoint="/x", status=RerunJob.Status.SUCCEEDED)
+    found = re.search(r'<a href="(/runs/[^"#]+/)#([^"]+)">The re-run verdicts on the run page</a>',
+                      staff_client.get(f"/reruns/{job.pk}/").content.decode())
+    assert found is not None
+    assert f'id="{found.group(2)}"' in staff_client.get(found.group(1)).content.decode()
+
+
 def test_a_samples_score_is_in_words(scored_log: Path) -> None:  # noqa: F811
     samples = summarize(scored_log)["samples"]
     shown = [s["scores"]["match"] for s in samples]
