@@ -99,4 +99,5 @@ def test_re_evaluate_waits_for_the_dataset_choice(live_server, page, run_id: str
     page.locator("#rerun-dataset").wait_for()
     assert page.locator('#rerun-form button[type="submit"]').count() == 1
     assert page.locator('#rerun-form button[type="submit"]').is_enabled()
+    assert "{#" not in page.locator("#rerun-form").inner_text()  # a template comment is not shown
     assert page.js_errors == []
