@@ -76,6 +76,33 @@ def test_a_job_log_line_carries_one_time_and_the_job_is_named_by_its_run(staff_c
     assert re.search(r"\.job-log \{[^}]*white-space: pre-wrap;", css)  # long lines wrap inside the box
 
 
+def test_the_jobs_list_says_which_new_score_is_exploratory(staff_client: Client, rerun_tree: dict) -> None:
+    """A rerun on a local dataset (the demo's) or a sample is not the run's score: the jobs list said "Old 28.2%
+    New 62.5%" as if the score had changed; its New column now says "exploratory" with why (found by an admin's
+    pass, nu4: /reruns/ at 1440 px after the README's demo rerun)."""
+    done = dict(benchmark="gsm8k", checkpoint="/x", status=RerunJob.Status.SUCCEEDED, old_score=0.282)
+    local = RerunJob.objects.create(run_id=rerun_tree["run_id"], dataset_path="/data/datasets/gsm8k-demo",
+                                    new_score=0.625, **done)
+    whole = RerunJob.objects.create(run_id=rerun_tree["run_id"], new_score=0.3, **done)
+    rows = {int(m.group(1)): m.group(2) for m in re.finditer(
+        r'<tr><td><a href="/reruns/(\d+)/">(.*?)</tr>', staff_client.get("/reruns/").content.decode(), re.S)}
+    assert ('62.5% <span class="muted exploratory" title="the local dataset gsm8k-demo, not the benchmark&#x27;s '
+            'own">exploratory</span>') in rows[local.pk]
+    assert "exploratory" not in rows[whole.pk] and "30.0%" in rows[whole.pk]
+
+
+def test_a_judge_jobs_link_lands_on_the_run_pages_judge_panel(staff_client: Client, rerun_tree: dict) -> None:
+    """A finished judge re-run's page links "The re-run verdicts on the run page": it pointed at ``#judge``, which
+    no element of the run page has, so it opened the page at its top, far above the judge panel (found by an
+    admin's pass, nu4: /reruns/3/ at 1440 px after the README's "Re-run judge")."""
+    job = RerunJob.objects.create(run_id=rerun_tree["run_id"], kind=RerunJob.Kind.JUDGE, benchmark="gsm8k",
+                                  checkpoint="/x", status=RerunJob.Status.SUCCEEDED)
+    found = re.search(r'<a href="(/runs/[^"#]+/)#([^"]+)">The re-run verdicts on the run page</a>',
+                      staff_client.get(f"/reruns/{job.pk}/").content.decode())
+    assert found is not None
+    assert f'id="{found.group(2)}"' in staff_client.get(found.group(1)).content.decode()
+
+
 def test_a_samples_score_is_in_words(scored_log: Path) -> None:  # noqa: F811
     samples = summarize(scored_log)["samples"]
     shown = [s["scores"]["match"] for s in samples]

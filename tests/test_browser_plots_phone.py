@@ -59,3 +59,35 @@ def test_a_legend_never_covers_its_chart(live_server, demo_ingested, browser, wi
         assert page.js_errors == [], page.js_errors
     finally:
         context.close()
+
+
+# Each drawn chart's x axis titles that reach past the chart's own box (left or right), with how far (px).
+CUT_TITLES = """() => [...document.querySelectorAll('[data-drawn="true"]')].flatMap(el => {
+    const r = el.getBoundingClientRect();
+    return [...el.querySelectorAll('[class^="g-x"][class$="title"] text')].map(t => {
+        const b = t.getBoundingClientRect();
+        return {chart: el.id, title: t.textContent, left: r.left - b.left, right: b.right - r.right};
+    }).filter(t => t.left > 0 || t.right > 0);
+})"""
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_an_axis_title_fits_its_chart(live_server, demo_ingested, browser, width):
+    """At 390 px the x axis titles of the calibration chart (/analysis/) and of the time charts were cut at the
+    screen's edge ("base model's score on the benchmark (" ...); they break into lines instead, the plot keeping
+    its height (found by a researcher's pass, nu4). Screenshots: phone-chart-title-*.png."""
+    phone = width < 600
+    context, page = open_page(browser, viewport={"width": width, "height": 844}, is_mobile=phone, has_touch=phone)
+    try:
+        for path in ("/analysis/", "/plots/time-vs-score/", "/plots/time-spent/"):
+            page.goto(live_server.url + path)
+            page.wait_for_function("() => [...document.querySelectorAll('[data-figure], [data-figure-src]')]"
+                                   ".every(el => el.dataset.drawn === 'true')")
+            assert page.evaluate(CUT_TITLES) == [], (path, width)
+            if phone:
+                chart = page.locator('[data-drawn="true"]').first
+                assert chart.evaluate("el => el.querySelector('.nsewdrag').getBoundingClientRect().height") >= 200
+                chart.screenshot(path=SHOTS / f"phone-chart-title-{path.strip('/').replace('/', '-')}.png")
+        assert page.js_errors == [], page.js_errors
+    finally:
+        context.close()

@@ -78,3 +78,26 @@ def test_the_thank_you_after_a_challenge_is_on_screen(live_server, page, run_id:
         assert notice.inner_text().startswith("Thank you: your challenge is with the reviewers."), width
         box = notice.bounding_box()
         assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, (width, box)
+
+
+def test_re_evaluate_waits_for_the_dataset_choice(live_server, page, run_id: str,  # noqa: F811
+                                                  staff_client: Client) -> None:
+    """The run page's rerun form loads its dataset choice by htmx after a worker census (up to 2 s): until it has
+    arrived the "Re-evaluate" button cannot be pressed, or the job would go to the worker's Hugging Face cache
+    whatever the choice defaults to (the demo's local copy): found by an admin's pass (nu4), 1440 px."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.context.add_cookies([{"name": "sessionid", "value": staff_client.cookies["sessionid"].value,
+                               "url": live_server.url}])
+    held = []
+    page.route("**/reruns/form-extras*", lambda route: held.append(route))  # held: the census not answered yet
+    with page.expect_request("**/reruns/form-extras*"):
+        page.goto(f"{live_server.url}/runs/{run_id}/")
+    assert len(held) == 1
+    button = page.locator('#rerun-form button[type="submit"]')
+    assert button.count() == 1 and button.is_disabled()
+    held[0].continue_()
+    page.locator("#rerun-dataset").wait_for()
+    assert page.locator('#rerun-form button[type="submit"]').count() == 1
+    assert page.locator('#rerun-form button[type="submit"]').is_enabled()
+    assert "{#" not in page.locator("#rerun-form").inner_text()  # a template comment is not shown
+    assert page.js_errors == []

@@ -291,6 +291,36 @@
     return Plotly.relayout(el, {height: height + Math.ceil(legend.getBoundingClientRect().height)});
   }
 
+  // A phone's width: an x axis title longer than the chart is wide ("base model's score on the benchmark (%)" of the
+  // calibration chart, "Mean wall time used (h:mm, of the 10:00 budget; ...)" of the time charts) ran past the
+  // screen's edge and was cut. There it is broken at spaces into lines the chart's width holds (plotly's <br>), and
+  // the bottom margin and the figure grow by the added lines, so the plot keeps its height.
+  function wrapTitles(el) {
+    if (el.clientWidth >= NARROW_PX) { return null; }
+    const full = el._fullLayout, chart = el.getBoundingClientRect(), update = {};
+    let added = 0;
+    Object.keys(full).filter(function (name) { return /^xaxis\d*$/.test(name); }).forEach(function (name) {
+      const title = full[name].title || {}, text = title.text || "";
+      const node = el.querySelector(".g-" + name.replace("axis", "") + "title text");
+      if (!node || !text || text.indexOf("<br>") >= 0) { return; }
+      const box = node.getBoundingClientRect(), centre = box.left + box.width / 2;  // centred on the plot area
+      const width = box.width, room = 2 * (Math.min(centre - chart.left, chart.right - centre) - 8);
+      if (width <= room) { return; }
+      const chars = Math.max(8, Math.floor(text.length * room / width));  // the characters a line holds
+      const lines = [];
+      text.split(" ").forEach(function (word) {
+        const last = lines.length - 1;
+        if (last >= 0 && (lines[last] + " " + word).length <= chars) { lines[last] += " " + word; } else { lines.push(word); }
+      });
+      update[name + ".title.text"] = lines.join("<br>");
+      added = Math.max(added, (lines.length - 1) * Math.ceil(((title.font && title.font.size) || 14) * 1.3));
+    });
+    if (!added) { return null; }
+    update["margin.b"] = full.margin.b + added;
+    update.height = full.height + added;
+    return Plotly.relayout(el, update);
+  }
+
   function plot(el, figure) {
     const config = {
       responsive: true, displaylogo: false, displayModeBar: true,
@@ -299,7 +329,9 @@
     const layout = Object.assign({}, figure.layout);
     const height = legendBelow(el, layout);
     return withPlotly(function () {
-      return Plotly.newPlot(el, figure.data, layout, config).then(function () { return growForLegend(el, height); });
+      return Plotly.newPlot(el, figure.data, layout, config)
+        .then(function () { return wrapTitles(el); })
+        .then(function () { return growForLegend(el, height === null ? null : el._fullLayout.height); });
     }).then(function () {
       if (el.dataset.clickHref) {
         // A link template: "{0}" is replaced by the clicked point's customdata[0] (a step index, a run id).
