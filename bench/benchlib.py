@@ -149,3 +149,44 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def copy_for_export(warehouse_spec: str, site: Path, out: Path) -> Path:
+    """Empty ``out``, copy into it the warehouse ``warehouse_spec`` (a DuckLake spec ``ducklake:sqlite:CATALOG?data=
+    DIR``: its catalog, the data folder shared; or a plain DuckDB file) and the exported ``site``, and point
+    ``PTB_WAREHOUSE`` at the copy (before ``django.setup()``). Returns the copied site's folder (the export benches'
+    one-run rounds: ``export_one_run.py``, ``export_statements.py``)."""
+    import os
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    if warehouse_spec.startswith("ducklake:sqlite:"):
+        catalog, _, data = warehouse_spec.removeprefix("ducklake:sqlite:").partition("?data=")
+        shutil.copy(catalog, out / "catalog.sqlite")
+        os.environ["PTB_WAREHOUSE"] = f"ducklake:sqlite:{out / 'catalog.sqlite'}?data={data}"
+    else:
+        shutil.copy(warehouse_spec, out / "warehouse.duckdb")
+        os.environ["PTB_WAREHOUSE"] = str(out / "warehouse.duckdb")
+    shutil.copytree(site, out / "site")
+    return out / "site"
+
+
+def median_runs(con) -> list[str]:
+    """The two agent runs (not baselines) of median step count (agent trace), in step-count then id order: the runs
+    the export benches change one at a time."""
+    rows = con.execute(
+        "SELECT s.run_id FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.method NOT LIKE 'baseline%' "
+        "AND s.trace = 'agent' GROUP BY s.run_id ORDER BY count(*), s.run_id LIMIT 2 OFFSET "
+        "(SELECT count(DISTINCT id) / 2 FROM runs WHERE method NOT LIKE 'baseline%')").fetchall()
+    assert len(rows) == 2, "fewer than two runs with steps"
+    return [row[0] for row in rows]
+
+
+def change_run(con, run_id: str, nonce: str) -> None:
+    """Change the run as a re-ingest of new files stores it: its first agent step's output and its content hash,
+    to values made of ``nonce`` (direct SQL, as a test's: the warehouse's version token is not bumped)."""
+    first = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent'", [run_id]).fetchone()
+    assert first is not None
+    con.execute("UPDATE steps SET output = ? WHERE run_id = ? AND trace = 'agent' AND idx = ?",
+                [f"bench changed text {nonce}", run_id, first[0]])
+    con.execute("UPDATE runs SET content_hash = ? WHERE id = ?", [nonce, run_id])

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
 
-from benchlib import cpu, mtimes  # noqa: E402 (bench/benchlib.py, beside this script)
+from benchlib import change_run, copy_for_export, cpu, median_runs, mtimes  # noqa: E402 (bench/benchlib.py, beside this script)
 OUT = Path(__file__).resolve().parent / "out" / "export_one_run"
 
 
@@ -48,18 +47,7 @@ def main() -> None:
     parser.add_argument("--site", type=Path, required=True, help="a site exported from it with this code")
     parser.add_argument("--out", type=Path, default=OUT, help="work folder (emptied first)")
     args = parser.parse_args()
-    out = args.out
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    if args.warehouse.startswith("ducklake:sqlite:"):
-        catalog, _, data = args.warehouse.removeprefix("ducklake:sqlite:").partition("?data=")
-        shutil.copy(catalog, out / "catalog.sqlite")
-        os.environ["PTB_WAREHOUSE"] = f"ducklake:sqlite:{out / 'catalog.sqlite'}?data={data}"
-    else:
-        shutil.copy(args.warehouse, out / "warehouse.duckdb")
-        os.environ["PTB_WAREHOUSE"] = str(out / "warehouse.duckdb")
-    site = out / "site"
-    shutil.copytree(args.site, site)
+    site = copy_for_export(args.warehouse, args.site, args.out)
     import django
 
     django.setup()
@@ -86,16 +74,10 @@ def main() -> None:
         if report.runs_written or report.site_pages:
             sys.exit(f"the site in {args.site} was not exported from this warehouse with this code: {report}")
     with warehouse.connect() as con:
-        rows = con.execute(
-            "SELECT s.run_id FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.method NOT LIKE 'baseline%' "
-            "AND s.trace = 'agent' GROUP BY s.run_id ORDER BY count(*), s.run_id LIMIT 2 OFFSET "
-            "(SELECT count(DISTINCT id) / 2 FROM runs WHERE method NOT LIKE 'baseline%')").fetchall()
-    assert len(rows) == 2, "fewer than two runs with steps"
-    for (run_id,), label in zip(rows, ("first in this process: templates, lexers and the first query's imports "
-                                       "cold, as in a new export_static", "warm, as export_scale.py measures it")):
-        with warehouse.connect() as con:  # direct SQL, as a test's: the version token is not bumped
-            first = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent'", [run_id]).fetchone()
-            assert first is not None
+        runs = median_runs(con)
+    for run_id, label in zip(runs, ("first in this process: templates, lexers and the first query's imports "
+                                    "cold, as in a new export_static", "warm, as export_scale.py measures it")):
+        with warehouse.connect() as con:
             # values new to a site this bench (or export_scale.py) changed before, the same from the same catalog
             # (the files of two code versions' rounds compare byte for byte): the catalog's snapshot id; in a plain
             # DuckDB file, how many runs such rounds changed
@@ -103,10 +85,7 @@ def main() -> None:
                 f"SELECT id FROM ducklake_current_snapshot('{warehouse.ALIAS}')" if "ducklake:" in args.warehouse
                 else "SELECT 'file-' || count(*) FROM runs WHERE content_hash LIKE 'bench-%'").fetchone()
             assert snapshot is not None
-            nonce = f"bench-{snapshot[0]}"
-            con.execute("UPDATE steps SET output = ? WHERE run_id = ? AND trace = 'agent' AND idx = ?",
-                        [f"bench changed text {nonce}", run_id, first[0]])
-            con.execute("UPDATE runs SET content_hash = ? WHERE id = ?", [nonce, run_id])
+            change_run(con, run_id, f"bench-{snapshot[0]}")
         timed(f"run {run_id} changed ({label})")
 
 if __name__ == "__main__":

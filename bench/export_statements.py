@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -29,7 +28,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ptbsite.settings")
+from benchlib import change_run, copy_for_export, median_runs  # noqa: E402 (bench/benchlib.py)
+
 OUT = Path(__file__).resolve().parent / "out" / "export_statements"
 
 LOG: list[list[Any]] = []  # [CPU s, statement, caller] of the traced export
@@ -93,18 +95,7 @@ def main() -> None:
     parser.add_argument("--site", type=Path, required=True, help="a site exported from it with this code")
     parser.add_argument("--out", type=Path, default=OUT, help="work folder (emptied first)")
     args = parser.parse_args()
-    out = args.out
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    if args.warehouse.startswith("ducklake:sqlite:"):
-        catalog, _, data = args.warehouse.removeprefix("ducklake:sqlite:").partition("?data=")
-        shutil.copy(catalog, out / "catalog.sqlite")
-        os.environ["PTB_WAREHOUSE"] = f"ducklake:sqlite:{out / 'catalog.sqlite'}?data={data}"
-    else:
-        shutil.copy(args.warehouse, out / "warehouse.duckdb")
-        os.environ["PTB_WAREHOUSE"] = str(out / "warehouse.duckdb")
-    site = out / "site"
-    shutil.copytree(args.site, site)
+    site = copy_for_export(args.warehouse, args.site, args.out)
     import django
 
     django.setup()
@@ -124,20 +115,11 @@ def main() -> None:
         if report.runs_written or report.site_pages:
             sys.exit(f"the site in {args.site} was not exported from this warehouse with this code: {report}")
     with warehouse.connect() as con:
-        rows = con.execute(
-            "SELECT s.run_id FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.method NOT LIKE 'baseline%' "
-            "AND s.trace = 'agent' GROUP BY s.run_id ORDER BY count(*), s.run_id LIMIT 2 OFFSET "
-            "(SELECT count(DISTINCT id) / 2 FROM runs WHERE method NOT LIKE 'baseline%')").fetchall()
-    assert len(rows) == 2, "fewer than two runs with steps"
+        runs = median_runs(con)
     spent = 0.0
-    for n, (run_id,) in enumerate(rows):
+    for n, run_id in enumerate(runs):
         with warehouse.connect() as con:
-            first = con.execute("SELECT min(idx) FROM steps WHERE run_id = ? AND trace = 'agent'", [run_id]).fetchone()
-            assert first is not None
-            nonce = f"statements-{n}-{time.time_ns()}"
-            con.execute("UPDATE steps SET output = ? WHERE run_id = ? AND trace = 'agent' AND idx = ?",
-                        [f"bench changed text {nonce}", run_id, first[0]])
-            con.execute("UPDATE runs SET content_hash = ? WHERE id = ?", [nonce, run_id])
+            change_run(con, run_id, f"statements-{n}-{time.time_ns()}")
         LOG.clear()
         TRACING[0] = n == 1
         started = time.process_time()
