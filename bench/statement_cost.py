@@ -12,6 +12,9 @@ project's own connection (``warehouse.connect``: DuckLake's extensions loaded of
 - the same statement ``PREPARE``d once and run by ``EXECUTE`` with the id as a literal, both ways, with a
   different existing id each time and with one id that matches no run (which DuckLake answers from its files'
   statistics without reading them);
+- on DuckLake, a statement over ``runs`` and one over ``steps`` inside the transaction beside the same over
+  ``read_parquet`` of the table's live files (``ducklake_list_files``) with the same filter: DuckLake's catalog
+  work per table scanned (issue 24's one-run re-export);
 - the run read (``traces.selectors.get_run``'s one statement over runs, methods, evaluations, verdicts and
   overrides, its SQL captured from ``fetch_dicts``) both ways, inside a transaction;
 - each figure's ratio to the anchor.
@@ -99,6 +102,19 @@ def main() -> None:
                          per_call(lambda i: run(f"EXECUTE small({literal(ids[i % len(ids)])})"), args.repeat)))
             rows.append((f"the same prepared, EXECUTE, an id of no run, {where}",
                          per_call(lambda i: run(f"EXECUTE small({literal('no such run')})"), args.repeat)))
+        if warehouse.ALIAS in {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}:
+            # The same scans without DuckLake's catalog work: read_parquet of the table's live files (DuckLake's
+            # own list of them), the same filter. (Rows inlined in the catalog or deleted are not in these files:
+            # a compacted warehouse holds neither.)
+            for table, where_sql in (("runs", "SELECT 1 FROM {} WHERE id = ?"),
+                                     ("steps", "SELECT count(*) FROM {} WHERE run_id = ?")):
+                files = [r[0] for r in con.execute(
+                    f"SELECT data_file FROM ducklake_list_files('{warehouse.ALIAS}', '{table}')").fetchall()]
+                rows.append((f"`{where_sql.format(table)}`, in a transaction",
+                             per_call(lambda i: run(where_sql.format(table), [ids[i % len(ids)]]), args.repeat)))
+                rows.append((f"the same over `read_parquet` of its {len(files)} live files (no catalog)",
+                             per_call(lambda i: run(where_sql.format(f"read_parquet({files!r})"),
+                                                    [ids[i % len(ids)]]), args.repeat)))
         rows.append(("get_run's statement, in a transaction",
                      per_call(lambda i: run(run_sql, [ids[i % len(ids)]]), max(5, args.repeat // 5))))
         rows.append(("the same prepared, EXECUTE, in a transaction",
